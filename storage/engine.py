@@ -1,0 +1,687 @@
+"""The domain façade: the operations the MCP tools, the CLI and the benchmarks call.
+
+Synchronous and thread-safe. Writes become intents for the reconciler (one writer thread); reads run in
+the calling thread. Arguments are validated before anything is queued, so a rejected call changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scopes import LOCAL_PRINCIPAL, Principal, ScopeId, visible_scopes, would_cycle
+from storage import _validate as v
+from storage import recall as recall_path
+from storage._kuzu import GraphStore, NewMemory
+from storage._lance import VectorIndex
+from storage._tantivy import TextIndex
+from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
+from storage.errors import Conflict, InvalidInput, NotFound, StorageUnavailable
+from storage.extraction import EntityLexicon, extract
+from storage.models import (
+    AmendReceipt,
+    EntityIn,
+    Hit,
+    Memory,
+    MemoryKind,
+    MemoryRecord,
+    Page,
+    Provenance,
+    PurgeReceipt,
+    RelationIn,
+    RetireReceipt,
+    ScopeInfo,
+    Status,
+    VerifyReport,
+    WriteItem,
+    WriteReceipt,
+)
+from storage.reconciler import Reconciler, Tx
+
+VACUUM_MARKER = "VACUUM_PENDING"
+
+
+def content_id(content: str, salt: str = "") -> str:
+    """A memory's id: 128 bits of SHA-256 over its content (and, for a re-assertion, the id it follows)."""
+    h = hashlib.sha256(content.encode("utf-8"))
+    if salt:
+        h.update(b"\x00" + salt.encode())
+    return h.hexdigest()[:32]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class _Prepared:
+    """A validated write, ready for the reconciler."""
+
+    id: str
+    content: str
+    scopes: list[str]
+    kind: MemoryKind
+    event_time: datetime
+    event_time_source: str
+    valid_from: datetime
+    valid_to: datetime | None
+    entities: list[EntityIn]
+    relations: list[RelationIn]
+    metadata: dict[str, Any]
+    provenance: Provenance
+    vector: list[float] | None
+
+
+class Engine:
+    """One data directory's stores, owned by this process until ``close()``."""
+
+    def __init__(self, data_dir: Path, embedder: Embedder, lock_fd: int, *, ann_threshold: int) -> None:
+        self.data_dir = data_dir
+        self.embedder = embedder
+        self._lock_fd = lock_fd
+        self.graph = GraphStore(data_dir / "graph", dim=embedder.dim, embedder_name=embedder.name)
+        self.vectors = VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold)
+        self.text = TextIndex(data_dir / "text")
+        self.reconciler = Reconciler(self.graph, self.vectors, self.text)
+        self.lexicon = EntityLexicon()
+        self._tree_lock = threading.Lock()
+        self._parents: dict[ScopeId, ScopeId] = {}
+        self._scopes: set[str] = set()
+        self._closed = False
+        self._lanes: list[recall_path.Lane] = [
+            recall_path.Bm25Lane(self.text),
+            recall_path.VectorLane(self.vectors, self.embedder),
+            recall_path.GraphLane(self.graph),
+        ]
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path | str,
+        *,
+        embedder: Embedder | None = None,
+        warm: bool = True,
+        ann_threshold: int = 50_000,
+    ) -> Engine:
+        """Open (creating if needed) the stores under ``data_dir`` and repair the projections.
+
+        Takes an exclusive lock on ``data_dir/owner.lock``: a second process gets StorageUnavailable.
+        Never imports torch itself; with ``warm`` the embedder loads in a background thread.
+        """
+        path = Path(data_dir).expanduser().resolve()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot use data directory {path}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StorageUnavailable(
+                f"data directory {path} is owned by another Mnemograph process",
+                hint="connect through that process (mnemograph serve attaches to it) instead of opening it",
+            ) from None
+        emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
+        try:
+            engine = cls(path, emb, fd, ann_threshold=ann_threshold)
+            engine._start()
+        except BaseException:
+            os.close(fd)
+            raise
+        if warm:
+            threading.Thread(target=emb.warm, name="mnemograph-embedder-warm", daemon=True).start()
+        return engine
+
+    def _start(self) -> None:
+        if self._projection_behind_log():
+            self._rebuild_projections()
+        self.reconciler.start()
+        self._reload_tree()
+        with self.graph.read() as conn:
+            for _id, name, aliases in self.graph.known_entities(conn):
+                self.lexicon.add(name, aliases)
+        if (self.data_dir / VACUUM_MARKER).exists():
+            self._vacuum()  # a purge was interrupted before its files were rewritten
+
+    def close(self) -> None:
+        """Drain queued writes, flush projections and release the directory. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.reconciler.close()
+        self.text.close()
+        self.graph.close()
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- scopes ------------------------------------------------------------------------------------
+
+    def _reload_tree(self) -> None:
+        with self.graph.read() as conn:
+            scopes, parents = self.graph.scope_parents(conn)
+        with self._tree_lock:
+            self._scopes = set(scopes)
+            self._parents = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
+
+    def _require_scope(self, scope: ScopeId) -> None:
+        if str(scope) not in self._scopes:
+            raise NotFound(f"no scope {scope}", hint="call list_scopes to see the scopes that exist")
+
+    def create_scope(self, scope: str, parent: str | None = None) -> ScopeInfo:
+        """Create ``scope`` (or move it) under ``parent``; both are created if missing."""
+        sid = v.scope(scope)
+        pid = v.scope(parent) if parent is not None else None
+
+        def intent(tx: Tx) -> None:
+            _, parents = self.graph.scope_parents(tx.conn)
+            tree = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
+            if pid is not None and would_cycle(sid, pid, tree):
+                raise InvalidInput(f"placing {sid} under {pid} would make a scope its own ancestor")
+            self.graph.ensure_scopes(tx.conn, [str(s) for s in (sid, pid) if s is not None], tx.now)
+            self.graph.set_parent(tx.conn, str(sid), str(pid) if pid else None)
+
+        self.reconciler.submit(intent)
+        self._reload_tree()
+        counts = self._counts()
+        return ScopeInfo(str(sid), str(pid) if pid else None, counts.get(str(sid), 0))
+
+    def list_scopes(self) -> list[ScopeInfo]:
+        """Every scope with its parent and its number of current memories."""
+        counts = self._counts()
+        with self._tree_lock:
+            return [
+                ScopeInfo(
+                    s,
+                    str(self._parents[ScopeId.parse(s)]) if ScopeId.parse(s) in self._parents else None,
+                    counts.get(s, 0),
+                )
+                for s in sorted(self._scopes)
+            ]
+
+    def _counts(self) -> dict[str, int]:
+        with self.graph.read() as conn:
+            return self.graph.scope_counts(conn)
+
+    def visible(self, scopes: Sequence[ScopeId], *, descendants: bool = False) -> list[str]:
+        with self._tree_lock:
+            return [str(s) for s in visible_scopes(scopes, self._parents, include_descendants=descendants)]
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        content: str,
+        scopes: Sequence[str],
+        *,
+        kind: str = "note",
+        event_time: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        entities: Sequence[EntityIn] | None = None,
+        relations: Sequence[RelationIn] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
+        source: str = "",
+    ) -> WriteReceipt:
+        """Store a memory. Identical content already current in every target scope -> ``duplicate``; in some
+        of them -> ``linked`` (the same memory gains the other scopes); otherwise ``added``.
+
+        Returns once the canonical store has committed it (acknowledged = durable).
+        """
+        item = WriteItem(
+            content, scopes, kind, event_time, valid_from, valid_to, entities, relations, metadata, source
+        )
+        return self.write_many([item], principal=principal)[0]
+
+    def write_many(
+        self, items: Sequence[WriteItem], *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> list[WriteReceipt]:
+        """Write several memories: validated together (one bad item rejects the call and writes nothing),
+        embedded in batches, committed in group transactions. Receipts come back in order."""
+        now = _now()
+        prepared = []
+        for n, item in enumerate(items):
+            try:
+                prepared.append(self._prepare(item, now, principal))
+            except InvalidInput as exc:
+                if len(items) == 1:
+                    raise
+                raise InvalidInput(
+                    f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
+                ) from None
+        with self.graph.read() as conn:
+            known = self.graph.fetch(conn, [p.id for p in prepared if p.vector is None])
+        todo = [p for p in prepared if p.vector is None and p.id not in known]
+        if todo:
+            vectors = self.embedder.embed([p.content for p in todo])
+            for p, vec in zip(todo, vectors, strict=True):
+                p.vector = [float(x) for x in vec]
+        receipts = self.reconciler.submit_many([self._write_intent(p) for p in prepared])
+        self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
+        return receipts
+
+    def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
+        text = v.content(item.content)
+        targets = [str(s) for s in v.scope_list(item.scopes)]
+        mkind = v.kind(item.kind)
+        ev = v.when(item.event_time, "event_time")
+        vf, vt = v.when(item.valid_from, "valid_from"), v.when(item.valid_to, "valid_to")
+        given = v.entities(item.entities)
+        rels = v.relations(item.relations)
+        meta = v.metadata(item.metadata)
+        src = v.text(item.source, "source", limit=200, allow_empty=True)
+        vector = v.vector(item.vector, self.embedder.dim) if item.vector is not None else None
+        if vt is not None and vt <= (vf or now):
+            raise InvalidInput(
+                "valid_to must be after valid_from (or after now when valid_from is not given)"
+            )
+        for r in rels:
+            for end in (r.subject, r.object):
+                if all(e.name.casefold() != end.casefold() for e in given):
+                    given.append(EntityIn(name=end))
+        found = extract(text, written_at=now, lexicon=self.lexicon, given=given)
+        if ev is not None:
+            event, source_of_time = ev, "caller"
+        elif found.times:
+            event, source_of_time = found.times[0].when.astimezone(UTC), "content"
+        else:
+            event, source_of_time = now, "recorded"
+        return _Prepared(
+            id=content_id(text),
+            content=text,
+            scopes=targets,
+            kind=mkind,
+            event_time=event,
+            event_time_source=source_of_time,
+            valid_from=vf or now,
+            valid_to=vt,
+            entities=list(found.entities),
+            relations=rels,
+            metadata=meta,
+            provenance=Provenance(principal.name, principal.client, src),
+            vector=vector,
+        )
+
+    def _write_intent(self, p: _Prepared) -> Callable[[Tx], WriteReceipt]:
+        def intent(tx: Tx) -> WriteReceipt:
+            cur, existing = self._resolve_content(tx, p.content, p.id)
+            if existing is not None:
+                missing = [s for s in p.scopes if s not in existing.scopes]
+                if not missing:
+                    return WriteReceipt(
+                        cur, "duplicate", existing.scopes, existing.entities, existing.event_time
+                    )
+                self.graph.ensure_scopes(tx.conn, missing, tx.now)
+                self.graph.link(tx.conn, cur, missing, tx.now)
+                tx.record("link", cur)
+                all_scopes = tuple(sorted({*existing.scopes, *missing}))
+                return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.event_time)
+            vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
+            if vec is None:  # the content vanished (purged) between our check and now: embed after all
+                vec = [float(x) for x in self.embedder.embed([p.content])[0]]
+            new = NewMemory(
+                cur,
+                p.content,
+                p.kind,
+                p.provenance,
+                p.metadata,
+                p.event_time,
+                p.event_time_source,
+                p.valid_from,
+                p.valid_to,
+                tx.now,
+                vec,
+            )
+            self._insert(tx, new, p.scopes, p.entities, p.relations)
+            names = tuple(sorted(e.name for e in p.entities))
+            return WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+
+        return intent
+
+    def _resolve_content(self, tx: Tx, text: str, mid: str) -> tuple[str, Memory | None]:
+        """The id this content gets now, and the current memory that already has it (if any).
+
+        Content that was retired or superseded and is written again is a new assertion: it gets a new id
+        derived from the previous one, so history keeps both.
+        """
+        cur = mid
+        for _ in range(1000):
+            live = self.graph.live_state(tx.conn, cur)
+            if live is None:
+                return cur, None
+            if live:
+                return cur, self.graph.fetch(tx.conn, [cur])[cur]
+            cur = content_id(text, salt=cur)
+        raise Conflict("this content has been re-asserted too many times")
+
+    def _insert(
+        self,
+        tx: Tx,
+        new: NewMemory,
+        scopes: Sequence[str],
+        entities: Sequence[EntityIn],
+        rels: Sequence[RelationIn],
+    ) -> None:
+        self.graph.ensure_scopes(tx.conn, scopes, tx.now)
+        self.graph.insert_memory(tx.conn, new)
+        self.graph.link(tx.conn, new.id, scopes, tx.now)
+        if entities:
+            self.graph.mention(tx.conn, new.id, entities)
+        for r in rels:
+            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now)
+        tx.record("add", new.id)
+
+    def _after_write(self, scopes: Sequence[str], entities: Sequence[EntityIn]) -> None:
+        for e in entities:
+            self.lexicon.add(e.name, e.aliases)
+        if any(s not in self._scopes for s in scopes):
+            self._reload_tree()
+
+    def amend(
+        self, id: str, content: str, *, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
+    ) -> AmendReceipt:
+        """Write a new version of a current memory; the old one is superseded and its validity closed."""
+        old_id = self._resolve_id(v.memory_id(id))
+        text = v.content(content)
+        why = v.reason(reason)
+        now = _now()
+        found = extract(text, written_at=now, lexicon=self.lexicon)
+        mid = content_id(text)
+        with self.graph.read() as conn:
+            exists = self.graph.fetch(conn, [mid])
+        vector = None if exists else [float(x) for x in self.embedder.embed([text])[0]]
+
+        def intent(tx: Tx) -> AmendReceipt:
+            old = self.graph.fetch(tx.conn, [old_id]).get(old_id)
+            if old is None:
+                raise NotFound(f"no memory with id {old_id}", hint="call recall to find the memory to amend")
+            self._require_current(old, "amend")
+            if old.content == text:
+                raise Conflict("the new content is identical to the current version", hint="nothing to amend")
+            cur, existing = self._resolve_content(tx, text, mid)
+            if existing is not None:
+                missing = [s for s in old.scopes if s not in existing.scopes]
+                if missing:
+                    self.graph.link(tx.conn, cur, missing, tx.now)
+                tx.record("link", cur)
+            else:
+                if found.times:
+                    event, src = found.times[0].when.astimezone(UTC), "content"
+                else:
+                    event, src = tx.now, "recorded"
+                vec = vector if vector is not None else self.graph.vector_of(tx.conn, mid)
+                if vec is None:
+                    vec = [float(x) for x in self.embedder.embed([text])[0]]
+                prov = Provenance(principal.name, principal.client, old.provenance.source)
+                new = NewMemory(
+                    cur,
+                    text,
+                    old.kind,
+                    prov,
+                    old.metadata,
+                    event,
+                    src,
+                    tx.now,
+                    None,
+                    tx.now,
+                    vec,
+                    supersedes=old.id,
+                )
+                self._insert(tx, new, old.scopes, found.entities, ())
+            self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=tx.now)
+            tx.record("supersede", old.id)
+            return AmendReceipt(cur, old.id, old.scopes)
+
+        receipt = self.reconciler.submit(intent)
+        self._after_write((), found.entities)
+        return receipt
+
+    def retire(
+        self, id: str, *, reason: str = "", at: datetime | None = None, principal: Principal = LOCAL_PRINCIPAL
+    ) -> RetireReceipt:
+        """Close a memory's validity at ``at`` (default now). It leaves default recall; history keeps it."""
+        mid = self._resolve_id(v.memory_id(id))
+        why = v.reason(reason)
+        when = v.when(at, "at")
+
+        def intent(tx: Tx) -> RetireReceipt:
+            m = self.graph.fetch(tx.conn, [mid]).get(mid)
+            if m is None:
+                raise NotFound(f"no memory with id {mid}", hint="call recall to find the memory to retire")
+            if m.retired_at is not None:
+                raise Conflict(f"memory {mid} was already retired at {m.retired_at.isoformat()}")
+            end = when or tx.now
+            if end < m.valid_from:
+                raise InvalidInput(
+                    f"at ({end.isoformat()}) is before the memory became valid ({m.valid_from.isoformat()})"
+                )
+            self.graph.retire(tx.conn, mid, at=tx.now, valid_to=end, reason=why)
+            tx.record("retire", mid)
+            return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
+
+        return self.reconciler.submit(intent)
+
+    def _require_current(self, m: Memory, action: str) -> None:
+        if m.status is Status.SUPERSEDED:
+            raise Conflict(
+                f"memory {m.id} is superseded by {m.superseded_by}",
+                hint=f"{action} {m.superseded_by} instead",
+            )
+        if m.status is Status.RETIRED:
+            raise Conflict(f"memory {m.id} is retired", hint="write a new memory instead")
+
+    def purge(self, scope: str, *, confirm: str, principal: Principal = LOCAL_PRINCIPAL) -> PurgeReceipt:
+        """Erase a scope for real: memories only in it are deleted from all three stores and their bytes
+        removed from disk; memories shared with other scopes just lose this scope. Child scopes move up
+        to the purged scope's parent."""
+        sid = v.scope(scope)
+        if confirm != str(sid):
+            raise InvalidInput(f"confirm must equal the scope id {str(sid)!r}", hint="nothing was deleted")
+        self._require_scope(sid)
+        self.reconciler.wait_projected()
+        before = {"lancedb": self.vectors.count(), "tantivy": self.text.count()}
+        (self.data_dir / VACUUM_MARKER).touch()
+
+        def intent(tx: Tx) -> tuple[list[str], list[str], int]:
+            only, shared = self.graph.memories_of_scope(tx.conn, str(sid))
+            entities = self.graph.delete_scope(tx.conn, str(sid), only)
+            for mid in only:
+                tx.record("delete", mid)
+            for mid in shared:
+                tx.record("unlink", mid)
+            return only, shared, entities
+
+        only, shared, entities = self.reconciler.submit(intent)
+        self._vacuum()
+        self._reload_tree()
+        self.lexicon.clear()
+        with self.graph.read() as conn:
+            for _id, name, aliases in self.graph.known_entities(conn):
+                self.lexicon.add(name, aliases)
+        per_store = {
+            "kuzu": len(only),
+            "lancedb": before["lancedb"] - self.vectors.count(),
+            "tantivy": before["tantivy"] - self.text.count(),
+        }
+        return PurgeReceipt(str(sid), len(only), len(shared), entities, per_store)
+
+    def _vacuum(self) -> None:
+        """Rewrite every store's files so deleted content leaves no bytes behind, then drop the marker."""
+        self.reconciler.wait_projected()
+        self.reconciler.on_writer(self.graph.rebuild)
+
+        def rewrite_projections() -> None:
+            with self.graph.read() as conn:
+                rows = self.graph.projection_rows(conn, self.graph.all_ids(conn))
+            self.text.rebuild(rows.values())
+            self.vectors.vacuum()
+            self.reconciler.rebuilt()
+
+        self.reconciler.on_projector(rewrite_projections)
+        (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def _resolve_id(self, id_or_prefix: str) -> str:
+        with self.graph.read() as conn:
+            matches = self.graph.ids_with_prefix(conn, id_or_prefix)
+        if not matches:
+            raise NotFound(f"no memory with id {id_or_prefix}", hint="call recall to find it")
+        if len(matches) > 1:
+            raise InvalidInput(
+                f"id prefix {id_or_prefix} matches several memories", hint="send more characters"
+            )
+        return matches[0]
+
+    def read(self, id: str) -> MemoryRecord:
+        """The full record and its version chain (oldest first). Accepts a unique prefix of >= 8 hex chars."""
+        mid = self._resolve_id(v.memory_id(id))
+        with self.graph.read() as conn:
+            ids = [mid, *self.graph.chain(conn, mid)]
+            records = self.graph.fetch(conn, ids)
+        if mid not in records:
+            raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
+        versions = sorted(records.values(), key=lambda m: (m.recorded_at, m.id))
+        return MemoryRecord(records[mid], tuple(versions))
+
+    def list(
+        self, scope: str, *, cursor: str | None = None, include_retired: bool = False, limit: int = 50
+    ) -> Page:
+        """Memories directly in ``scope``, oldest first, ``limit`` at a time; pass ``next_cursor`` back."""
+        sid = v.scope(scope)
+        self._require_scope(sid)
+        if not 1 <= limit <= 500:
+            raise InvalidInput("limit must be from 1 to 500")
+        after = _decode_cursor(cursor) if cursor else None
+        with self.graph.read() as conn:
+            ids = self.graph.list_scope(
+                conn, str(sid), after=after, live_only=not include_retired, limit=limit + 1
+            )
+            records = self.graph.fetch(conn, ids[:limit])
+        items = tuple(records[i] for i in ids[:limit] if i in records)
+        nxt = _encode_cursor(items[-1]) if len(ids) > limit and items else None
+        return Page(items, nxt)
+
+    def recall(
+        self,
+        query: str,
+        scopes: Sequence[str],
+        *,
+        k: int = 10,
+        as_of: datetime | None = None,
+        include_history: bool = False,
+        kinds: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        descendants: bool = False,
+        recipe: str = "default",
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> builtins.list[Hit]:
+        """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
+        ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given."""
+        text = v.query(query)
+        requested = v.scope_list(scopes)
+        if recipe not in recall_path.RECIPES:
+            raise InvalidInput(f"unknown recipe {recipe!r}; choose one of {', '.join(recall_path.RECIPES)}")
+        q = recall_path.Query(
+            text=text,
+            scopes=tuple(self.visible(requested, descendants=descendants)),
+            k=v.k(k),
+            now=_now(),
+            as_of=v.when(as_of, "as_of"),
+            include_history=bool(include_history),
+            kinds=tuple(v.kinds(kinds) or ()) or None,
+            since=v.when(since, "since"),
+            until=v.when(until, "until"),
+        )
+        self.reconciler.wait_projected()
+        return recall_path.run(q, self._lanes, self.graph, recall_path.RECIPES[recipe])
+
+    # -- consistency -------------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Compare the projections with the canonical store, id by id, once they have caught up."""
+        self.reconciler.wait_projected()
+        with self.graph.read() as conn:
+            canonical = self.graph.all_ids(conn)
+        drift: dict[str, list[str]] = {}
+        counts = {"kuzu": len(canonical)}
+        for name, live in (("lancedb", self.vectors.live_status()), ("tantivy", self.text.live_status())):
+            counts[name] = len(live)
+            missing = sorted(set(canonical) - set(live))
+            extra = sorted(set(live) - set(canonical))
+            stale = sorted(i for i in set(canonical) & set(live) if canonical[i] != live[i])
+            drift[f"{name}_missing"] = missing
+            drift[f"{name}_extra"] = extra
+            drift[f"{name}_stale"] = stale
+        return VerifyReport(
+            canonical_memories=len(canonical),
+            live_memories=sum(canonical.values()),
+            counts=counts,
+            watermarks={"lancedb": self.vectors.watermark.value, "tantivy": self.text.watermark.value},
+            canonical_seq=self.reconciler.committed_seq,
+            drift=drift,
+        )
+
+    def reindex(self) -> VerifyReport:
+        """Rebuild LanceDB and Tantivy from the canonical store (writes wait meanwhile)."""
+
+        def rebuild() -> None:
+            self._rebuild_projections()
+            self.reconciler.rebuilt()
+
+        self.reconciler.on_writer(lambda: self.reconciler.on_projector(rebuild))
+        return self.verify()
+
+    def _rebuild_projections(self) -> None:
+        with self.graph.read() as conn:
+            seq = self.graph.max_seq(conn)
+            rows = list(self.graph.projection_rows(conn, self.graph.all_ids(conn)).values())
+        self.vectors.replace_all(rows)
+        self.vectors.watermark.set(seq)
+        self.text.rebuild(rows)
+        self.text.watermark.set(seq)
+
+    def _projection_behind_log(self) -> bool:
+        """True when a projection cannot be repaired by replay: it was lost (watermark 0 while memories
+        exist) or it lags behind the oldest change the log still keeps."""
+        with self.graph.read() as conn:
+            oldest = self.graph.oldest_change(conn)
+            has_memories = bool(self.graph.ids_with_prefix(conn, "", limit=1))
+        for mark in (self.vectors.watermark.value, self.text.watermark.value):
+            if mark == 0 and has_memories and (oldest is None or oldest > 1):
+                return True
+            if oldest is not None and mark < oldest - 1:
+                return True
+        return False
+
+
+def _encode_cursor(m: Memory) -> str:
+    return base64.urlsafe_b64encode(f"{m.recorded_at.isoformat()}|{m.id}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        ts, mid = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(ts), v.memory_id(mid)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput(
+            "cursor is not one this server issued", hint="start again without a cursor"
+        ) from None

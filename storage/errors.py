@@ -1,0 +1,68 @@
+"""The one exception tree of Mnemograph's domain. Each error carries a message the calling agent can act on.
+
+The server maps these to MCP tool results in one place; nothing matches on message text.
+"""
+
+from __future__ import annotations
+
+
+class MnemographError(Exception):
+    """Base of every domain error. ``hint`` says what the caller can do next."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}; {self.hint}" if self.hint else self.message
+
+
+class InvalidInput(MnemographError):
+    """An argument is malformed or out of range. Nothing was changed."""
+
+    code = "invalid_input"
+
+
+class NotFound(MnemographError):
+    """No memory, scope or version matches what was asked for."""
+
+    code = "not_found"
+
+
+class Ambiguous(InvalidInput):
+    """An id prefix matches more than one memory."""
+
+    code = "ambiguous"
+
+
+class Conflict(MnemographError):
+    """The request contradicts the stored state (e.g. amending a memory that is already superseded)."""
+
+    code = "conflict"
+
+
+class ScopeDenied(MnemographError):
+    """The principal lacks the grant this operation needs on a scope."""
+
+    code = "scope_denied"
+
+
+class StoreMismatch(MnemographError):
+    """The data directory was built with another embedding model or schema and cannot be mixed."""
+
+    code = "store_mismatch"
+
+
+class StorageUnavailable(MnemographError):
+    """A store cannot be read or written (disk full, read-only, locked by another process)."""
+
+    code = "storage_unavailable"
+
+
+class Closed(StorageUnavailable):
+    """The engine has been closed."""
+
+    code = "closed"

@@ -1,0 +1,197 @@
+"""Domain records: what the engine accepts and returns. Plain frozen dataclasses, no I/O.
+
+Times are timezone-aware UTC ``datetime``s everywhere; naive inputs are taken as UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+# Documented limits (docs/limits.md). Requests past them are refused with InvalidInput, never truncated.
+MAX_CONTENT_CHARS = 32_000
+MAX_QUERY_CHARS = 4_000
+MAX_SCOPES_PER_CALL = 16
+MAX_ENTITIES = 64
+MAX_RELATIONS = 64
+MAX_NAME_CHARS = 200
+MAX_METADATA_BYTES = 16_384
+MAX_K = 100
+MAX_REASON_CHARS = 1_000
+
+
+class MemoryKind(StrEnum):
+    FACT = "fact"
+    EVENT = "event"
+    PREFERENCE = "preference"
+    NOTE = "note"
+    MESSAGE = "message"
+    SUMMARY = "summary"
+
+
+class Status(StrEnum):
+    CURRENT = "current"
+    SUPERSEDED = "superseded"
+    RETIRED = "retired"
+
+
+WriteStatus = Literal["added", "duplicate", "linked"]
+Lane = Literal["bm25", "vector", "graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class EntityIn:
+    """An entity the caller already knows is mentioned (the calling LLM usually does)."""
+
+    name: str
+    type: str = "thing"
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RelationIn:
+    """A (subject, predicate, object) statement between two entities, e.g. (Ana, works_at, Acme)."""
+
+    subject: str
+    predicate: str
+    object: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteItem:
+    """One memory to write (see ``Engine.write``). ``vector`` may be supplied when it was computed with
+    the data directory's own embedder (bulk imports, benchmarks); otherwise the engine embeds."""
+
+    content: str
+    scopes: Sequence[str]
+    kind: str = "note"
+    event_time: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    entities: Sequence[EntityIn] | None = None
+    relations: Sequence[RelationIn] | None = None
+    metadata: Mapping[str, Any] | None = None
+    source: str = ""
+    vector: Sequence[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    principal: str
+    client: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One immutable memory. Only ``valid_to``, ``retired_at``/``retire_reason`` and ``superseded_by`` ever change."""
+
+    id: str
+    content: str
+    kind: MemoryKind
+    scopes: tuple[str, ...]
+    entities: tuple[str, ...]
+    provenance: Provenance
+    metadata: dict[str, Any]
+    event_time: datetime
+    event_time_source: Literal["caller", "content", "recorded"]
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    retired_at: datetime | None
+    retire_reason: str
+    supersedes: str | None
+    superseded_by: str | None
+
+    @property
+    def status(self) -> Status:
+        if self.retired_at is not None:
+            return Status.RETIRED
+        if self.superseded_by is not None:
+            return Status.SUPERSEDED
+        return Status.CURRENT
+
+    def valid_at(self, t: datetime) -> bool:
+        """True when the memory's valid-time interval [valid_from, valid_to) contains ``t``."""
+        return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteReceipt:
+    id: str
+    status: WriteStatus
+    scopes: tuple[str, ...]
+    entities: tuple[str, ...]
+    event_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AmendReceipt:
+    id: str
+    supersedes: str
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RetireReceipt:
+    id: str
+    retired_at: datetime
+    valid_to: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReceipt:
+    scope: str
+    memories_deleted: int
+    memories_unlinked: int
+    entities_deleted: int
+    per_store: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recall result. ``lanes`` maps each lane that found the memory to its 1-based rank there."""
+
+    memory: Memory
+    score: float
+    lanes: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A memory with its whole version chain, oldest first (the memory itself included)."""
+
+    memory: Memory
+    versions: tuple[Memory, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: tuple[Memory, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeInfo:
+    id: str
+    parent: str | None
+    memories: int
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Counts per store and the ids on which they disagree. ``ok`` only when there is no drift."""
+
+    canonical_memories: int
+    live_memories: int
+    counts: dict[str, int]
+    watermarks: dict[str, int]
+    canonical_seq: int
+    drift: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(self.drift.values())

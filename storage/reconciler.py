@@ -1,0 +1,300 @@
+"""The single write path. Every change to the stores is an intent run by one writer thread.
+
+- Writer thread: takes intents off a queue, group-commits as many as are waiting in ONE Kùzu transaction,
+  appends a change record per touched memory (a monotonically increasing ``seq``) and only then
+  acknowledges them. Acknowledged therefore means durable in the canonical store.
+- Projector thread: tails the change log past each projection's watermark and makes LanceDB and Tantivy
+  reflect the canonical state of every touched memory. Live projection and crash replay are the same
+  code, and both are idempotent, so a crash between the two commits is repaired by simply running it.
+- ``wait_projected`` lets readers see their own writes: recall waits until the projections have caught up
+  with what was committed when it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import kuzu
+
+from storage._kuzu import Change, GraphStore
+from storage._lance import VectorIndex
+from storage._tantivy import TextIndex
+from storage.errors import Closed, MnemographError, StorageUnavailable
+
+log = logging.getLogger("mnemograph.reconciler")
+T = TypeVar("T")
+MAX_BATCH = 256
+PROJECT_BATCH = 2_000
+PRUNE_EVERY = 5_000
+
+
+@dataclass
+class Tx:
+    """What an intent gets: the write connection inside the open transaction, and a change recorder."""
+
+    conn: kuzu.Connection
+    graph: GraphStore
+    now: datetime
+    _next_seq: Callable[[], int]
+    changes: list[Change] = field(default_factory=list)
+
+    def record(self, op: str, memory_id: str) -> None:
+        self.changes.append(Change(self._next_seq(), op, memory_id))
+
+
+@dataclass
+class _Intent(Generic[T]):
+    fn: Callable[[Tx], T]
+    future: Future[T]
+    maintenance: bool = False
+
+
+class Reconciler:
+    def __init__(self, graph: GraphStore, vectors: VectorIndex, text: TextIndex) -> None:
+        self._graph = graph
+        self._vectors = vectors
+        self._text = text
+        self._queue: queue.Queue[_Intent[Any] | None] = queue.Queue()
+        self._projector_jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._cond = threading.Condition()
+        with graph.read() as conn:
+            self._seq = graph.max_seq(conn)
+        self._committed = self._seq
+        self._projected = min(vectors.watermark.value, text.watermark.value)
+        self._last_pruned = self._projected
+        self._closed = False
+        self._projector_error: BaseException | None = None
+        # After a projection is rebuilt from a snapshot, rows past its watermark may already be in it.
+        self._replay_next = False
+        self._writer = threading.Thread(target=self._write_loop, name="mnemograph-writer", daemon=True)
+        self._projector = threading.Thread(
+            target=self._project_loop, name="mnemograph-projector", daemon=True
+        )
+
+    def start(self) -> None:
+        """Replay what the projections missed (crash repair), then start both threads."""
+        self._catch_up(replay=True)
+        self._writer.start()
+        self._projector.start()
+
+    # -- the write side ----------------------------------------------------------------------------
+
+    def submit(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in the writer thread inside a transaction; return its result after the commit."""
+        return self._enqueue(_Intent(fn, Future()))
+
+    def submit_many(self, fns: list[Callable[[Tx], T]]) -> list[T]:
+        """Queue several intents at once (they group-commit) and return their results in order.
+
+        Raises the first error after every intent has finished; the others have been committed.
+        """
+        if self._closed:
+            raise Closed("the memory store is closed")
+        intents = [_Intent(fn, Future()) for fn in fns]
+        for intent in intents:
+            self._queue.put(intent)
+        results: list[T] = []
+        error: BaseException | None = None
+        for intent in intents:
+            try:
+                results.append(intent.future.result())
+            except BaseException as exc:
+                error = error or exc
+        if error is not None:
+            raise error
+        return results
+
+    def on_writer(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in the writer thread between transactions (store maintenance, e.g. a rebuild)."""
+        return self._enqueue(_Intent(lambda _tx: fn(), Future(), maintenance=True))
+
+    def on_projector(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in the projector thread once the projections have caught up with every commit."""
+        if self._closed:
+            raise Closed("the memory store is closed")
+        fut: Future[T] = Future()
+
+        def job() -> None:
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:
+                fut.set_exception(exc)
+
+        self._projector_jobs.put(job)
+        return fut.result()
+
+    def _enqueue(self, intent: _Intent[T]) -> T:
+        if self._closed:
+            raise Closed("the memory store is closed")
+        self._queue.put(intent)
+        return intent.future.result()
+
+    def _write_loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            if first.maintenance:
+                self._run_maintenance(first)
+                continue
+            batch = [first]
+            while len(batch) < MAX_BATCH:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None or nxt.maintenance:
+                    self._queue.put(nxt)  # handled after this batch, in order
+                    break
+                batch.append(nxt)
+            self._commit(batch)
+
+    def _run_maintenance(self, intent: _Intent[Any]) -> None:
+        try:
+            intent.future.set_result(intent.fn(None))  # type: ignore[arg-type]
+        except BaseException as exc:
+            intent.future.set_exception(exc)
+
+    def _commit(self, batch: list[_Intent[Any]]) -> None:
+        start_seq = self._seq
+        results: list[tuple[_Intent[Any], Any, BaseException | None]] = []
+        try:
+            with self._graph.transaction() as conn:
+                tx = Tx(conn, self._graph, datetime.now(UTC), self._alloc)
+                for intent in batch:
+                    try:
+                        results.append((intent, intent.fn(tx), None))
+                    except MnemographError as exc:
+                        # Intents check before they mutate, so a domain error leaves the transaction clean.
+                        results.append((intent, None, exc))
+                if tx.changes:
+                    self._graph.append_changes(conn, tx.changes, tx.now)
+        except Exception as exc:
+            self._seq = start_seq
+            if len(batch) > 1:
+                # One intent broke the shared transaction: retry each alone so only it fails.
+                for intent in batch:
+                    self._commit([intent])
+                return
+            log.exception("write failed")
+            batch[0].future.set_exception(_storage_error(exc))
+            return
+        with self._cond:
+            self._committed = self._seq
+            self._cond.notify_all()
+        for intent, value, error in results:
+            if error is not None:
+                intent.future.set_exception(error)
+            else:
+                intent.future.set_result(value)
+        self._projector_jobs.put(_WAKE)
+
+    def _alloc(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    # -- the projection side -----------------------------------------------------------------------
+
+    def _project_loop(self) -> None:
+        while True:
+            job = self._projector_jobs.get()
+            if job is None:
+                return
+            try:
+                self._catch_up(replay=self._replay_next)
+                self._replay_next = False
+            except Exception as exc:
+                log.exception("projection failed; will retry on the next change")
+                with self._cond:
+                    self._projector_error = exc
+                    self._cond.notify_all()
+            if job is not _WAKE:
+                job()  # jobs report their own errors through their future
+
+    def _catch_up(self, *, replay: bool) -> None:
+        """Apply every change past the projections' watermarks, in batches."""
+        while True:
+            vw, tw = self._vectors.watermark.value, self._text.watermark.value
+            with self._graph.read() as conn:
+                changes = self._graph.changes_since(conn, min(vw, tw), limit=PROJECT_BATCH)
+                if not changes:
+                    break
+                ids = list(dict.fromkeys(c.memory_id for c in changes))
+                rows = self._graph.projection_rows(conn, ids)
+            upserts = [rows[i] for i in ids if i in rows]
+            deletes = [i for i in ids if i not in rows]
+            # A memory whose first change here is its creation was never projected, unless this is a
+            # replay after a crash (it may have been applied before the watermark was written).
+            fresh: list[str] = []
+            if not replay:
+                first_op: dict[str, str] = {}
+                for c in changes:
+                    first_op.setdefault(c.memory_id, c.op)
+                fresh = [i for i, op in first_op.items() if op == "add"]
+            top = changes[-1].seq
+            if vw < top:
+                self._vectors.apply(upserts, deletes, fresh=fresh if vw == min(vw, tw) else ())
+                self._vectors.watermark.set(top)
+            if tw < top:
+                self._text.apply(upserts, deletes, fresh=fresh if tw == min(vw, tw) else ())
+                self._text.watermark.set(top)
+            with self._cond:
+                self._projected = top
+                self._projector_error = None
+                self._cond.notify_all()
+        if self._projected - self._last_pruned >= PRUNE_EVERY and not replay and not self._closed:
+            upto = self._projected
+            self._last_pruned = upto
+            self._queue.put(_Intent(lambda tx: self._graph.prune_changes(tx.conn, upto), Future()))
+
+    def rebuilt(self) -> None:
+        """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""
+        self._replay_next = True
+
+    def wait_projected(self, timeout: float = 10.0) -> bool:
+        """Block until every commit made before this call is visible in both projections."""
+        with self._cond:
+            target = self._committed
+            return self._cond.wait_for(lambda: self._projected >= target or self._closed, timeout)
+
+    @property
+    def committed_seq(self) -> int:
+        return self._committed
+
+    @property
+    def projected_seq(self) -> int:
+        return self._projected
+
+    def close(self) -> None:
+        """Drain queued writes and projections, then stop both threads. Idempotent."""
+        if self._closed:
+            return
+        self._queue.put(None)
+        self._writer.join()
+        self._projector_jobs.put(_WAKE)
+        self._projector_jobs.put(None)
+        self._projector.join()
+        self._closed = True
+        with self._cond:
+            self._cond.notify_all()
+
+
+def _wake() -> None:
+    """Sentinel job: just catch up."""
+
+
+_WAKE: Callable[[], None] = _wake
+
+
+def _storage_error(exc: BaseException) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"the canonical store refused the write: {exc}",
+        hint="nothing was changed; check free disk space and permissions on the data directory, then retry",
+    )
