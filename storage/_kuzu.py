@@ -27,6 +27,9 @@ from storage.models import EntityIn, Memory, MemoryKind, Provenance
 
 SCHEMA_VERSION = "1"
 
+# What the reconciler hands to intents; named here so that only this adapter imports kuzu.
+Connection = kuzu.Connection
+
 _MEMORY_FIELDS = (
     "id, content, kind, principal, client, source, metadata, event_time, event_time_source, valid_from, "
     "valid_to, recorded_at, retired_at, retire_reason, supersedes, superseded_by"

@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-import kuzu
-
-from storage._kuzu import Change, GraphStore
+from storage._kuzu import Change, Connection, GraphStore
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.errors import Closed, MnemographError, StorageUnavailable
@@ -39,7 +37,7 @@ PRUNE_EVERY = 5_000
 class Tx:
     """What an intent gets: the write connection inside the open transaction, and a change recorder."""
 
-    conn: kuzu.Connection
+    conn: Connection
     graph: GraphStore
     now: datetime
     _next_seq: Callable[[], int]

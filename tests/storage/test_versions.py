@@ -58,8 +58,8 @@ def test_as_of_reads_valid_time(engine: Engine) -> None:
     ] == [m.id]
     assert engine.recall("office", ["org:acme"], as_of=datetime(2023, 1, 1, tzinfo=UTC)) == []
     assert engine.recall("office", ["org:acme"], as_of=datetime(2019, 1, 1, tzinfo=UTC)) == []
+    other = engine.write("The office has a rooftop.", ["org:acme"], valid_from=start)
     with pytest.raises(InvalidInput, match="before the memory became valid"):
-        other = engine.write("The office has a rooftop.", ["org:acme"], valid_from=start)
         engine.retire(other.id, at=start - timedelta(days=1))
 
 

@@ -1,0 +1,36 @@
+"""Docs that state numbers must agree with the code that enforces them."""
+
+import re
+from pathlib import Path
+
+from scopes import MAX_SCOPE_NAME
+from storage import models
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_limits_page_matches_the_code() -> None:
+    page = (ROOT / "docs" / "limits.md").read_text()
+    expected = {
+        "content of one memory": f"{models.MAX_CONTENT_CHARS} characters",
+        "recall query": f"{models.MAX_QUERY_CHARS} characters",
+        "scopes per call": str(models.MAX_SCOPES_PER_CALL),
+        "entities per write": str(models.MAX_ENTITIES),
+        "relations per write": str(models.MAX_RELATIONS),
+        "entity / alias / relation name": f"{models.MAX_NAME_CHARS} characters",
+        "metadata": f"{models.MAX_METADATA_BYTES} bytes",
+        "recall `k`": f"1 to {models.MAX_K}",
+        "reason (amend, retire)": f"{models.MAX_REASON_CHARS} characters",
+        "scope id": f"1–{MAX_SCOPE_NAME}",
+    }
+    rows = dict(re.findall(r"^\| (.+?) \| (.+?) \|$", page, flags=re.M))
+    for name, value in expected.items():
+        assert value in rows.get(name, ""), f"docs/limits.md row {name!r} should say {value!r}"
+
+
+def test_readme_names_every_tool_and_both_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for tool in ("memory_write", "recall", "amend", "retire", "purge", "memory_read", "list_scopes"):
+        assert f"`{tool}`" in readme, f"README does not mention the {tool} tool"
+    assert "make serve" in readme
+    assert "make test" in readme
