@@ -14,6 +14,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lancedb.index import IvfPq
 from lancedb.query import LanceVectorQueryBuilder
 
 from storage._kuzu import ProjectionRow
@@ -50,8 +51,7 @@ class VectorIndex:
         else:
             self._table = self._db.create_table(TABLE, schema=self._schema)
         self.watermark = Watermark(directory / "WATERMARK")
-        self._indexed_rows = 0
-        self._has_index = any(ix.index_type.startswith("IVF") for ix in self._table.list_indices())
+        self._has_index = any(ix.index_type.upper().startswith("IVF") for ix in self._table.list_indices())
 
     # -- writes (projector thread only) ------------------------------------------------------------
 
@@ -98,14 +98,8 @@ class VectorIndex:
         rows = self._table.count_rows()
         if rows >= self._ann_threshold and (not self._has_index or force_index):
             partitions = max(16, int(np.sqrt(rows)))
-            self._table.create_index(
-                metric="cosine",
-                vector_column_name="vector",
-                index_type="IVF_PQ",
-                num_partitions=partitions,
-                num_sub_vectors=self._dim // 8,
-                replace=True,
-            )
+            config = IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=self._dim // 8)
+            self._table.create_index("vector", config=config, replace=True)
             self._has_index = True
         self._table.optimize(cleanup_older_than=timedelta(minutes=5))
 
@@ -149,6 +143,10 @@ class VectorIndex:
         if table is None:
             return {}
         return dict(zip(table["id"].to_pylist(), table["live"].to_pylist(), strict=True))
+
+    @property
+    def has_ann_index(self) -> bool:
+        return self._has_index
 
     def count(self) -> int:
         return int(self._table.count_rows())

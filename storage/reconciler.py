@@ -31,6 +31,7 @@ T = TypeVar("T")
 MAX_BATCH = 256
 PROJECT_BATCH = 2_000
 PRUNE_EVERY = 5_000
+MAINTAIN_EVERY = 2_000  # changes between LanceDB compactions / ANN index refreshes
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Reconciler:
         self._committed = self._seq
         self._projected = min(vectors.watermark.value, text.watermark.value)
         self._last_pruned = self._projected
+        self._last_maintained = self._projected
         self._closed = False
         self._projector_error: BaseException | None = None
         # After a projection is rebuilt from a snapshot, rows past its watermark may already be in it.
@@ -247,6 +249,10 @@ class Reconciler:
                 self._projected = top
                 self._projector_error = None
                 self._cond.notify_all()
+        if self._projected - self._last_maintained >= MAINTAIN_EVERY:
+            # Compact small fragments, drop old versions, build or refresh the ANN index once large enough.
+            self._last_maintained = self._projected
+            self._vectors.maintain()
         if self._projected - self._last_pruned >= PRUNE_EVERY and not replay and not self._closed:
             upto = self._projected
             self._last_pruned = upto
