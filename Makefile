@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
 PYTEST_ARGS ?=
 
-.PHONY: install serve test lint typecheck layers pytest bench clean
+.PHONY: install serve test lint typecheck layers pytest bench bench-mcp inspector clean
 
 install: $(STAMP)
 
@@ -38,6 +38,13 @@ test: lint typecheck layers pytest
 
 bench: install
 	$(BIN)/python bench/core.py
+
+bench-mcp: install
+	$(BIN)/python bench/mcp.py
+
+# Node 22 and the pinned MCP Inspector CLI into .cache/ (the e2e tests call this themselves).
+inspector:
+	tests/e2e/install_inspector.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,15 +1,21 @@
 """The domain: memories, the reconciler (the single write path), recall (the read path) and the stores.
 
 The public surface is ``Engine`` and the records and errors below; store adapters are private modules.
+Records and errors import eagerly (cheap); the engine and embedders load on first use, because importing
+lancedb, tantivy and kuzu costs over a second and must stay off the MCP handshake path.
 """
 
-from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-from storage.engine import Engine, content_id
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from storage.errors import (
     Ambiguous,
     Closed,
     Conflict,
     InvalidInput,
+    Locked,
     MnemographError,
     NotFound,
     ScopeDenied,
@@ -34,7 +40,28 @@ from storage.models import (
     WriteItem,
     WriteReceipt,
 )
-from storage.recall import RECIPES, Recipe
+
+if TYPE_CHECKING:
+    from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
+    from storage.engine import Engine, content_id
+    from storage.recall import RECIPES, Recipe
+
+_LAZY = {
+    "Engine": "storage.engine",
+    "content_id": "storage.engine",
+    "CachedEmbedder": "storage.embedding",
+    "Embedder": "storage.embedding",
+    "MiniLMEmbedder": "storage.embedding",
+    "RECIPES": "storage.recall",
+    "Recipe": "storage.recall",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'storage' has no attribute {name!r}")
+
 
 __all__ = [
     "RECIPES",
@@ -48,6 +75,7 @@ __all__ = [
     "EntityIn",
     "Hit",
     "InvalidInput",
+    "Locked",
     "Memory",
     "MemoryKind",
     "MemoryRecord",

@@ -25,7 +25,7 @@ from storage._kuzu import GraphStore, NewMemory
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-from storage.errors import Conflict, InvalidInput, NotFound, StorageUnavailable
+from storage.errors import Conflict, InvalidInput, Locked, NotFound, StorageUnavailable
 from storage.extraction import EntityLexicon, extract
 from storage.models import (
     AmendReceipt,
@@ -129,7 +129,7 @@ class Engine:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StorageUnavailable(
+            raise Locked(
                 f"data directory {path} is owned by another Mnemograph process",
                 hint="connect through that process (mnemograph serve attaches to it) instead of opening it",
             ) from None

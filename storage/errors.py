@@ -62,6 +62,12 @@ class StorageUnavailable(MnemographError):
     code = "storage_unavailable"
 
 
+class Locked(StorageUnavailable):
+    """Another process owns the data directory (it holds ``owner.lock``)."""
+
+    code = "locked"
+
+
 class Closed(StorageUnavailable):
     """The engine has been closed."""
 

@@ -1,0 +1,121 @@
+"""The owner's Engine, opened in the background so the MCP handshake never waits for the stores.
+
+Opening imports the store libraries (about a second) and repairs projections; the embedding model then loads
+in its own thread. The owner starts ``EngineHolder.run`` right after it listens; tool calls ``await get()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+
+from storage.errors import Closed, MnemographError, StorageUnavailable
+
+if TYPE_CHECKING:
+    from storage import Engine
+
+log = logging.getLogger(__name__)
+
+_RETRY_MIN, _RETRY_MAX = 0.1, 2.0
+
+
+def _open_engine(data_dir: Path) -> Engine:
+    # Imported here, in the opening thread: the store libraries must stay off the handshake path.
+    from storage import Engine
+
+    return Engine.open(data_dir, warm=True)
+
+
+class EngineHolder:
+    """Holds the one Engine of this process: opening, open, or failed for good.
+
+    ``StorageUnavailable`` while opening (typically: a CLI ``reindex`` holds the directory for a moment) is
+    retried with backoff until the holder closes; other domain errors (a store built by another embedding
+    model, say) are permanent and every ``get`` raises them.
+    """
+
+    def __init__(self, data_dir: Path, *, wait: float) -> None:
+        self._data_dir = data_dir
+        self._wait = wait
+        self._engine: Engine | None = None
+        self._failure: MnemographError | None = None
+        self._last_error: MnemographError | None = None
+        self._settled = anyio.Event()
+        self._closing = False
+
+    @property
+    def state(self) -> str:
+        """``opening``, ``ready`` or ``failed``, for /healthz."""
+        if self._engine is not None:
+            return "ready"
+        return "failed" if self._failure is not None else "opening"
+
+    @property
+    def problem(self) -> str | None:
+        """Why the engine is not ready, when there is a reason to report."""
+        error = self._failure or (self._last_error if self._engine is None else None)
+        return str(error) if error is not None else None
+
+    async def run(self) -> None:
+        """Open the engine, retrying while the directory is busy. Returns once open, failed, or closing."""
+        delay = _RETRY_MIN
+        started = time.monotonic()
+        while not self._closing:
+            try:
+                # Shielded: a cancelled owner must still see the engine it opened, to close it.
+                with anyio.CancelScope(shield=True):
+                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir)
+            except StorageUnavailable as exc:
+                self._last_error = exc
+                log.warning("store not available yet (%s); retrying in %.1fs", exc, delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _RETRY_MAX)
+                continue
+            except MnemographError as exc:
+                self._failure = exc
+                log.error("cannot open the store: %s", exc)
+            except Exception as exc:
+                log.exception("cannot open the store")
+                self._failure = StorageUnavailable(
+                    f"the store at {self._data_dir} could not be opened ({type(exc).__name__})",
+                    hint="the owner's log has the details; tell the user Mnemograph needs attention",
+                )
+            else:
+                if self._closing:  # closed while opening: give the directory back at once
+                    await anyio.to_thread.run_sync(engine.close)
+                    return
+                self._engine = engine
+                log.info("store open after %.2fs", time.monotonic() - started)
+            self._settled.set()
+            return
+
+    async def get(self) -> Engine:
+        """The open Engine. Waits up to the configured time while it opens; raises StorageUnavailable after
+        that, or the permanent error if opening failed."""
+        if self._closing:
+            raise Closed(
+                "Mnemograph's owner process is shutting down", hint="call the tool again in a moment"
+            )
+        if self._engine is None and self._failure is None:
+            with anyio.move_on_after(self._wait):
+                await self._settled.wait()
+        if self._engine is not None:
+            return self._engine
+        if self._failure is not None:
+            raise self._failure
+        reason = f" ({self._last_error.message})" if self._last_error is not None else ""
+        raise StorageUnavailable(
+            f"the memory store is still opening{reason}", hint="wait a few seconds and call the tool again"
+        )
+
+    async def close(self) -> None:
+        """Stop retrying, and close the engine if it is open (this drains queued writes)."""
+        self._closing = True
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            await anyio.to_thread.run_sync(engine.close)

@@ -1,0 +1,187 @@
+"""The owner's HTTP app, served on its private Unix socket.
+
+- ``/mcp``: the SDK's streamable HTTP transport, stateless (every request stands alone, so an HTTP client
+  survives an owner restart without a session to lose; Mnemograph's tools never call back to the client).
+- ``/healthz``: whether the store is open.
+- ``/-/verify``, ``/-/reindex``: admin operations for the CLI (the HTTP front never proxies them).
+- ``/-/lease``: a long-lived request that an HTTP front holds so the owner stays up while the front runs.
+
+DNS-rebinding protection: requests relayed by an HTTP front carry the front's allowed hosts and origins in
+``mnemograph-*`` headers, and are checked here with the SDK's ``TransportSecurityMiddleware`` against the
+client's own Host and Origin headers (which the front passes through unchanged). The check lives here, not in
+the front, so the front stays free of the SDK and starts fast. Requests that come straight to the socket (the
+CLI) carry no policy: a browser cannot reach a Unix socket, and its directory is private to this user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from server._activity import Activity
+from server._admin import report_json
+from server._engine import EngineHolder
+from server._protocol import (
+    ALLOWED_HOSTS_HEADER,
+    ALLOWED_ORIGINS_HEADER,
+    DEFAULT_SCOPES_HEADER,
+    HEALTH_PATH,
+    LEASE_PATH,
+    MCP_PATH,
+)
+from server._session import SessionInfo, current_session, parse_scopes
+from server.app import VERSION, MnemographMCP
+from storage.errors import MnemographError
+
+if TYPE_CHECKING:
+    from storage import Engine, VerifyReport
+
+
+def owner_app(
+    server: MnemographMCP,
+    holder: EngineHolder,
+    activity: Activity,
+    *,
+    data_dir: Path,
+    stopping: anyio.Event,
+    started: anyio.Event,
+) -> ASGIApp:
+    """The owner's ASGI app. ``started`` is set once the MCP session manager runs; ``stopping`` ends leases."""
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        # Checked per request in _PerRequest instead: the policy is each front's own.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    async def healthz(request: Request) -> JSONResponse:
+        body = {
+            "status": {"ready": "ok", "opening": "starting", "failed": "failed"}[holder.state],
+            "engine": holder.state,
+            "problem": holder.problem,
+            "pid": os.getpid(),
+            "data_dir": str(data_dir),
+            "version": VERSION,
+            "clients": activity.busy,
+        }
+        return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
+
+    async def verify(request: Request) -> Response:
+        return await _admin(holder, lambda engine: engine.verify())
+
+    async def reindex(request: Request) -> Response:
+        return await _admin(holder, lambda engine: engine.reindex())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # The MCP app is mounted, so Starlette will not run its lifespan: run its session manager here.
+        async with server.session_manager.run():
+            started.set()
+            yield
+
+    app = Starlette(
+        routes=[
+            Route(HEALTH_PATH, healthz, methods=["GET"]),
+            Route("/-/verify", verify, methods=["POST"]),
+            Route("/-/reindex", reindex, methods=["POST"]),
+            Route(LEASE_PATH, _Lease(activity, stopping), methods=["GET"]),
+            Mount("/", app=mcp_app),
+        ],
+        lifespan=lifespan,
+    )
+    return _PerRequest(app, activity, server.default_scopes)
+
+
+async def _admin(holder: EngineHolder, op: Callable[[Engine], VerifyReport]) -> Response:
+    try:
+        engine = await holder.get()
+        report = await anyio.to_thread.run_sync(op, engine)
+    except MnemographError as exc:
+        return JSONResponse({"error": exc.code, "message": str(exc)}, status_code=503)
+    return JSONResponse(report_json(report))
+
+
+class _Lease:
+    """Holds the owner up while the client keeps this request open; ends when the client goes or we stop."""
+
+    def __init__(self, activity: Activity, stopping: anyio.Event) -> None:
+        self._activity = activity
+        self._stopping = stopping
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]}
+        )
+        await send({"type": "http.response.body", "body": b"leased\n", "more_body": True})
+        with self._activity.hold():
+            async with anyio.create_task_group() as tg:
+
+                async def end_when_stopping() -> None:
+                    await self._stopping.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(end_when_stopping)
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class _PerRequest:
+    """For every HTTP request: apply the relaying front's DNS-rebinding policy, give the request the session
+    defaults the front sent (``server._session``), and count it as activity so the owner never stops in the
+    middle of one."""
+
+    def __init__(self, app: ASGIApp, activity: Activity, default_scopes: tuple[str, ...]) -> None:
+        self._app = app
+        self._activity = activity
+        self._default_scopes = default_scopes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == LEASE_PATH:
+            await self._app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        hosts = headers.get(ALLOWED_HOSTS_HEADER)
+        if hosts is not None:
+            security = _policy(hosts, headers.get(ALLOWED_ORIGINS_HEADER, ""))
+            request = Request(scope, receive)
+            rejected = await security.validate_request(request, is_post=request.method == "POST")
+            if rejected is not None:
+                await rejected(scope, receive, send)
+                return
+        requested = headers.get(DEFAULT_SCOPES_HEADER)
+        scopes = parse_scopes(requested) if requested is not None else None
+        token = current_session.set(SessionInfo(scopes or self._default_scopes, "http"))
+        try:
+            with self._activity.hold():
+                await self._app(scope, receive, send)
+        finally:
+            current_session.reset(token)
+
+
+@lru_cache(maxsize=16)
+def _policy(hosts: str, origins: str) -> TransportSecurityMiddleware:
+    """The SDK's Host/Origin validation for one front's policy (fronts send the same policy every time)."""
+    return TransportSecurityMiddleware(
+        TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[h for h in hosts.split(",") if h],
+            allowed_origins=[o for o in origins.split(",") if o],
+        )
+    )

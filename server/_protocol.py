@@ -1,0 +1,19 @@
+"""What front-ends and the owner agree on: the hello line, the headers a front adds, the owner's HTTP paths.
+
+Standard library only: both front-ends import this on their fast paths.
+"""
+
+from __future__ import annotations
+
+HELLO_KEY = "mnemograph-hello"
+"""The key of the one JSON line a stdio front-end sends before any MCP traffic on an owner connection."""
+
+HEADER_PREFIX = "mnemograph-"
+"""Headers a front adds for the owner. A front drops any the client sent: the owner trusts these."""
+DEFAULT_SCOPES_HEADER = HEADER_PREFIX + "default-scopes"  # comma-separated scope ids
+ALLOWED_HOSTS_HEADER = HEADER_PREFIX + "allowed-hosts"  # the front's DNS-rebinding policy, comma-separated
+ALLOWED_ORIGINS_HEADER = HEADER_PREFIX + "allowed-origins"
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+LEASE_PATH = "/-/lease"

@@ -1,0 +1,42 @@
+"""Per-session settings, carried to tool calls in a context variable.
+
+Several front-ends share one owner, and each may be configured differently (a Cursor window with
+``MNEMOGRAPH_DEFAULT_SCOPE=project:site``, a Claude Desktop with none). So a session's defaults travel with the
+session: the stdio front-end sends them in its hello line, the HTTP front in a request header, and the owner
+sets this variable around the session. The SDK runs each handler in the context of the message that caused
+it, so tool calls see their own session's value.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from scopes import InvalidScopeId, ScopeId
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What the owner knows about one client session."""
+
+    default_scopes: tuple[str, ...]
+    transport: str  # "stdio", "http" or "memory": the fallback client name in provenance
+
+
+current_session: ContextVar[SessionInfo | None] = ContextVar("mnemograph_session", default=None)
+
+
+def parse_scopes(raw: Any) -> tuple[str, ...] | None:
+    """Scope ids from a hello line or header (a list or a comma-separated string); None when absent or invalid.
+
+    Invalid values are ignored rather than refused: the owner then falls back to its own default scope.
+    """
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list):
+        return None
+    try:
+        scopes = tuple(str(ScopeId.parse(s.strip() if isinstance(s, str) else s)) for s in items)
+    except InvalidScopeId:
+        return None
+    return scopes or None

@@ -1,0 +1,134 @@
+"""The MCP server: Mnemograph's tools published through the SDK's ``MCPServer``.
+
+``MnemographMCP`` lists and calls tools from ``tools.ALL_TOOLS`` itself (overriding ``list_tools`` and
+``call_tool``) instead of registering functions: each tool's own pydantic models then publish its input and
+output schemas *and* validate them, and failures map to results in one place (``server._calls``). Everything
+else is the SDK's: sessions, both protocol eras, streamable HTTP, and the auth hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import Tool
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.message import SessionMessage
+from mcp.types import CallToolResult, ToolAnnotations
+
+from scopes import LOCAL_PRINCIPAL, Principal
+from server._calls import EngineSource, invoke, unknown_tool
+from server._session import SessionInfo, current_session
+from tools import ALL_TOOLS, INSTRUCTIONS, Caller, ToolSpec
+
+try:
+    VERSION = version("mnemograph")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    VERSION = "0+unknown"
+
+
+class MnemographMCP(MCPServer[Any]):
+    """The MCP server over one engine source. Build it with ``build_server``."""
+
+    def __init__(
+        self,
+        engine: EngineSource,
+        *,
+        default_scopes: tuple[str, ...],
+        tools: Sequence[ToolSpec[Any, Any]] = ALL_TOOLS,
+        token_verifier: TokenVerifier | None = None,
+        auth: AuthSettings | None = None,
+    ) -> None:
+        super().__init__(
+            name="mnemograph",
+            title="Mnemograph",
+            description="Long-term memory for AI agents: facts, events and preferences that persist across sessions.",
+            instructions=INSTRUCTIONS,
+            version=VERSION,
+            token_verifier=token_verifier,
+            auth=auth,
+            log_level="WARNING",
+        )
+        self._engine = engine
+        self._default_scopes = default_scopes
+        self._specs = {spec.name: spec for spec in tools}
+        self._listing = [_describe(spec) for spec in tools]  # schemas are built once, not per tools/list
+
+    @property
+    def default_scopes(self) -> tuple[str, ...]:
+        """The scopes used by sessions that bring no defaults of their own."""
+        return self._default_scopes
+
+    async def list_tools(self) -> list[Tool]:
+        return list(self._listing)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult:
+        spec = self._specs.get(name)
+        if spec is None:
+            raise unknown_tool(name)
+        return await invoke(spec, arguments, self._engine, self._caller(context))
+
+    async def serve_streams(
+        self,
+        read_stream: MemoryObjectReceiveStream[SessionMessage | Exception],
+        write_stream: MemoryObjectSendStream[SessionMessage],
+    ) -> None:
+        """Serve one MCP session over a pair of message streams (the owner's socket sessions)."""
+        server = self._lowlevel_server
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    def _caller(self, context: Context[Any, Any] | None) -> Caller:
+        session = current_session.get() or SessionInfo(self._default_scopes, "memory")
+        # Authentication arrives with issue 4: then the principal comes from the verified token
+        # (mcp.server.auth.middleware.auth_context.get_access_token()); until then every caller is local.
+        return Caller(
+            principal=Principal(LOCAL_PRINCIPAL.name, client=_client_name(context) or session.transport),
+            default_scopes=session.default_scopes,
+        )
+
+
+def build_server(
+    engine: EngineSource,
+    *,
+    default_scopes: tuple[str, ...],
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+) -> MnemographMCP:
+    """The MCP server for ``engine``. ``default_scopes`` apply to sessions that bring none of their own.
+
+    ``token_verifier`` and ``auth`` are the SDK's bearer-token hooks, passed through unchanged (issue 4).
+    """
+    return MnemographMCP(engine, default_scopes=default_scopes, token_verifier=token_verifier, auth=auth)
+
+
+def _describe(spec: ToolSpec[Any, Any]) -> Tool:
+    return Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_model.model_json_schema(),
+        output_schema=spec.output_model.model_json_schema(mode="serialization"),
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.hints.read_only,
+            destructive_hint=spec.hints.destructive,
+            idempotent_hint=spec.hints.idempotent,
+            open_world_hint=spec.hints.open_world,
+        ),
+    )
+
+
+def _client_name(context: Context[Any, Any] | None) -> str | None:
+    if context is None:
+        return None
+    try:
+        params = context.request_context.session.client_params
+    except ValueError:  # no request (a direct call from Python)
+        return None
+    return params.client_info.name if params is not None else None

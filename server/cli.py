@@ -1,0 +1,161 @@
+"""The ``mnemograph`` command.
+
+- ``mnemograph serve``: MCP over stdio, for clients that launch their server (Claude Desktop, Claude Code,
+  Cursor, VS Code). ``--transport http`` serves streamable HTTP at /mcp (and /healthz) instead.
+- ``mnemograph verify`` / ``reindex``: check the stores agree / rebuild the derived ones, with or without a
+  server running.
+- ``mnemograph daemon``: the owner process itself; front-ends start it on demand, so you rarely run it.
+
+Each command imports what it needs when it runs, not at the top of this module: ``serve`` over stdio must
+answer the MCP handshake fast and needs only the standard library, while the owner needs the SDK and the
+HTTP front needs the web stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from server._runtime import RuntimeDirError, RuntimePaths
+from server.settings import Settings, SettingsError, load_settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(
+            data_dir=args.data_dir,
+            default_scopes=getattr(args, "default_scope", None),
+            host=getattr(args, "host", None),
+            port=getattr(args, "port", None),
+            idle_timeout=getattr(args, "idle_timeout", None),
+        )
+        paths = RuntimePaths.of(settings.runtime_dir, settings.data_dir)
+    except (SettingsError, RuntimeDirError) as exc:
+        print(f"mnemograph: {exc}", file=sys.stderr)
+        return 2
+    command: Any = args.command
+    status: int = command(args, settings, paths)
+    return status
+
+
+def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    if args.transport == "stdio":
+        from server._shim import run_stdio
+
+        return run_stdio(paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout)
+    _start_owner_early(paths, settings)
+    import anyio
+
+    from server.http_front import run_front
+
+    try:
+        anyio.run(run_front, settings, paths)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _daemon(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._daemon import ReadyPipe, detach, take_owner_lock
+
+    if args.detach:
+        detach()  # before any import that could start a thread
+    pipe = ReadyPipe(args.ready_fd)
+    lock = take_owner_lock(paths, timeout=settings.spawn_timeout)
+    if lock is None:
+        print(f"mnemograph: another process owns {paths.data_dir}", file=sys.stderr)
+        pipe.busy()
+        return 0
+    try:
+        import anyio
+
+        from server import owner
+
+        owner.configure_logging(settings.log_level)
+        anyio.run(owner.serve, settings, paths, pipe)
+    except BaseException as exc:
+        pipe.failed(f"{type(exc).__name__}: {exc}")  # a no-op once ready was reported
+        raise
+    finally:
+        paths.info_file.unlink(missing_ok=True)
+        os.close(lock)
+    return 0
+
+
+def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._admin import AdminError, run_admin
+
+    try:
+        report = run_admin(args.op, paths, timeout=settings.spawn_timeout)
+    except AdminError as exc:
+        print(f"mnemograph {args.op}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        import json
+
+        print(json.dumps(report, indent=2))
+    else:
+        print(_format_report(report))
+    return 0 if report["ok"] else 1
+
+
+def _format_report(report: dict[str, Any]) -> str:
+    lines = [f"{'store':<10} {'memories':>9}  {'watermark':>9}"]
+    for store, count in sorted(report["counts"].items()):
+        watermark = report["watermarks"].get(store, report["canonical_seq"])
+        lines.append(f"{store:<10} {count:>9}  {watermark:>9}")
+    lines.append(f"canonical: {report['canonical_memories']} memories ({report['live_memories']} live)")
+    drift = {name: ids for name, ids in report["drift"].items() if ids}
+    for name, ids in sorted(drift.items()):
+        lines.append(f"drift {name}: {len(ids)} ({', '.join(ids[:5])}{', …' if len(ids) > 5 else ''})")
+    lines.append("ok" if report["ok"] else "DRIFT: run `mnemograph reindex` to rebuild the derived stores")
+    return "\n".join(lines)
+
+
+def _start_owner_early(paths: RuntimePaths, settings: Settings) -> None:
+    # Start (or find) the owner in a thread while this process imports the web stack: both take a while.
+    import contextlib
+    import threading
+
+    from server._owner import OwnerUnavailable, ensure_owner
+
+    def start() -> None:
+        with contextlib.suppress(OwnerUnavailable):  # the front retries, and reports the reason on requests
+            ensure_owner(paths, timeout=settings.spawn_timeout)
+
+    threading.Thread(target=start, name="mnemograph-start-owner", daemon=True).start()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemograph", description="Long-term memory for AI agents, over MCP."
+    )
+    sub = parser.add_subparsers(dest="name", required=True)
+    data_dir = argparse.ArgumentParser(add_help=False)
+    data_dir.add_argument("--data-dir", help="the store (default: $MNEMOGRAPH_DATA_DIR or the user data dir)")
+
+    serve = sub.add_parser("serve", parents=[data_dir], help="serve MCP over stdio (default) or HTTP")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", help="HTTP: address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP: port (default 8765)")
+    serve.add_argument(
+        "--default-scope", help="scope(s) used when a call names none, comma-separated (default user:<login>)"
+    )
+    serve.set_defaults(command=_serve)
+
+    for op, text in (("verify", "check that the stores agree"), ("reindex", "rebuild the derived stores")):
+        cmd = sub.add_parser(op, parents=[data_dir], help=text)
+        cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+        cmd.set_defaults(command=_admin, op=op)
+
+    daemon = sub.add_parser("daemon", parents=[data_dir], help="run the owner process (normally automatic)")
+    daemon.add_argument("--idle-timeout", type=float, help="seconds to stay up without clients (default 600)")
+    daemon.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)
+    daemon.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    daemon.set_defaults(command=_daemon)
+    return parser

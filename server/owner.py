@@ -1,0 +1,149 @@
+"""The owner: the one process that opens a data directory's Engine and serves every client of it.
+
+It listens on two Unix sockets in the runtime directory (``server._runtime``): MCP sessions as newline-delimited
+JSON-RPC for the stdio front-ends, and HTTP for the HTTP front and the CLI. The Engine opens in the background
+after the sockets listen, so handshakes never wait for it. The owner stops after ``idle_timeout`` seconds with
+no session, lease or request, or on SIGTERM/SIGINT/SIGHUP: it stops listening first (so new front-ends start a
+successor, which waits for the owner lock), lets requests in flight finish, closes the Engine (draining
+queued writes) and releases the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import uvicorn
+
+from server._activity import Activity
+from server._daemon import ReadyPipe
+from server._engine import EngineHolder
+from server._owner_http import owner_app
+from server._runtime import RuntimePaths
+from server._uds import serve_sessions
+from server.app import VERSION, build_server
+from server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_GRACE = 10  # seconds requests in flight get to finish when the owner stops
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the owner decides when to stop, and closes the Engine after."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> None:
+    """Serve ``paths.data_dir`` until idle or signalled. The caller holds the owner lock."""
+    holder = EngineHolder(paths.data_dir, wait=settings.engine_wait)
+    activity = Activity()
+    stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
+    server = build_server(holder.get, default_scopes=settings.default_scopes)
+    app = owner_app(
+        server, holder, activity, data_dir=paths.data_dir, stopping=stopping, started=http_started
+    )
+    http = _Uvicorn(
+        uvicorn.Config(
+            app, log_level=settings.log_level.lower(), access_log=False, timeout_graceful_shutdown=_GRACE
+        )
+    )
+    listener = await anyio.create_unix_listener(paths.mcp_socket, mode=0o600)
+    http_socket = _bind_unix(paths.http_socket)
+
+    async def serve_http() -> None:
+        try:
+            await http.serve([http_socket])
+        finally:
+            http_done.set()
+        if not http_started.is_set():
+            raise RuntimeError("the owner's HTTP server stopped during start-up (see the log above)")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder.run)
+            tg.start_soon(serve_sessions, listener, server, activity, settings.default_scopes)
+            tg.start_soon(serve_http)
+            await http_started.wait()
+            _write_info(paths)
+            pipe.ready()
+            log.info("owner %d serving %s", os.getpid(), paths.data_dir)
+
+            reason = await _until_stop(activity, settings.idle_timeout)
+            log.info("stopping: %s", reason)
+            # New clients must not reach a closing owner: unlinking the socket paths makes them unreachable (new
+            # front-ends start a successor, which waits for our lock), while sessions already connected go on.
+            for path in (paths.mcp_socket, paths.http_socket, paths.info_file):
+                path.unlink(missing_ok=True)
+            stopping.set()  # ends the HTTP fronts' leases
+            http.should_exit = True  # uvicorn lets requests in flight finish, for up to _GRACE seconds
+            with anyio.move_on_after(_GRACE + 5):
+                await http_done.wait()
+            tg.cancel_scope.cancel()  # the remaining socket sessions: stdio clients reconnect to a successor
+    finally:
+        with anyio.CancelScope(shield=True):
+            await listener.aclose()
+            await holder.close()
+    log.info("owner %d stopped", os.getpid())
+
+
+async def _until_stop(activity: Activity, idle_timeout: float) -> str:
+    reason = "idle"
+    async with anyio.create_task_group() as tg:
+
+        async def on_signal() -> None:
+            nonlocal reason
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    reason = signal.Signals(signum).name
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(on_signal)
+        await activity.wait_idle(idle_timeout)
+        tg.cancel_scope.cancel()
+    return reason if reason != "idle" else f"no client for {idle_timeout:g}s"
+
+
+def _bind_unix(path: Path) -> socket.socket:
+    path.unlink(missing_ok=True)  # a stale socket of a dead owner; we hold the owner lock
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # born 0600: no window in which another user could connect
+    try:
+        sock.bind(os.fspath(path))
+    finally:
+        os.umask(old)
+    sock.listen(1024)
+    return sock
+
+
+def _write_info(paths: RuntimePaths) -> None:
+    info = {
+        "pid": os.getpid(),
+        "data_dir": str(paths.data_dir),
+        "version": VERSION,
+        "started_at": time.time(),
+        "mcp_socket": str(paths.mcp_socket),
+        "http_socket": str(paths.http_socket),
+    }
+    tmp = paths.info_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info))
+    tmp.replace(paths.info_file)
+
+
+def configure_logging(level: str) -> None:
+    """The owner logs to stderr, which its starter points at the runtime directory's owner.log."""
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s", force=True
+    )

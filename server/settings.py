@@ -1,0 +1,169 @@
+"""Configuration, read once from the environment (prefix ``MNEMOGRAPH_``) and command-line overrides.
+
+This is the only module that reads the environment. Everything else receives a ``Settings``. It imports only
+the standard library, ``platformdirs`` and ``scopes``, because the stdio front-end loads it on its fast path.
+
+Variables (all optional):
+
+- ``MNEMOGRAPH_DATA_DIR``: the store; default the platform's user data directory.
+- ``MNEMOGRAPH_DEFAULT_SCOPE``: comma-separated scope ids used when a call names none; default
+  ``user:<login name>``.
+- ``MNEMOGRAPH_HOST`` / ``MNEMOGRAPH_PORT``: where ``serve --transport http`` listens; default 127.0.0.1:8765.
+- ``MNEMOGRAPH_ALLOWED_HOSTS`` / ``MNEMOGRAPH_ALLOWED_ORIGINS``: comma-separated Host and Origin values the
+  HTTP server accepts (DNS-rebinding protection; ``name:*`` allows any port). Default: loopback names.
+- ``MNEMOGRAPH_RUNTIME_DIR``: where the owner's sockets and locks live; default ``/tmp/mnemograph-<uid>``.
+- ``MNEMOGRAPH_IDLE_TIMEOUT``: seconds the owner process stays up after its last client left; default 600.
+- ``MNEMOGRAPH_ENGINE_WAIT``: seconds a tool call waits for the store to open; default 120.
+- ``MNEMOGRAPH_SPAWN_TIMEOUT``: seconds a front-end waits for a new owner to listen; default 60.
+- ``MNEMOGRAPH_LOG_LEVEL``: DEBUG, INFO, WARNING or ERROR; default INFO.
+"""
+
+from __future__ import annotations
+
+import getpass
+import ipaddress
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from scopes import InvalidScopeId, ScopeId
+
+PREFIX = "MNEMOGRAPH_"
+APP_NAME = "mnemograph"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# Characters a scope name may hold (mirrors scopes' validation, which has the final word).
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
+
+
+class SettingsError(ValueError):
+    """A setting has an invalid value; the message names the variable or flag and what it accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything configurable. Build it with ``load_settings``; values are validated there."""
+
+    data_dir: Path
+    runtime_dir: Path
+    default_scopes: tuple[str, ...]
+    host: str = "127.0.0.1"
+    port: int = 8765
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    idle_timeout: float = 600.0
+    engine_wait: float = 120.0
+    spawn_timeout: float = 60.0
+    log_level: str = "INFO"
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Read ``MNEMOGRAPH_*`` variables, apply ``overrides`` (command-line flags; ``None`` means "not given"),
+    and validate. Raises ``SettingsError`` with an actionable message."""
+    env = os.environ if environ is None else environ
+    given = {k: v for k, v in overrides.items() if v is not None}
+
+    def pick(name: str, variable: str | None = None) -> Any:
+        return given[name] if name in given else env.get(PREFIX + (variable or name.upper())) or None
+
+    data_dir = _path(pick("data_dir")) or Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    host = str(pick("host") or "127.0.0.1")
+    scopes = pick("default_scopes", "DEFAULT_SCOPE")
+    default_scopes = _scopes(scopes) if scopes is not None else (login_scope(env),)
+    hosts, origins = pick("allowed_hosts"), pick("allowed_origins")
+    level = str(pick("log_level") or "INFO").upper()
+    if level not in LOG_LEVELS:
+        raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    return Settings(
+        data_dir=data_dir.expanduser().resolve(),
+        runtime_dir=(_path(pick("runtime_dir")) or _default_runtime_dir()).expanduser().absolute(),
+        default_scopes=default_scopes,
+        host=host,
+        port=_number(pick("port"), "port", int, 0, 65535, 8765),
+        allowed_hosts=_list(hosts) if hosts is not None else default_allowed_hosts(host),
+        allowed_origins=_list(origins) if origins is not None else default_allowed_origins(host),
+        idle_timeout=_number(pick("idle_timeout"), "idle_timeout", float, 1.0, 86_400.0 * 365, 600.0),
+        engine_wait=_number(pick("engine_wait"), "engine_wait", float, 0.0, 3_600.0, 120.0),
+        spawn_timeout=_number(pick("spawn_timeout"), "spawn_timeout", float, 1.0, 3_600.0, 60.0),
+        log_level=level,
+    )
+
+
+def login_scope(environ: Mapping[str, str]) -> str:
+    """``user:<login name>``, sanitised to the characters a scope name allows (``user:local`` if none)."""
+    try:
+        login = environ.get("LOGNAME") or environ.get("USER") or environ.get("USERNAME") or getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        login = ""
+    name = _UNSAFE.sub("-", login).strip("-.")[:128] or "local"
+    return f"user:{name}"
+
+
+def default_allowed_hosts(host: str) -> tuple[str, ...]:
+    """Loopback names on any port, plus the bind address itself when it is a specific non-loopback one."""
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    if not _is_loopback(host) and host not in ("0.0.0.0", "::", ""):
+        hosts.append(f"[{host}]:*" if ":" in host else f"{host}:*")
+    return tuple(hosts)
+
+
+def default_allowed_origins(host: str) -> tuple[str, ...]:
+    return tuple(f"http://{h}" for h in default_allowed_hosts(host))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _default_runtime_dir() -> Path:
+    # A fixed per-user path rather than $XDG_RUNTIME_DIR or $TMPDIR: every front-end on this machine must find
+    # the same owner, and GUI-launched clients (Claude Desktop) often see a different environment than shells.
+    return Path(f"/tmp/{APP_NAME}-{os.getuid()}")
+
+
+def _path(value: object) -> Path | None:
+    return Path(str(value)) if value else None
+
+
+def _scopes(value: object) -> tuple[str, ...]:
+    raw = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+    out: list[str] = []
+    for item in raw:
+        text = str(item).strip()
+        if not text:
+            continue
+        try:
+            out.append(str(ScopeId.parse(text)))
+        except InvalidScopeId as exc:
+            raise SettingsError(f"{PREFIX}DEFAULT_SCOPE: {exc}") from None
+    if not out:
+        raise SettingsError(f"{PREFIX}DEFAULT_SCOPE is empty; give a scope id such as 'user:ana'")
+    return tuple(dict.fromkeys(out))
+
+
+def _list(value: object) -> tuple[str, ...]:
+    raw = value.split(",") if isinstance(value, str) else list(value)  # type: ignore[call-overload]
+    return tuple(s for s in (str(i).strip() for i in raw) if s)
+
+
+def _number(
+    value: object, name: str, kind: type[int] | type[float], low: float, high: float, default: float
+) -> Any:
+    if value is None:
+        return kind(default)
+    try:
+        number = kind(str(value))
+    except (TypeError, ValueError):
+        raise SettingsError(f"{PREFIX}{name.upper()} must be a number, got {value!r}") from None
+    if not low <= number <= high:
+        raise SettingsError(f"{PREFIX}{name.upper()} must be from {low:g} to {high:g}, got {number!r}")
+    return number

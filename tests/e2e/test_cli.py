@@ -1,0 +1,67 @@
+"""``mnemograph verify`` and ``reindex``: the same answer with or without an owner serving the directory."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.e2e.conftest import MNEMOGRAPH, Store, call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+async def _cli(store: Store, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return await anyio.run_process([MNEMOGRAPH, *args, "--data-dir", str(store.data_dir)], check=False)
+
+
+async def test_verify_and_reindex_through_a_running_owner_and_without_one(store: Store) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        for n in range(3):
+            await call(client, "memory_write", {"content": f"CLI fact number {n}.", "scopes": ["user:cli"]})
+        owner = store.owner_pid()
+        # With the owner running, the CLI cannot open the store itself: it goes through the owner.
+        verify = await _cli(store, "verify", "--json")
+        assert verify.returncode == 0, verify.stderr
+        report = json.loads(verify.stdout)
+        assert (report["ok"], report["counts"]) == (True, {"kuzu": 3, "lancedb": 3, "tantivy": 3})
+        reindex = await _cli(store, "reindex")
+        assert reindex.returncode == 0, reindex.stderr
+        assert store.owner_pid() == owner
+        found = await call(client, "recall", {"query": "CLI fact number 2", "scopes": ["user:cli"]})
+        assert found["results"], "recall works after a reindex through the owner"
+    store.kill_owner(signal.SIGTERM)
+
+    # Without an owner, the CLI opens the store directly.
+    verify = await _cli(store, "verify")
+    assert verify.returncode == 0, verify.stderr
+    lines = verify.stdout.decode().splitlines()
+    assert lines[0].split() == ["store", "memories", "watermark"]
+    assert any(line.split()[:2] == ["kuzu", "3"] for line in lines)
+    assert lines[-1] == "ok"
+    assert (await _cli(store, "reindex")).returncode == 0
+    assert store.owner_pid() is None
+
+
+async def test_bad_settings_exit_with_status_2(store: Store) -> None:
+    done = await anyio.run_process(
+        [MNEMOGRAPH, "verify", "--data-dir", str(store.data_dir)],
+        env={"MNEMOGRAPH_LOG_LEVEL": "LOUD", "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 2
+    assert b"MNEMOGRAPH_LOG_LEVEL must be one of" in done.stderr
+
+
+async def test_a_second_owner_for_a_served_directory_steps_aside(store: Store) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        await client.list_tools()
+        owner = store.owner_pid()
+        done = await _cli(store, "daemon")
+        assert done.returncode == 0
+        assert b"another process owns" in done.stderr
+        assert store.owner_pid() == owner

@@ -1,0 +1,86 @@
+"""Every file in client-configs/ parses, and the server it names starts and completes an MCP handshake."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.e2e.conftest import BIN, Store, call, http_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+CONFIGS = Path(__file__).parents[2] / "client-configs"
+
+
+def _entries() -> list[tuple[str, dict[str, Any]]]:
+    """(file, server entry) for every Mnemograph server the configs define, in a common shape."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(CONFIGS.iterdir()):
+        if path.suffix == ".json":
+            document = json.loads(path.read_text())
+            servers = document.get("mcpServers") or document.get("servers")
+            assert isinstance(servers, dict), f"{path.name} defines no servers"
+            assert servers, f"{path.name} defines no servers"
+            out += [(path.name, entry) for entry in servers.values()]
+        elif path.suffix == ".sh":
+            for line in path.read_text().splitlines():
+                text = line.lstrip("# ").strip()
+                if text.startswith("claude mcp add"):
+                    out.append((path.name, _claude_mcp_add(shlex.split(text))))
+    return out
+
+
+def _claude_mcp_add(argv: list[str]) -> dict[str, Any]:
+    """The server a ``claude mcp add`` line registers: a command after ``--``, or a URL with --transport http."""
+    if "--" in argv:
+        split = argv.index("--")
+        options, command = argv[:split], argv[split + 1 :]
+        env = dict(options[i + 1].split("=", 1) for i, arg in enumerate(options) if arg == "--env")
+        return {"command": command[0], "args": command[1:], "env": env}
+    assert argv[argv.index("--transport") + 1] == "http"
+    return {"type": "http", "url": argv[-1]}
+
+
+ENTRIES = _entries()
+
+
+def test_every_client_has_a_config() -> None:
+    names = {name for name, _ in ENTRIES}
+    assert names == {
+        "claude-desktop.json",
+        "claude-code.sh",
+        "cursor.mcp.json",
+        "vscode.mcp.json",
+        "remote-http.json",
+    }
+    assert any("url" in entry for _, entry in ENTRIES)
+
+
+@pytest.mark.parametrize(("name", "entry"), ENTRIES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(ENTRIES)])
+async def test_the_configured_server_starts_and_answers(
+    shared_store: Store, name: str, entry: dict[str, Any]
+) -> None:
+    if "url" in entry:
+        # The documented URL, served by `mnemograph serve --transport http` (on a free port: CI may use 8765).
+        url = urlsplit(entry["url"])
+        assert (url.hostname, url.port, url.path) == ("127.0.0.1", 8765, "/mcp")
+        async with http_server(shared_store) as server, Client(server.url) as client:
+            assert len((await client.list_tools()).tools) == 7
+        return
+    command = shutil.which(entry["command"], path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    assert command is not None, f"{name}: {entry['command']!r} is not installed"
+    env = {**entry.get("env", {}), **shared_store.env(MNEMOGRAPH_DATA_DIR=str(shared_store.data_dir))}
+    params = StdioServerParameters(command=command, args=entry.get("args", []), env=env)
+    async with Client(params, mode="legacy") as client:
+        assert len((await client.list_tools()).tools) == 7
+        defaults = (await call(client, "list_scopes", {}))["default_scopes"]
+    if "MNEMOGRAPH_DEFAULT_SCOPE" in entry.get("env", {}):
+        assert defaults == [entry["env"]["MNEMOGRAPH_DEFAULT_SCOPE"]]

@@ -1,0 +1,63 @@
+"""Settings: read once from MNEMOGRAPH_* variables, flags win, bad values are refused with the variable named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from server.settings import SettingsError, load_settings, login_scope
+
+
+def test_defaults(tmp_path: Path) -> None:
+    s = load_settings({"USER": "ana", "MNEMOGRAPH_DATA_DIR": str(tmp_path)})
+    assert s.data_dir == tmp_path.resolve()
+    assert s.default_scopes == ("user:ana",)
+    assert (s.host, s.port) == ("127.0.0.1", 8765)
+    assert s.allowed_hosts == ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    assert s.allowed_origins == ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+    assert s.runtime_dir.is_absolute()
+
+
+def test_flags_override_the_environment(tmp_path: Path) -> None:
+    env = {
+        "MNEMOGRAPH_DATA_DIR": "/nonexistent",
+        "MNEMOGRAPH_PORT": "9000",
+        "MNEMOGRAPH_DEFAULT_SCOPE": "team:a",
+    }
+    s = load_settings(env, data_dir=str(tmp_path), port=9100, default_scopes="project:site, user:bo")
+    assert (s.data_dir, s.port) == (tmp_path.resolve(), 9100)
+    assert s.default_scopes == ("project:site", "user:bo")
+    assert load_settings(env, data_dir=str(tmp_path), port=None).port == 9000  # None means "flag not given"
+
+
+def test_a_specific_bind_address_is_allowed_as_host_header() -> None:
+    s = load_settings({"MNEMOGRAPH_HOST": "192.168.1.20"})
+    assert "192.168.1.20:*" in s.allowed_hosts
+    assert "http://192.168.1.20:*" in s.allowed_origins
+    wildcard = load_settings({"MNEMOGRAPH_HOST": "0.0.0.0", "MNEMOGRAPH_ALLOWED_HOSTS": "mem.example.com:*"})
+    assert wildcard.allowed_hosts == ("mem.example.com:*",)
+
+
+@pytest.mark.parametrize(
+    ("login", "scope"),
+    [("ana", "user:ana"), ("Ana Lima", "user:Ana-Lima"), ("CORP\\bo", "user:CORP-bo"), ("..", "user:local")],
+)
+def test_login_names_are_sanitised_into_scope_ids(login: str, scope: str) -> None:
+    assert login_scope({"LOGNAME": login}) == scope
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"MNEMOGRAPH_PORT": "http"}, "MNEMOGRAPH_PORT must be a number"),
+        ({"MNEMOGRAPH_PORT": "70000"}, "MNEMOGRAPH_PORT must be from 0 to 65535"),
+        ({"MNEMOGRAPH_DEFAULT_SCOPE": "ana"}, "MNEMOGRAPH_DEFAULT_SCOPE: scope id 'ana' has no ':'"),
+        ({"MNEMOGRAPH_DEFAULT_SCOPE": " , "}, "MNEMOGRAPH_DEFAULT_SCOPE is empty"),
+        ({"MNEMOGRAPH_LOG_LEVEL": "LOUD"}, "MNEMOGRAPH_LOG_LEVEL must be one of"),
+        ({"MNEMOGRAPH_IDLE_TIMEOUT": "0"}, "MNEMOGRAPH_IDLE_TIMEOUT must be from 1"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings(env)

@@ -1,0 +1,55 @@
+"""amend and retire over MCP: supersession, history, and the errors a model can act on."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from tests.tools.conftest import fails, ok
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_amend_supersedes_and_keeps_the_scopes(client: Client) -> None:
+    old = await ok(client, "memory_write", {"content": "Ana works at Acme.", "scopes": ["user:ana"]})
+    new = await ok(client, "amend", {"id": old["id"], "content": "Ana works at Globex.", "reason": "new job"})
+    assert new["supersedes"] == old["id"]
+    assert new["scopes"] == ["user:ana"]
+    # A short prefix of the id is enough.
+    read = await ok(client, "memory_read", {"id": new["id"][:10]})
+    assert [v["id"] for v in read["versions"]] == [old["id"], new["id"]]
+
+
+async def test_amending_a_superseded_memory_points_to_its_successor(client: Client) -> None:
+    old = await ok(client, "memory_write", {"content": "The launch is on Monday."})
+    new = await ok(client, "amend", {"id": old["id"], "content": "The launch is on Tuesday."})
+    code, text = await fails(client, "amend", {"id": old["id"], "content": "The launch is on Wednesday."})
+    assert code == "conflict"
+    assert f"superseded by {new['id']}" in text
+    assert f"amend {new['id']} instead" in text
+
+
+async def test_unknown_and_malformed_ids_say_how_to_find_the_memory(client: Client) -> None:
+    code, text = await fails(client, "amend", {"id": "0123456789abcdef", "content": "x"})
+    assert (code, text) == ("not_found", "no memory with id 0123456789abcdef; call recall to find it")
+    code, text = await fails(client, "retire", {"id": "not-an-id"})
+    assert code == "invalid_input"
+    assert "pass the id returned by memory_write or recall" in text
+
+
+async def test_retire_removes_from_recall_but_not_from_history(client: Client) -> None:
+    memory = await ok(
+        client, "memory_write", {"content": "The Friday standup is at 10:00.", "scopes": ["team:core"]}
+    )
+    retired = await ok(client, "retire", {"id": memory["id"], "reason": "standups cancelled"})
+    assert retired["id"] == memory["id"]
+    assert retired["retired_at"].endswith("Z")
+    found = await ok(client, "recall", {"query": "Friday standup", "scopes": ["team:core"]})
+    assert found["results"] == []
+    history = await ok(
+        client, "recall", {"query": "Friday standup", "scopes": ["team:core"], "include_history": True}
+    )
+    assert [(r["id"], r["status"]) for r in history["results"]] == [(memory["id"], "retired")]
+    code, text = await fails(client, "retire", {"id": memory["id"]})
+    assert code == "conflict"
+    assert "already retired" in text

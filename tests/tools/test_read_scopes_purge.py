@@ -1,0 +1,57 @@
+"""memory_read, list_scopes and purge over MCP."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, fails, ok
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_memory_read_shows_provenance_and_the_version_chain(client: Client) -> None:
+    first = await ok(client, "memory_write", {"content": "Cleo's birthday is 3 May.", "kind": "fact"})
+    second = await ok(client, "amend", {"id": first["id"], "content": "Cleo's birthday is 4 May."})
+    record = await ok(client, "memory_read", {"id": first["id"]})
+    assert record["memory"]["id"] == first["id"]
+    assert record["memory"]["status"] == "superseded"
+    assert record["memory"]["superseded_by"] == second["id"]
+    assert record["memory"]["provenance"] == {"principal": "local", "client": CLIENT_NAME, "source": ""}
+    assert [(v["id"], v["status"]) for v in record["versions"]] == [
+        (first["id"], "superseded"),
+        (second["id"], "current"),
+    ]
+
+
+async def test_list_scopes_counts_memories_and_shows_the_default(client: Client) -> None:
+    await ok(client, "memory_write", {"content": "One.", "scopes": ["project:site"]})
+    await ok(client, "memory_write", {"content": "Two.", "scopes": ["project:site", "user:ana"]})
+    out = await ok(client, "list_scopes", {})
+    assert out["default_scopes"] == [DEFAULT_SCOPE]
+    counts = {s["id"]: s["memories"] for s in out["scopes"]}
+    assert counts == {"project:site": 2, "user:ana": 1}
+    assert all(s["parent"] is None for s in out["scopes"])
+
+
+async def test_purge_needs_the_scope_repeated_then_erases_it(client: Client) -> None:
+    only = await ok(client, "memory_write", {"content": "Trial run note.", "scopes": ["run:trial"]})
+    shared = await ok(
+        client, "memory_write", {"content": "Shared note.", "scopes": ["run:trial", "user:ana"]}
+    )
+    code, text = await fails(client, "purge", {"scope": "run:trial", "confirm": "yes"})
+    assert code == "invalid_input"
+    assert "confirm must equal the scope id 'run:trial'" in text
+    assert "nothing was deleted" in text
+    out = await ok(client, "purge", {"scope": "run:trial", "confirm": "run:trial"})
+    assert (out["scope"], out["memories_deleted"], out["memories_unlinked"]) == ("run:trial", 1, 1)
+    code, _ = await fails(client, "memory_read", {"id": only["id"]})
+    assert code == "not_found"
+    kept = await ok(client, "memory_read", {"id": shared["id"]})
+    assert kept["memory"]["scopes"] == ["user:ana"]
+
+
+async def test_purging_an_unknown_scope_is_an_error_result(client: Client) -> None:
+    code, text = await fails(client, "purge", {"scope": "run:never", "confirm": "run:never"})
+    assert code == "not_found"
+    assert "call list_scopes" in text

@@ -1,0 +1,80 @@
+"""recall over MCP: results with lanes and status, history, time travel, filters, bounds."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from tests.tools.conftest import fails, ok
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_recall_returns_results_with_lanes_status_and_validity(client: Client) -> None:
+    written = await ok(client, "memory_write", {"content": "Ana Lima lives in Lisbon.", "kind": "fact"})
+    await ok(client, "memory_write", {"content": "The office plant needs water on Fridays."})
+    out = await ok(client, "recall", {"query": "where does Ana Lima live", "k": 5})
+    top = out["results"][0]
+    assert top["id"] == written["id"]
+    assert top["content"] == "Ana Lima lives in Lisbon."
+    assert (top["kind"], top["status"], top["superseded_by"], top["valid_to"]) == (
+        "fact",
+        "current",
+        None,
+        None,
+    )
+    assert set(top["lanes"]) == {"bm25", "vector", "graph"}
+    assert top["lanes"]["vector"] is not None
+    assert top["lanes"]["vector"] >= 1
+    assert top["score"] > 0
+
+
+async def test_recall_hides_superseded_memories_unless_history_is_asked_for(client: Client) -> None:
+    old = await ok(
+        client, "memory_write", {"content": "Bo's phone number is 555-0100.", "scopes": ["user:bo"]}
+    )
+    new = await ok(client, "amend", {"id": old["id"], "content": "Bo's phone number is 555-0199."})
+    current = await ok(client, "recall", {"query": "Bo phone number", "scopes": ["user:bo"]})
+    assert [r["id"] for r in current["results"]] == [new["id"]]
+    history = await ok(
+        client, "recall", {"query": "Bo phone number", "scopes": ["user:bo"], "include_history": True}
+    )
+    by_id = {r["id"]: r for r in history["results"]}
+    assert by_id[old["id"]]["status"] == "superseded"
+    assert by_id[old["id"]]["superseded_by"] == new["id"]
+    assert by_id[old["id"]]["valid_to"] is not None
+
+
+async def test_kinds_and_event_time_filters(client: Client) -> None:
+    await ok(
+        client,
+        "memory_write",
+        {"content": "Team offsite in Porto.", "kind": "event", "event_time": "2023-06-01"},
+    )
+    await ok(client, "memory_write", {"content": "Team prefers Porto for offsites.", "kind": "preference"})
+    events = await ok(client, "recall", {"query": "Porto offsite", "kinds": ["event"]})
+    assert [r["kind"] for r in events["results"]] == ["event"]
+    recent = await ok(client, "recall", {"query": "Porto offsite", "kinds": ["event"], "since": "2024-01-01"})
+    assert recent["results"] == []
+
+
+async def test_recall_in_an_empty_scope_returns_no_results(client: Client) -> None:
+    assert await ok(client, "recall", {"query": "anything", "scopes": ["project:empty"]}) == {"results": []}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"query": "x", "k": 0}, "k: Input should be greater than or equal to 1"),
+        ({"query": "x", "k": 101}, "k: Input should be less than or equal to 100"),
+        ({"query": ""}, "query: String should have at least 1 character"),
+        ({"query": "x", "as_of": "yesterday"}, "as_of: 'yesterday' is not an ISO 8601 time"),
+        ({"query": "x", "scopes": ["planet:mars"]}, "scope kind 'planet' is not one of"),
+    ],
+)
+async def test_bad_recall_arguments_are_refused(
+    client: Client, arguments: dict[str, object], expected: str
+) -> None:
+    code, text = await fails(client, "recall", arguments)
+    assert code == "invalid_arguments"
+    assert expected in text

@@ -1,0 +1,30 @@
+"""The server instructions: what the calling model reads once, at connection time, about using memory well."""
+
+INSTRUCTIONS = """\
+Mnemograph is your long-term memory. It persists across conversations and is shared with the user's other \
+agents and clients.
+
+What to store (memory_write): durable things you would want to know next time - facts about people, \
+organizations and projects; the user's preferences and decisions; events with their dates; conclusions of \
+long work. Write one self-contained statement per call, with names instead of pronouns ("Ana Lima moved to \
+Lisbon in March 2024", not "she moved"). Choose the kind: fact, event, preference, note, message or summary. \
+Pass the entities (people, organizations, places, projects) and relations (e.g. Ana Lima -works_at-> Acme) you \
+already know: that makes the memory findable by name. For events, pass event_time when you know it. Do not \
+store secrets, credentials or small talk.
+
+When something changes or was wrong, call amend with the old memory's id: the new version replaces it and the \
+old one is kept as history. Do not write a second memory that contradicts the first. When something simply \
+stops being true, call retire. Writing the same content twice is harmless (it reports "duplicate").
+
+Before answering anything that may depend on earlier conversations, call recall with a short query of the \
+names and words that matter. Recall returns current facts only; pass include_history=true to see superseded \
+and retired versions, or as_of to ask what was true at a past time. Each result carries its id, status, \
+validity and which search lanes (bm25 = exact words, vector = meaning, graph = entities) found it.
+
+Scopes (user:<name>, project:<name>, agent:<name>, team:<name>, ...) say whose memory it is. Omit scopes to \
+use the session's default scope (list_scopes shows it); a scope also reads the scopes it sits inside. purge \
+erases a whole scope irreversibly: only call it when the user explicitly asks. memory_read shows one memory's \
+full record and version chain.
+
+When a call fails, the error says what to do next (for example, call recall to find a memory's id).
+"""

@@ -1,0 +1,145 @@
+"""Wire types shared by several tools: times, scope ids, entities, relations and the memory view.
+
+Descriptions here are read by the calling model; they say what to send and what comes back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from scopes import InvalidScopeId, ScopeId, ScopeKind
+from storage.models import MAX_NAME_CHARS, Memory, MemoryKind, Status
+
+
+def _parse_time(value: object) -> object:
+    # Only ISO 8601 text (or a datetime from Python callers): a bare number is ambiguous (seconds? ms?), so it
+    # is refused rather than guessed.
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("send a time as an ISO 8601 string, e.g. '2024-05-01T14:30:00Z' or '2024-05-01'")
+    try:
+        return datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(
+            f"{value[:40]!r} is not an ISO 8601 time; send e.g. '2024-05-01T14:30:00Z' or '2024-05-01'"
+        ) from None
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+IsoTime = Annotated[
+    datetime,
+    BeforeValidator(_parse_time),
+    AfterValidator(_as_utc),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""An ISO 8601 time (date-only means midnight); without an offset it is taken as UTC."""
+
+
+def _scope_id(value: str) -> str:
+    try:
+        return str(ScopeId.parse(value))
+    except InvalidScopeId as exc:
+        raise ValueError(str(exc)) from None
+
+
+_KINDS = "|".join(k.value for k in ScopeKind)
+ScopeIdStr = Annotated[
+    str,
+    AfterValidator(_scope_id),
+    # Published as a pattern for clients; enforced by ScopeId.parse, whose message says how to fix the id.
+    Field(json_schema_extra={"pattern": f"^({_KINDS}):.+$", "examples": ["user:ana", "project:website"]}),
+]
+"""A scope id ``kind:name``; the kinds are user, agent, app, run, project, team, org."""
+
+
+class WireModel(BaseModel):
+    """Base of every tool input: unknown fields are refused, so a misspelt argument is never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class EntityArg(WireModel):
+    name: str = Field(
+        max_length=MAX_NAME_CHARS, description="The entity's canonical name, e.g. 'Ana Lima' or 'Acme Corp'."
+    )
+    type: str = Field(
+        default="thing",
+        max_length=MAX_NAME_CHARS,
+        description="What it is: person, organization, place, project, product, event, concept or thing.",
+    )
+    aliases: list[str] = Field(
+        default_factory=list, max_length=16, description="Other names it goes by, e.g. ['Ana', 'A. Lima']."
+    )
+
+
+class RelationArg(WireModel):
+    subject: str = Field(
+        max_length=MAX_NAME_CHARS, description="Entity the statement is about, e.g. 'Ana Lima'."
+    )
+    predicate: str = Field(
+        description="Short verb phrase in snake_case, e.g. 'works_at', 'lives_in', 'manages'."
+    )
+    object: str = Field(max_length=MAX_NAME_CHARS, description="The other entity, e.g. 'Acme Corp'.")
+
+
+class ProvenanceView(BaseModel):
+    principal: str = Field(description="Who wrote the memory.")
+    client: str = Field(description="The MCP client it came through, when known.")
+    source: str = Field(description="Where the content came from, when the writer said.")
+
+
+class MemoryView(BaseModel):
+    """A memory as stored: its content never changes, only its validity and status do."""
+
+    id: str = Field(
+        description="The memory's id (32 hex characters); pass it to amend, retire or memory_read."
+    )
+    content: str
+    kind: MemoryKind
+    status: Status = Field(description="current, superseded (amended; see superseded_by) or retired.")
+    scopes: list[str] = Field(description="The scopes the memory belongs to.")
+    entities: list[str] = Field(description="Entities the memory mentions.")
+    provenance: ProvenanceView
+    metadata: dict[str, Any]
+    event_time: datetime = Field(description="When the event happened (or when it was recorded, if unknown).")
+    event_time_source: Literal["caller", "content", "recorded"] = Field(
+        description="Where event_time came from: given by the writer, read from the content, or the write time."
+    )
+    valid_from: datetime = Field(description="Since when the memory is true in the world.")
+    valid_to: datetime | None = Field(description="Until when it was true; null while it still is.")
+    recorded_at: datetime = Field(description="When Mnemograph learned it.")
+    retired_at: datetime | None = Field(description="When it was retired; null unless retired.")
+    retire_reason: str
+    supersedes: str | None = Field(description="The id of the version this one replaced, if any.")
+    superseded_by: str | None = Field(description="The id of the version that replaced this one, if any.")
+
+    @classmethod
+    def of(cls, m: Memory) -> MemoryView:
+        return cls(
+            id=m.id,
+            content=m.content,
+            kind=m.kind,
+            status=m.status,
+            scopes=list(m.scopes),
+            entities=list(m.entities),
+            provenance=ProvenanceView(
+                principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source
+            ),
+            metadata=m.metadata,
+            event_time=m.event_time,
+            event_time_source=m.event_time_source,
+            valid_from=m.valid_from,
+            valid_to=m.valid_to,
+            recorded_at=m.recorded_at,
+            retired_at=m.retired_at,
+            retire_reason=m.retire_reason,
+            supersedes=m.supersedes,
+            superseded_by=m.superseded_by,
+        )

@@ -1,0 +1,53 @@
+"""``amend``: replace a memory with a corrected version; the old one is kept as history."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from storage.models import MAX_CONTENT_CHARS, MAX_REASON_CHARS
+from tools._spec import Caller, Hints, ToolSpec, blocking
+from tools._wire import WireModel
+
+if TYPE_CHECKING:
+    from storage import Engine
+
+
+class AmendIn(WireModel):
+    id: str = Field(description="The id of the current memory to replace (from recall or memory_write).")
+    content: str = Field(
+        min_length=1, max_length=MAX_CONTENT_CHARS, description="The corrected, complete statement."
+    )
+    reason: str = Field(
+        default="", max_length=MAX_REASON_CHARS, description="Why it changed, e.g. 'Ana moved to Lisbon'."
+    )
+
+
+class AmendOut(BaseModel):
+    id: str = Field(description="The id of the new version.")
+    supersedes: str = Field(description="The id of the version it replaced (now superseded).")
+    scopes: list[str] = Field(description="The scopes of the new version (those of the old one).")
+
+
+async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
+    """Supersede the memory; recall returns the new version from now on."""
+    receipt = await blocking(
+        engine.amend, args.id, args.content, reason=args.reason, principal=caller.principal
+    )
+    return AmendOut(id=receipt.id, supersedes=receipt.supersedes, scopes=list(receipt.scopes))
+
+
+SPEC = ToolSpec(
+    name="amend",
+    title="Correct a memory",
+    description=(
+        "Replace a stored memory with a corrected or updated version, e.g. when a fact changed or was wrong. "
+        "The old version stays in history (recall with include_history=true) and stops being returned by "
+        "default. Use this instead of writing a second, contradicting memory."
+    ),
+    input_model=AmendIn,
+    output_model=AmendOut,
+    hints=Hints(read_only=False, destructive=False, idempotent=False),
+    run=amend,
+)

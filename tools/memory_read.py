@@ -1,0 +1,46 @@
+"""``memory_read``: one memory in full, with its version chain and provenance."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from tools._spec import Caller, Hints, ToolSpec, blocking
+from tools._wire import MemoryView, WireModel
+
+if TYPE_CHECKING:
+    from storage import Engine
+
+
+class MemoryReadIn(WireModel):
+    id: str = Field(description="A memory id, or its first 8 or more characters.")
+
+
+class MemoryReadOut(BaseModel):
+    memory: MemoryView = Field(description="The memory asked for.")
+    versions: list[MemoryView] = Field(
+        description="Its whole version chain, oldest first (the memory itself included)."
+    )
+
+
+async def memory_read(engine: Engine, caller: Caller, args: MemoryReadIn) -> MemoryReadOut:
+    """Read the record; works for superseded and retired memories too."""
+    record = await blocking(engine.read, args.id)
+    return MemoryReadOut(
+        memory=MemoryView.of(record.memory), versions=[MemoryView.of(m) for m in record.versions]
+    )
+
+
+SPEC = ToolSpec(
+    name="memory_read",
+    title="Read a memory",
+    description=(
+        "Read one memory in full by id: content, validity, who wrote it and through which client, and every "
+        "earlier and later version. Use it to explain where a remembered fact came from or how it changed."
+    ),
+    input_model=MemoryReadIn,
+    output_model=MemoryReadOut,
+    hints=Hints(read_only=True, destructive=False, idempotent=True),
+    run=memory_read,
+)

@@ -1,0 +1,119 @@
+"""``memory_write``: store one memory (a fact, event, preference, note, message or summary)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from storage.models import (
+    MAX_CONTENT_CHARS,
+    MAX_ENTITIES,
+    MAX_RELATIONS,
+    MAX_SCOPES_PER_CALL,
+    EntityIn,
+    MemoryKind,
+    RelationIn,
+)
+from tools._spec import Caller, Hints, ToolSpec, blocking
+from tools._wire import EntityArg, IsoTime, RelationArg, ScopeIdStr, WireModel
+
+if TYPE_CHECKING:
+    from storage import Engine
+
+
+class MemoryWriteIn(WireModel):
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+        description="The memory itself: one self-contained statement that will make sense later without this "
+        "conversation, e.g. 'Ana prefers morning meetings' rather than 'she likes mornings'.",
+    )
+    scopes: list[ScopeIdStr] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SCOPES_PER_CALL,
+        description="Where to store it, as scope ids like 'user:ana' or 'project:website'. Omit to use this "
+        "session's default scope.",
+    )
+    kind: MemoryKind = Field(
+        default=MemoryKind.NOTE,
+        description="fact (true about the world), event (happened at a time), preference (someone's taste or "
+        "choice), note, message (something said) or summary.",
+    )
+    event_time: IsoTime | None = Field(
+        default=None, description="For events: when it happened (ISO 8601). Omit to read it from the content."
+    )
+    valid_from: IsoTime | None = Field(
+        default=None, description="Since when the statement is true (ISO 8601). Omit for 'from now on'."
+    )
+    valid_to: IsoTime | None = Field(
+        default=None, description="Until when it is true, if that is already known (ISO 8601)."
+    )
+    entities: list[EntityArg] | None = Field(
+        default=None,
+        max_length=MAX_ENTITIES,
+        description="Entities the content mentions, if you know them (people, organizations, places, "
+        "projects). Recall finds memories by these names; omit to let Mnemograph extract them.",
+    )
+    relations: list[RelationArg] | None = Field(
+        default=None,
+        max_length=MAX_RELATIONS,
+        description="Statements between entities the content asserts, e.g. "
+        "{subject: 'Ana Lima', predicate: 'works_at', object: 'Acme Corp'}.",
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Small JSON object of your own labels; stored and returned as is."
+    )
+
+
+class MemoryWriteOut(BaseModel):
+    id: str = Field(description="The memory's id; pass it to amend, retire or memory_read.")
+    status: Literal["added", "duplicate", "linked"] = Field(
+        description="added: a new memory; duplicate: identical content was already stored in these scopes; "
+        "linked: identical content existed elsewhere and now also belongs to these scopes."
+    )
+    scopes: list[str] = Field(description="Every scope the memory now belongs to.")
+    entities: list[str] = Field(description="The entities recorded as mentioned.")
+    event_time: datetime = Field(description="The event time stored for the memory.")
+
+
+async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> MemoryWriteOut:
+    """Store the memory; identical content is not stored twice (the receipt says ``duplicate``)."""
+    receipt = await blocking(
+        engine.write,
+        args.content,
+        caller.scopes_or_default(args.scopes),
+        kind=args.kind.value,
+        event_time=args.event_time,
+        valid_from=args.valid_from,
+        valid_to=args.valid_to,
+        entities=[EntityIn(e.name, e.type, tuple(e.aliases)) for e in args.entities or ()],
+        relations=[RelationIn(r.subject, r.predicate, r.object) for r in args.relations or ()],
+        metadata=args.metadata,
+        principal=caller.principal,
+    )
+    return MemoryWriteOut(
+        id=receipt.id,
+        status=receipt.status,
+        scopes=list(receipt.scopes),
+        entities=list(receipt.entities),
+        event_time=receipt.event_time,
+    )
+
+
+SPEC = ToolSpec(
+    name="memory_write",
+    title="Remember",
+    description=(
+        "Store something worth remembering beyond this conversation: a fact, an event, a preference, a decision. "
+        "Write one self-contained statement per call. Pass the entities and relations you already know; they "
+        "make the memory findable by name. To correct or update something already stored, call amend with its "
+        "id instead of writing a contradicting memory. Writing identical content again is harmless."
+    ),
+    input_model=MemoryWriteIn,
+    output_model=MemoryWriteOut,
+    hints=Hints(read_only=False, destructive=False, idempotent=True),
+    run=memory_write,
+)

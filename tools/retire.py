@@ -1,0 +1,48 @@
+"""``retire``: mark a memory as no longer true, without replacing it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from storage.models import MAX_REASON_CHARS
+from tools._spec import Caller, Hints, ToolSpec, blocking
+from tools._wire import WireModel
+
+if TYPE_CHECKING:
+    from storage import Engine
+
+
+class RetireIn(WireModel):
+    id: str = Field(description="The id of the memory that is no longer true.")
+    reason: str = Field(
+        default="", max_length=MAX_REASON_CHARS, description="Why, e.g. 'the project was cancelled'."
+    )
+
+
+class RetireOut(BaseModel):
+    id: str
+    retired_at: datetime = Field(description="When it was retired.")
+    valid_to: datetime = Field(description="When it stopped being true.")
+
+
+async def retire(engine: Engine, caller: Caller, args: RetireIn) -> RetireOut:
+    """Close the memory's validity now; it leaves default recall but stays in history."""
+    receipt = await blocking(engine.retire, args.id, reason=args.reason, principal=caller.principal)
+    return RetireOut(id=receipt.id, retired_at=receipt.retired_at, valid_to=receipt.valid_to)
+
+
+SPEC = ToolSpec(
+    name="retire",
+    title="Retire a memory",
+    description=(
+        "Mark a memory as no longer true when nothing replaces it (a cancelled plan, a preference the user "
+        "dropped). It stops appearing in recall but stays in history. To change a memory, use amend instead."
+    ),
+    input_model=RetireIn,
+    output_model=RetireOut,
+    hints=Hints(read_only=False, destructive=False, idempotent=True),
+    run=retire,
+)
