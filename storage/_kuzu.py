@@ -35,6 +35,9 @@ _MEMORY_FIELDS = (
     "valid_to, recorded_at, retired_at, retire_reason, supersedes, superseded_by"
 )
 _RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
+_FETCH_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_RETURN_MEMORY}, m.scopes, m.entity_names"
+_PROJECTION = "m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, m.vector"
+_PROJECT_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_PROJECTION}"
 
 
 def _schema(dim: int) -> list[str]:
@@ -43,7 +46,8 @@ def _schema(dim: int) -> list[str]:
         "CREATE NODE TABLE IF NOT EXISTS Memory(id STRING PRIMARY KEY, content STRING, kind STRING, "
         "principal STRING, client STRING, source STRING, metadata STRING, event_time TIMESTAMP, "
         "event_time_source STRING, valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, "
-        f"retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, vector FLOAT[{dim}])",
+        f"retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, vector FLOAT[{dim}], "
+        "scopes STRING[], entity_names STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Scope(id STRING PRIMARY KEY, created_at TIMESTAMP)",
         "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING, aliases STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Change(seq INT64 PRIMARY KEY, op STRING, memory_id STRING, at TIMESTAMP)",
@@ -288,29 +292,16 @@ class GraphStore:
         _exec(conn, "MATCH (c:Change) WHERE c.seq <= $s DELETE c", {"s": upto})
 
     def fetch(self, conn: kuzu.Connection, ids: Iterable[str]) -> dict[str, Memory]:
-        """Full records for the given ids (missing ids are absent from the result)."""
-        id_list = list(dict.fromkeys(ids))
-        if not id_list:
-            return {}
-        rows = _rows(conn, f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {_RETURN_MEMORY}", {"ids": id_list})
-        scopes: dict[str, list[str]] = {}
-        for mid, sid in _rows(
-            conn,
-            "MATCH (s:Scope)-[:CONTAINS]->(m:Memory) WHERE m.id IN $ids RETURN m.id, s.id",
-            {"ids": id_list},
-        ):
-            scopes.setdefault(mid, []).append(sid)
-        entities: dict[str, list[str]] = {}
-        for mid, name in _rows(
-            conn,
-            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN m.id, e.name",
-            {"ids": id_list},
-        ):
-            entities.setdefault(mid, []).append(name)
+        """Full records for the given ids (missing ids are absent from the result).
+
+        One primary-key lookup per id: Kùzu answers ``id IN [...]`` with a scan of every memory, and reading
+        scope membership through CONTAINS edges costs a traversal per memory, so each memory carries its
+        scope and entity names as lists kept in step with the edges in the same transaction.
+        """
         out: dict[str, Memory] = {}
-        for r in rows:
-            mem = _memory(r, tuple(sorted(scopes.get(r[0], ()))), tuple(sorted(entities.get(r[0], ()))))
-            out[mem.id] = mem
+        for mid in dict.fromkeys(ids):
+            for r in _rows(conn, _FETCH_ONE, {"id": mid}):
+                out[mid] = _memory(r[:-2], tuple(sorted(r[-2] or ())), tuple(sorted(r[-1] or ())))
         return out
 
     def ids_with_prefix(self, conn: kuzu.Connection, prefix: str, limit: int = 2) -> list[str]:
@@ -373,20 +364,17 @@ class GraphStore:
             for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
         ]
 
-    def projection_rows(self, conn: kuzu.Connection, ids: Iterable[str]) -> dict[str, ProjectionRow]:
-        id_list = list(dict.fromkeys(ids))
-        if not id_list:
-            return {}
-        rows = _rows(
-            conn,
-            "MATCH (m:Memory) WHERE m.id IN $ids OPTIONAL MATCH (s:Scope)-[:CONTAINS]->(m) "
-            "RETURN m.id, m.content, m.kind, collect(s.id), m.retired_at IS NULL AND m.superseded_by IS NULL, "
-            "m.event_time, m.vector",
-            {"ids": id_list},
-        )
+    def projection_rows(
+        self, conn: kuzu.Connection, ids: Iterable[str] | None = None
+    ) -> dict[str, ProjectionRow]:
+        """What the projections need of the given memories (of every memory when ``ids`` is None)."""
+        if ids is None:
+            rows = _rows(conn, f"MATCH (m:Memory) RETURN {_PROJECTION}")
+        else:
+            rows = [r for mid in dict.fromkeys(ids) for r in _rows(conn, _PROJECT_ONE, {"id": mid})]
         return {
             r[0]: ProjectionRow(
-                r[0], r[1], r[2], tuple(sorted(x for x in r[3] if x)), bool(r[4]), utc(r[5]) or _EPOCH, r[6]
+                r[0], r[1], r[2], tuple(sorted(r[3] or ())), bool(r[4]), utc(r[5]) or _EPOCH, r[6]
             )
             for r in rows
         }
@@ -443,13 +431,16 @@ class GraphStore:
                 {"p": parent, "c": scope},
             )
 
-    def insert_memory(self, conn: kuzu.Connection, m: NewMemory) -> None:
+    def insert_memory(
+        self, conn: kuzu.Connection, m: NewMemory, scopes: Sequence[str], entities: Sequence[EntityIn]
+    ) -> None:
         _exec(
             conn,
             "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
             "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
             "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retire_reason: '', "
-            "supersedes: $supersedes, vector: $vector})",
+            "supersedes: $supersedes, vector: $vector, scopes: CAST($scopes AS STRING[]), "
+            "entity_names: CAST($entities AS STRING[])})",
             {
                 "id": m.id,
                 "content": m.content,
@@ -465,14 +456,23 @@ class GraphStore:
                 "recorded_at": m.recorded_at,
                 "supersedes": m.supersedes,
                 "vector": list(map(float, m.vector)),
+                "scopes": list(scopes),
+                "entities": sorted({e.name for e in entities}),
             },
         )
 
     def link(self, conn: kuzu.Connection, memory_id: str, scopes: Sequence[str], at: datetime) -> None:
+        """Add ``memory_id`` to ``scopes``, which must not contain it yet (MERGE on an edge would scan every
+        CONTAINS edge in the store; callers pass only the missing scopes)."""
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) SET m.scopes = list_sort(list_distinct(list_concat(m.scopes, $ss)))",
+            {"id": memory_id, "ss": list(scopes)},
+        )
         _exec(
             conn,
             "MATCH (m:Memory {id: $id}) UNWIND $ss AS sid MATCH (s:Scope {id: sid}) "
-            "MERGE (s)-[r:CONTAINS]->(m) ON CREATE SET r.added_at = $at",
+            "CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
             {"id": memory_id, "ss": list(scopes), "at": at},
         )
 
@@ -486,8 +486,8 @@ class GraphStore:
             )
         _exec(
             conn,
-            "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) MERGE (m)-[:MENTIONS]->(e)",
-            {"mid": memory_id, "es": [entity_key(e.name) for e in entities]},
+            "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) CREATE (m)-[:MENTIONS]->(e)",
+            {"mid": memory_id, "es": list(dict.fromkeys(entity_key(e.name) for e in entities))},
         )
 
     def relate(
@@ -535,6 +535,13 @@ class GraphStore:
             "UNWIND $cs AS c CREATE (:Change {seq: c.seq, op: c.op, memory_id: c.mid, at: $at})",
             {"cs": [{"seq": c.seq, "op": c.op, "mid": c.memory_id} for c in changes], "at": at},
         )
+
+    def unlink_all(self, conn: kuzu.Connection, scope: str, shared: Sequence[str]) -> None:
+        """Remove ``scope`` from the scope lists of memories that stay in other scopes."""
+        for mid in shared:
+            rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.scopes", {"id": mid})
+            remaining = [x for x in (rows[0][0] or []) if x != scope]
+            _exec(conn, "MATCH (m:Memory {id: $id}) SET m.scopes = $ss", {"id": mid, "ss": remaining})
 
     def delete_scope(self, conn: kuzu.Connection, scope: str, only: Sequence[str]) -> int:
         """Erase a scope: its exclusive memories, its edges, its node; children move to its parent.

@@ -380,7 +380,7 @@ class Engine:
         rels: Sequence[RelationIn],
     ) -> None:
         self.graph.ensure_scopes(tx.conn, scopes, tx.now)
-        self.graph.insert_memory(tx.conn, new)
+        self.graph.insert_memory(tx.conn, new, scopes, entities)
         self.graph.link(tx.conn, new.id, scopes, tx.now)
         if entities:
             self.graph.mention(tx.conn, new.id, entities)
@@ -501,6 +501,7 @@ class Engine:
 
         def intent(tx: Tx) -> tuple[list[str], list[str], int]:
             only, shared = self.graph.memories_of_scope(tx.conn, str(sid))
+            self.graph.unlink_all(tx.conn, str(sid), shared)
             entities = self.graph.delete_scope(tx.conn, str(sid), only)
             for mid in only:
                 tx.record("delete", mid)
@@ -529,7 +530,7 @@ class Engine:
 
         def rewrite_projections() -> None:
             with self.graph.read() as conn:
-                rows = self.graph.projection_rows(conn, self.graph.all_ids(conn))
+                rows = self.graph.projection_rows(conn)
             self.text.rebuild(rows.values())
             self.vectors.vacuum()
             self.reconciler.rebuilt()
@@ -653,7 +654,7 @@ class Engine:
     def _rebuild_projections(self) -> None:
         with self.graph.read() as conn:
             seq = self.graph.max_seq(conn)
-            rows = list(self.graph.projection_rows(conn, self.graph.all_ids(conn)).values())
+            rows = list(self.graph.projection_rows(conn).values())
         self.vectors.replace_all(rows)
         self.vectors.watermark.set(seq)
         self.text.rebuild(rows)

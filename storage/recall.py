@@ -141,8 +141,9 @@ def run(q: Query, lanes: Sequence[Lane], graph: GraphStore, recipe: Recipe) -> l
     fused = fuse(ranked, recipe)
     hits: list[Hit] = []
     with graph.read() as conn:
-        for start in range(0, len(fused), 100):
-            chunk = fused[start : start + 100]
+        step = max(20, 2 * q.k)  # records are fetched one key at a time: fetch only what may be needed
+        for start in range(0, len(fused), step):
+            chunk = fused[start : start + step]
             records = graph.fetch(conn, [m for m, _, _ in chunk])
             for mid, score, lanes_found in chunk:
                 mem = records.get(mid)
