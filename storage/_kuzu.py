@@ -126,6 +126,17 @@ class ProjectionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Relation:
+    """One RELATES edge seen from an entity: ``outgoing`` when that entity is the subject."""
+
+    predicate: str
+    memory_id: str
+    other_id: str
+    other_name: str
+    outgoing: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
     seq: int
     op: str
@@ -363,6 +374,45 @@ class GraphStore:
             (i, n, list(a or []))
             for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
         ]
+
+    def mentioning(
+        self, conn: kuzu.Connection, entity: str, *, scopes: Sequence[str], live_only: bool, limit: int
+    ) -> list[str]:
+        """Ids of memories in any of ``scopes`` that mention the entity (by id), most recently recorded
+        first, at most ``limit`` (the canonical filter in recall still decides what is returned)."""
+        live = " AND m.retired_at IS NULL AND m.superseded_by IS NULL" if live_only else ""
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity {id: $e}) "
+            # "shares a scope with $ss", written without a list comprehension over a parameter: that form
+            # crashes Kùzu 0.11 (KU_UNREACHABLE, or a segfault). Both lists hold distinct values.
+            f"WHERE size(list_distinct(list_concat(m.scopes, $ss))) < size(m.scopes) + size($ss){live} "
+            "RETURN m.id ORDER BY m.recorded_at DESC, m.id LIMIT $n",
+            {"e": entity, "ss": list(dict.fromkeys(scopes)), "n": limit},
+        )
+        return [r[0] for r in rows]
+
+    def relations(self, conn: kuzu.Connection, entity: str, *, limit: int) -> list[Relation]:
+        """RELATES edges touching the entity (by id) in either direction, newest first, at most ``limit``
+        per direction. Each names the memory that recorded it, whose visibility decides the edge's."""
+        out: list[Relation] = []
+        for pattern, outgoing in (("(a)-[r:RELATES]->(b)", True), ("(b)-[r:RELATES]->(a)", False)):
+            rows = _rows(
+                conn,
+                f"MATCH (a:Entity {{id: $e}}) MATCH {pattern} "
+                "RETURN r.predicate, r.memory_id, b.id, b.name ORDER BY r.recorded_at DESC LIMIT $n",
+                {"e": entity, "n": limit},
+            )
+            out.extend(Relation(p, mid, bid, bname, outgoing) for p, mid, bid, bname in rows)
+        return out
+
+    def vectors(self, conn: kuzu.Connection, ids: Iterable[str]) -> dict[str, list[float]]:
+        """Stored vectors of the given memories (missing ids are absent)."""
+        out: dict[str, list[float]] = {}
+        for mid in dict.fromkeys(ids):
+            for r in _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": mid}):
+                out[mid] = r[0]
+        return out
 
     def projection_rows(
         self, conn: kuzu.Connection, ids: Iterable[str] | None = None

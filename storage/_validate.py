@@ -24,6 +24,7 @@ from storage.models import (
     MAX_REASON_CHARS,
     MAX_RELATIONS,
     MAX_SCOPES_PER_CALL,
+    MAX_TOKEN_BUDGET,
     EntityIn,
     MemoryKind,
     RelationIn,
@@ -108,6 +109,23 @@ def when(value: datetime | None, what: str) -> datetime | None:
     if not isinstance(value, datetime):
         raise InvalidInput(f"{what} must be a datetime")
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def reference_time(value: datetime | None) -> datetime | None:
+    """The caller's "now": aware, in its own time zone (calendar days are counted there); naive is UTC."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidInput("now must be a datetime")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+def token_budget(value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKEN_BUDGET:
+        raise InvalidInput(f"token_budget must be a whole number from 1 to {MAX_TOKEN_BUDGET}, got {value!r}")
+    return value
 
 
 def k(value: int) -> int:

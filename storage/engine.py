@@ -27,6 +27,8 @@ from storage._tantivy import TextIndex
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
 from storage.errors import Conflict, InvalidInput, Locked, NotFound, StorageUnavailable
 from storage.extraction import EntityLexicon, extract
+from storage.graph_lane import GraphLane
+from storage.intent import analyse
 from storage.models import (
     AmendReceipt,
     EntityIn,
@@ -45,6 +47,7 @@ from storage.models import (
     WriteItem,
     WriteReceipt,
 )
+from storage.recipes import Recipe, resolve
 from storage.reconciler import Reconciler, Tx
 
 VACUUM_MARKER = "VACUUM_PENDING"
@@ -100,7 +103,7 @@ class Engine:
         self._lanes: list[recall_path.Lane] = [
             recall_path.Bm25Lane(self.text),
             recall_path.VectorLane(self.vectors, self.embedder),
-            recall_path.GraphLane(self.graph),
+            GraphLane(self.graph, self.lexicon),
         ]
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -592,28 +595,45 @@ class Engine:
         since: datetime | None = None,
         until: datetime | None = None,
         descendants: bool = False,
-        recipe: str = "default",
+        recipe: str | Recipe = "default",
+        now: datetime | None = None,
+        token_budget: int | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
     ) -> builtins.list[Hit]:
         """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
-        ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given."""
+        ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given,
+        or the query asks about change ("used to", "previously", "what did I use before"): then superseded
+        versions come too, each chain oldest first.
+
+        ``now`` is the caller's present (default: the clock), with its UTC offset: time expressions in the
+        query ("last Tuesday", "in May", "two weeks ago") are resolved against it, in its time zone, and boost
+        memories whose event time falls in that window. It does not move validity (that is ``as_of``).
+        ``recipe`` is a name from ``RECIPES`` or a ``Recipe``. ``token_budget`` keeps results, best first,
+        while their estimated tokens (characters / 4) fit.
+        """
         text = v.query(query)
         requested = v.scope_list(scopes)
-        if recipe not in recall_path.RECIPES:
-            raise InvalidInput(f"unknown recipe {recipe!r}; choose one of {', '.join(recall_path.RECIPES)}")
+        chosen = resolve(recipe)
+        ref = v.reference_time(now)
+        budget = v.token_budget(token_budget)
+        intent = analyse(text, ref or _now(), chosen.time)
+        history = bool(include_history) or (chosen.history_questions and intent.change is not None)
         q = recall_path.Query(
             text=text,
             scopes=tuple(self.visible(requested, descendants=descendants)),
             k=v.k(k),
             now=_now(),
             as_of=v.when(as_of, "as_of"),
-            include_history=bool(include_history),
+            include_history=history,
             kinds=tuple(v.kinds(kinds) or ()) or None,
             since=v.when(since, "since"),
             until=v.when(until, "until"),
+            search_text=intent.search_text,
+            intervals=intent.intervals,
+            token_budget=budget,
         )
         self.reconciler.wait_projected()
-        return recall_path.run(q, self._lanes, self.graph, recall_path.RECIPES[recipe])
+        return recall_path.run(q, self._lanes, self.graph, chosen)
 
     # -- consistency -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from storage.models import EntityIn
 from storage.timeparse import TimeMention, find_times
@@ -152,37 +153,150 @@ class Extraction:
     times: tuple[TimeMention, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class EntityMatch:
+    """A known entity named in a query: its recorded name, how it matched and the query words that did."""
+
+    name: str
+    how: Literal["exact", "alias", "token", "fuzzy"]
+    text: str
+
+
+_HOW_ORDER = {"exact": 0, "alias": 1, "token": 2, "fuzzy": 3}
+_MAX_POSTINGS = 64  # a query word shared by more known names than this cannot pick one out
+FUZZY_MIN_CHARS = 5  # shorter words are too easily one edit from another word ("Rome", "home")
+# Words that never select an entity by themselves in a query (they may still be part of an exact name).
+_QUERY_STOP = _NOT_ENTITIES | frozenset(
+    (
+        "in", "on", "at", "of", "to", "for", "from", "with", "by", "about", "is", "are", "was", "were", "be",
+        "been", "did", "do", "does", "done", "have", "has", "had", "will", "would", "can", "could", "should",
+        "my", "our", "your", "their", "his", "her", "its", "the", "a", "an", "and", "or", "not", "what",
+        "which", "who", "where", "when", "why", "how", "much", "many", "any", "some", "all",
+    )
+)  # fmt: skip
+
+
 class EntityLexicon:
-    """The names (and aliases) of known entities, for whole-word matching in new content. Thread-safe."""
+    """The names (and aliases) of known entities, for whole-word matching in new content and in queries.
+
+    Everything is in memory, so asking whether a query names any entity costs no store access. Thread-safe.
+    """
 
     def __init__(self) -> None:
-        self._names: dict[str, str] = {}
+        self._names: dict[str, str] = {}  # normalised name or alias -> recorded name
+        self._by_token: dict[str, set[str]] = {}  # word -> normalised keys containing it
+        self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
         self._lock = threading.Lock()
 
     def add(self, name: str, aliases: Iterable[str] = ()) -> None:
         with self._lock:
             for alias in (name, *aliases):
                 key = _norm(alias)
-                if key and len(key.split()) <= MAX_NGRAM:
-                    self._names.setdefault(key, name)
+                if not key or len(key.split()) > MAX_NGRAM or key in self._names:
+                    continue
+                self._names[key] = name
+                for word in key.split():
+                    self._by_token.setdefault(word, set()).add(key)
+                    if len(word) >= FUZZY_MIN_CHARS:
+                        for variant in _deletions(word):
+                            self._variants.setdefault(variant, set()).add(word)
 
     def clear(self) -> None:
         with self._lock:
             self._names.clear()
+            self._by_token.clear()
+            self._variants.clear()
 
     def find(self, text: str) -> list[str]:
-        words = [m.group(0).strip(".'’-&").casefold() for m in _TOKEN.finditer(text)]
-        found: dict[str, None] = {}
+        return [m.name for m in self._exact(_words(text))]
+
+    def _exact(self, words: list[str]) -> list[EntityMatch]:
+        found: dict[str, EntityMatch] = {}
         with self._lock:
             if not self._names:
                 return []
             for i in range(len(words)):
                 for n in range(min(MAX_NGRAM, len(words) - i), 0, -1):
-                    name = self._names.get(" ".join(words[i : i + n]))
+                    key = " ".join(words[i : i + n])
+                    name = self._names.get(key)
                     if name is not None:
-                        found.setdefault(name, None)
+                        how: Literal["exact", "alias"] = "exact" if key == _norm(name) else "alias"
+                        found.setdefault(name, EntityMatch(name, how, key))
                         break
-        return list(found)
+        return list(found.values())
+
+    def match(self, text: str, *, limit: int = 8, fuzzy: bool = True) -> list[EntityMatch]:
+        """Known entities named in ``text``, best first, at most ``limit``.
+
+        ``exact``: a run of words equal to an entity's name; ``alias``: equal to one of its aliases;
+        ``token``: every word of a multi-word name present in any order ("Aria Hotel" for "Hotel Aria");
+        ``fuzzy``: as token, with words of 5+ characters allowed one edit (insert, delete, substitute or swap
+        two neighbours: "Lisbn", "Portgual"). Words shared by more than 64 known names, and function words,
+        never select a name on their own. Cost: dictionary lookups proportional to the query's length.
+        """
+        words = _words(text)
+        if limit < 1 or not words:
+            return []
+        found = {m.name: m for m in self._exact(words)}
+        query = set(words)
+        with self._lock:
+            if not self._names:
+                return []
+            near: dict[str, str] = {}  # known word -> the query word one edit away from it
+            if fuzzy:
+                for w in query - _QUERY_STOP:
+                    if len(w) < FUZZY_MIN_CHARS or w in self._by_token:
+                        continue
+                    for variant in (w, *_deletions(w)):
+                        for known in self._variants.get(variant, ()):
+                            if known not in near and _one_edit(w, known):
+                                near[known] = w
+            keys: set[str] = set()
+            for w in (query - _QUERY_STOP) | set(near):
+                postings = self._by_token.get(w, ())
+                if len(postings) <= _MAX_POSTINGS:
+                    keys.update(postings)
+            for key in sorted(keys):
+                name = self._names[key]
+                if name in found:
+                    continue
+                key_words = key.split()
+                if all(k in _QUERY_STOP for k in key_words):
+                    continue  # "The Who" must be named exactly
+                if not all(k in query or k in near for k in key_words):
+                    continue
+                typo = any(k not in query for k in key_words)
+                said = " ".join(near.get(k, k) for k in key_words)
+                found[name] = EntityMatch(name, "fuzzy" if typo else "token", said)
+        ranked = sorted(found.values(), key=lambda m: (_HOW_ORDER[m.how], -len(m.text), m.name))
+        return ranked[:limit]
+
+
+def _words(text: str) -> list[str]:
+    return [m.group(0).strip(".'’-&").casefold() for m in _TOKEN.finditer(text)]
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """True when a and b differ by exactly one insertion, deletion, substitution or adjacent swap."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = next((i for i in range(len(short)) if short[i] != long_[i]), len(short))
+    return short[i:] == long_[i + 1 :]
 
 
 def _norm(name: str) -> str:

@@ -21,6 +21,7 @@ MAX_NAME_CHARS = 200
 MAX_METADATA_BYTES = 16_384
 MAX_K = 100
 MAX_REASON_CHARS = 1_000
+MAX_TOKEN_BUDGET = 100_000
 
 
 class MemoryKind(StrEnum):
@@ -152,12 +153,35 @@ class PurgeReceipt:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeMatch:
+    """The time rule applied to a result: how its event time sits against a time window in the query.
+
+    ``rule`` is ``in_interval`` (inside the window) or ``near_interval`` (outside, boosted less with distance);
+    ``factor`` multiplied the fused score. ``interval`` ends are ``None`` when open ("before May").
+    """
+
+    rule: Literal["in_interval", "near_interval"]
+    expression: str
+    interval: tuple[datetime | None, datetime | None]
+    factor: float
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
-    """One recall result. ``lanes`` maps each lane that found the memory to its 1-based rank there."""
+    """One recall result and why it is here.
+
+    ``lanes`` maps each lane that found the memory to its 1-based rank there (empty for a version added to
+    complete a chain in a history answer). ``time`` is the time rule applied, if the query named a time.
+    ``paths`` are entity-graph statements that led to it (``Hotel Aria —located_in→ Lisbon``). ``collapsed``
+    are ids of near-duplicates folded into this result.
+    """
 
     memory: Memory
     score: float
     lanes: dict[str, int]
+    time: TimeMatch | None = None
+    paths: tuple[str, ...] = ()
+    collapsed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

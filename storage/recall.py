@@ -3,43 +3,49 @@
 Each lane returns ranked ids within the allowed scopes. Lanes only narrow; the final word on what is
 returned (current vs. superseded, validity at ``as_of``, event-time window, scope membership) comes from the
 canonical records, so a lagging or damaged projection can cost recall quality but never leak or resurrect.
-No LLM on this path.
+Then: the query's time windows boost (never filter) by event time, near-duplicates fold into the better
+result, a history answer shows each version chain oldest first, and an optional token budget cuts the list.
+Every number comes from the ``Recipe`` (``storage.recipes``). No LLM on this path.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from storage._kuzu import GraphStore
+import numpy as np
+
+from storage._kuzu import Connection, GraphStore
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.embedding import Embedder
-from storage.models import Hit, Memory, MemoryKind, Status
+from storage.intent import Interval, factor
+from storage.models import Hit, Memory, MemoryKind, Status, TimeMatch
+from storage.recipes import RECIPES, Recipe, resolve
 
+__all__ = [
+    "RECIPES",
+    "Bm25Lane",
+    "Found",
+    "Lane",
+    "Query",
+    "Recipe",
+    "VectorLane",
+    "admissible",
+    "estimate_tokens",
+    "fuse",
+    "resolve",
+    "run",
+    "visible",
+]
 
-@dataclass(frozen=True, slots=True)
-class Recipe:
-    """How lanes are weighted and fused. Named recipes live in RECIPES; callers pick one by name."""
-
-    name: str
-    weights: Mapping[str, float]
-    rrf_k: int = 60
-    depth: int = 50  # candidates each lane contributes, at least; scaled up with k and filters
-    description: str = ""
-
-
-RECIPES: dict[str, Recipe] = {
-    r.name: r
-    for r in (
-        Recipe("default", {"bm25": 1.0, "vector": 1.0, "graph": 1.0}, description="all lanes, equal weight"),
-        Recipe("bm25", {"bm25": 1.0}, description="BM25 lane only (baseline)"),
-        Recipe("vector", {"vector": 1.0}, description="vector lane only (baseline)"),
-        Recipe("hybrid", {"bm25": 1.0, "vector": 1.0}, description="plain BM25 + vector RRF (baseline)"),
-    )
-}
+CHARS_PER_TOKEN = (
+    4  # token estimate: ceil(characters / 4), the usual rule of thumb for English BPE vocabularies
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,22 +53,39 @@ class Query:
     text: str
     scopes: tuple[str, ...]
     k: int
-    now: datetime
+    now: datetime  # the wall clock: what is current is decided at this instant
     as_of: datetime | None = None
     include_history: bool = False
     kinds: tuple[MemoryKind, ...] | None = None
     since: datetime | None = None
     until: datetime | None = None
+    search_text: str = ""  # the words given to BM25 and the vector lane (time expressions removed)
+    intervals: tuple[Interval, ...] = ()  # time windows named in the query, resolved against the caller's now
+    token_budget: int | None = None
 
     @property
     def live_only(self) -> bool:
         return not self.include_history and self.as_of is None
 
+    @property
+    def words(self) -> str:
+        return self.search_text or self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A lane's answer: ranked ids, and for some of them statements saying how they were reached."""
+
+    ids: list[str]
+    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
 
 class Lane(Protocol):
+    """A search lane: at most ``depth`` ids within the query's scopes, best first."""
+
     name: str
 
-    def search(self, q: Query, depth: int) -> list[str]: ...
+    def search(self, q: Query, depth: int, recipe: Recipe) -> Found: ...
 
 
 @dataclass
@@ -70,10 +93,10 @@ class Bm25Lane:
     index: TextIndex
     name: str = "bm25"
 
-    def search(self, q: Query, depth: int) -> list[str]:
+    def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
         kinds = [k.value for k in q.kinds] if q.kinds else None
-        hits = self.index.search(q.text, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds)
-        return [i for i, _ in hits]
+        hits = self.index.search(q.words, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds)
+        return Found([i for i, _ in hits])
 
 
 @dataclass
@@ -81,24 +104,12 @@ class VectorLane:
     index: VectorIndex
     embedder: Embedder
     name: str = "vector"
-    _cache: dict[str, list[float]] = field(default_factory=dict)
 
-    def search(self, q: Query, depth: int) -> list[str]:
-        vec = self.embedder.embed([q.text])[0]
+    def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
+        vec = self.embedder.embed([q.words])[0]
         kinds = [k.value for k in q.kinds] if q.kinds else None
         hits = self.index.search(vec, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds)
-        return [i for i, _ in hits]
-
-
-@dataclass
-class GraphLane:
-    """Entities named in the query -> memories mentioning them. The seam for the entity-graph work."""
-
-    graph: GraphStore
-    name: str = "graph"
-
-    def search(self, q: Query, depth: int) -> list[str]:
-        return []
+        return Found([i for i, _ in hits])
 
 
 def fuse(ranked: Mapping[str, Sequence[str]], recipe: Recipe) -> list[tuple[str, float, dict[str, int]]]:
@@ -116,39 +127,205 @@ def fuse(ranked: Mapping[str, Sequence[str]], recipe: Recipe) -> list[tuple[str,
     return [(m, scores[m], ranks[m]) for m in order]
 
 
-def admissible(m: Memory, q: Query) -> bool:
-    """The canonical filter: scope, kind, time view and event-time window."""
+def visible(m: Memory, q: Query) -> bool:
+    """Whether the query may see this memory at all: one of its scopes, and its time view (current and
+    valid now; valid at ``as_of``; anything with history). Decides which graph edges may be followed."""
     if not set(m.scopes) & set(q.scopes):
         return False
-    if q.kinds and m.kind not in q.kinds:
-        return False
     if q.as_of is not None:
-        if not m.valid_at(q.as_of):
-            return False
-    elif not q.include_history and (m.status is not Status.CURRENT or not m.valid_at(q.now)):
+        return m.valid_at(q.as_of)
+    return q.include_history or (m.status is Status.CURRENT and m.valid_at(q.now))
+
+
+def admissible(m: Memory, q: Query) -> bool:
+    """The canonical filter on results: visible, of a requested kind, inside the event-time window."""
+    if not visible(m, q):
+        return False
+    if q.kinds and m.kind not in q.kinds:
         return False
     if q.since is not None and m.event_time < q.since:
         return False
     return not (q.until is not None and m.event_time >= q.until)
 
 
+def estimate_tokens(text: str) -> int:
+    """Tokens a model will spend reading ``text``: ceil(characters / 4), at least 1."""
+    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+
+
+@dataclass
+class _Candidate:
+    memory: Memory
+    score: float
+    lanes: dict[str, int]
+    time: TimeMatch | None = None
+    paths: tuple[str, ...] = ()
+    collapsed: list[str] = field(default_factory=list)
+
+    def hit(self) -> Hit:
+        return Hit(self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed))
+
+
 def run(q: Query, lanes: Sequence[Lane], graph: GraphStore, recipe: Recipe) -> list[Hit]:
-    """Run every weighted lane, fuse, and keep the first ``k`` candidates the canonical records admit."""
+    """Run every weighted lane, fuse, keep what the canonical records admit, then apply the time rule,
+    fold near-duplicates, order version chains (history answers) and fit the token budget."""
     depth = max(recipe.depth, q.k * 5)
     if not q.live_only or q.since or q.until:
         depth *= 3  # filters applied after fusion drop candidates
-    ranked = {lane.name: lane.search(q, depth) for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0}
-    fused = fuse(ranked, recipe)
-    hits: list[Hit] = []
+    found = {
+        lane.name: lane.search(q, depth, recipe) for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0
+    }
+    fused = fuse({name: f.ids for name, f in found.items()}, recipe)
+    paths: dict[str, list[str]] = {}
+    for f in found.values():
+        for mid, statements in f.paths.items():
+            paths.setdefault(mid, []).extend(s for s in statements if s not in paths.get(mid, ()))
+    timed = bool(q.intervals) and recipe.time.enabled
+    # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
+    want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
-        step = max(20, 2 * q.k)  # records are fetched one key at a time: fetch only what may be needed
-        for start in range(0, len(fused), step):
-            chunk = fused[start : start + step]
-            records = graph.fetch(conn, [m for m, _, _ in chunk])
-            for mid, score, lanes_found in chunk:
+        pool = _Pool(q, graph, conn, fused, paths)
+        cands = pool.take(want)
+        if timed:
+            for c in cands:
+                _apply_time(c, q, recipe)
+            cands.sort(key=lambda c: (-c.score, c.memory.id))
+        kept = _dedup(cands, q, recipe, graph, conn, pool)
+        if not q.live_only:
+            kept = _chains(kept, q, graph, conn)
+    hits = [c.hit() for c in kept[: q.k]]
+    return _fit(hits, q.token_budget) if q.token_budget is not None else hits
+
+
+class _Pool:
+    """Admitted candidates in fused order, fetched from the canonical store a chunk at a time."""
+
+    def __init__(
+        self,
+        q: Query,
+        graph: GraphStore,
+        conn: Connection,
+        fused: list[tuple[str, float, dict[str, int]]],
+        paths: Mapping[str, Sequence[str]],
+    ) -> None:
+        self._q, self._graph, self._conn, self._fused, self._paths = q, graph, conn, fused, paths
+        self._next = 0
+
+    def take(self, n: int) -> list[_Candidate]:
+        out: list[_Candidate] = []
+        step = max(20, 2 * self._q.k)  # records are fetched one key at a time: fetch only what may be needed
+        while len(out) < n and self._next < len(self._fused):
+            chunk = self._fused[self._next : self._next + step]
+            records = self._graph.fetch(self._conn, [m for m, _, _ in chunk])
+            for mid, score, lanes in chunk:
+                self._next += 1
                 mem = records.get(mid)
-                if mem is not None and admissible(mem, q):
-                    hits.append(Hit(memory=mem, score=score, lanes=lanes_found))
-                    if len(hits) == q.k:
-                        return hits
-    return hits
+                if mem is not None and admissible(mem, self._q):
+                    out.append(_Candidate(mem, score, lanes, paths=tuple(self._paths.get(mid, ()))))
+                    if len(out) == n:
+                        break
+        return out
+
+
+def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
+    f, where = factor(c.memory.event_time, q.intervals, recipe.time)
+    if where is None:
+        return
+    inside = where.distance(c.memory.event_time).total_seconds() == 0
+    c.score *= f
+    c.time = TimeMatch(
+        "in_interval" if inside else "near_interval", where.expression, (where.lo, where.hi), round(f, 4)
+    )
+
+
+_NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def _text_key(text: str) -> str:
+    return _NON_WORD.sub(" ", text.casefold()).strip()
+
+
+def _same_chain(a: Memory, b: Memory) -> bool:
+    return a.id in (b.supersedes, b.superseded_by) or b.id in (a.supersedes, a.superseded_by)
+
+
+def _dedup(
+    cands: list[_Candidate], q: Query, recipe: Recipe, graph: GraphStore, conn: Connection, pool: _Pool
+) -> list[_Candidate]:
+    """Fold each candidate that repeats a better one (same normalised text, or cosine >= the recipe's
+    threshold between stored vectors) into it; refill from the pool so ``k`` results remain if possible.
+
+    Versions of one chain, and memories of different status, are never folded: a history answer shows each.
+    """
+    kept: list[_Candidate] = []
+    by_text: dict[str, _Candidate] = {}
+    unit: dict[str, np.ndarray] = {}
+    queue = list(cands)
+    while queue:
+        c = queue.pop(0)
+        twin = by_text.get(_text_key(c.memory.content))
+        if twin is None and recipe.dedup_cosine is not None and kept:
+            vecs = graph.vectors(conn, [c.memory.id, *(k.memory.id for k in kept if k.memory.id not in unit)])
+            for mid, vec in vecs.items():
+                arr = np.asarray(vec, dtype=np.float32)
+                unit[mid] = arr / (float(np.linalg.norm(arr)) or 1.0)
+            mine = unit.get(c.memory.id)
+            if mine is not None:
+                for other in kept:
+                    theirs = unit.get(other.memory.id)
+                    if theirs is not None and float(mine @ theirs) >= recipe.dedup_cosine:
+                        twin = other
+                        break
+        if (
+            twin is not None
+            and twin.memory.status is c.memory.status
+            and not _same_chain(twin.memory, c.memory)
+        ):
+            twin.collapsed.append(c.memory.id)
+        else:
+            kept.append(c)
+            by_text.setdefault(_text_key(c.memory.content), c)
+        if not queue and len(kept) < q.k:
+            queue = pool.take(q.k - len(kept))
+            for extra in queue:
+                if q.intervals and recipe.time.enabled:
+                    _apply_time(extra, q, recipe)
+    return kept
+
+
+def _chains(kept: list[_Candidate], q: Query, graph: GraphStore, conn: Connection) -> list[_Candidate]:
+    """History answers: each version chain appears once, at its best result's place, oldest version first,
+    completed with the versions no lane found (as far as the query's filters admit them)."""
+    out: list[_Candidate] = []
+    placed: set[str] = set()
+    by_id = {c.memory.id: c for c in kept}
+    for c in kept:
+        if c.memory.id in placed:
+            continue
+        m = c.memory
+        if m.supersedes is None and m.superseded_by is None:
+            out.append(c)
+            placed.add(m.id)
+            continue
+        ids = [m.id, *graph.chain(conn, m.id)]
+        missing = [i for i in ids if i not in by_id]
+        records = graph.fetch(conn, missing) if missing else {}
+        members = [by_id[i] for i in ids if i in by_id]
+        members += [_Candidate(r, c.score, {}) for r in records.values() if admissible(r, q)]
+        members = [x for x in members if x.memory.id not in placed]
+        members.sort(key=lambda x: (x.memory.valid_from, x.memory.recorded_at, x.memory.id))
+        out.extend(members)
+        placed.update(x.memory.id for x in members)
+    return out
+
+
+def _fit(hits: list[Hit], budget: int) -> list[Hit]:
+    """Keep results, best first, while their estimated tokens fit the budget; one that does not fit is
+    skipped and smaller ones after it may still be kept."""
+    out, spent = [], 0
+    for h in hits:
+        cost = estimate_tokens(h.memory.content)
+        if spent + cost <= budget:
+            out.append(h)
+            spent += cost
+    return out

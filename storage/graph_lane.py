@@ -1,0 +1,89 @@
+"""The entity-graph lane: entities named in the query -> memories mentioning them, and one or two RELATES hops.
+
+The query is first matched against the in-memory ``EntityLexicon`` (exact name, alias, reordered words,
+one-edit typos); a query that names no known entity costs no store access. From each matched entity the
+lane follows RELATES edges breadth-first, in both directions, up to ``GraphRule.hops``. An edge counts only
+while the memory that recorded it is visible to the query (scope, status, validity: the same canonical
+filter as every result), so a relation learnt in another scope, or from a retired memory, neither leaks
+nor leads anywhere.
+
+Ranking, by graph distance from the query: memories mentioning a query entity (0), memories that
+recorded a relation on a path (hop - 1/2), memories mentioning an entity reached after ``hop`` edges (hop);
+ties go to memories mentioning more query entities, then to those on a path. Memories reached through a
+path carry it as a statement: ``Hotel Aria —located_in→ Lisbon —in→ Portugal``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from storage._kuzu import Connection, GraphStore, Relation, entity_key
+from storage.extraction import EntityLexicon
+from storage.recall import Found, Query, visible
+from storage.recipes import Recipe
+
+
+def _step(path: str, r: Relation) -> str:
+    return (
+        f"{path} —{r.predicate}→ {r.other_name}" if r.outgoing else f"{path} ←{r.predicate}— {r.other_name}"
+    )
+
+
+@dataclass
+class GraphLane:
+    graph: GraphStore
+    lexicon: EntityLexicon
+    name: str = "graph"
+
+    def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
+        rule = recipe.graph
+        matches = self.lexicon.match(q.text, limit=rule.max_entities, fuzzy=rule.fuzzy)
+        if not matches:
+            return Found([])
+        with self.graph.read() as conn:
+            return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches})
+
+    def _walk(self, conn: Connection, q: Query, depth: int, recipe: Recipe, seeds: dict[str, str]) -> Found:
+        rule = recipe.graph
+        rank: dict[str, tuple[float, int, int]] = {}  # id -> (distance, -query entities, -paths)
+        paths: dict[str, list[str]] = {}
+
+        def reach(mid: str, distance: float, seed: bool = False, path: str | None = None) -> None:
+            d, s, _ = rank.get(mid, (distance, 0, 0))
+            statements = paths.setdefault(mid, [])
+            if path is not None and path not in statements:
+                statements.append(path)
+            rank[mid] = (min(d, distance), s - seed, -len(statements))
+
+        def mentions(entity: str, distance: float, limit: int, path: str | None = None) -> None:
+            for mid in self.graph.mentioning(
+                conn, entity, scopes=q.scopes, live_only=q.live_only, limit=limit
+            ):
+                reach(mid, distance, seed=distance == 0, path=path)
+
+        for entity in seeds:
+            mentions(entity, 0, rule.per_entity)
+        visited = set(seeds)
+        frontier = dict(seeds)  # entity id -> the path that reached it (a seed's is its own name)
+        for hop in range(1, rule.hops + 1):
+            edges = [
+                (path, r)
+                for e, path in frontier.items()
+                for r in self.graph.relations(conn, e, limit=rule.fanout)
+            ]
+            records = self.graph.fetch(conn, {r.memory_id for _, r in edges})
+            nxt: dict[str, str] = {}
+            for path, r in edges:
+                m = records.get(r.memory_id)
+                if m is None or not visible(m, q):
+                    continue
+                statement = _step(path, r)
+                reach(m.id, hop - 0.5, path=statement)
+                if r.other_id not in visited and len(nxt) < rule.max_entities:
+                    visited.add(r.other_id)
+                    nxt[r.other_id] = statement
+            for entity, statement in nxt.items():
+                mentions(entity, hop, max(1, rule.per_entity >> hop), path=statement)
+            frontier = nxt
+        ordered = sorted(rank, key=lambda mid: (*rank[mid], mid))[:depth]
+        return Found(ordered, {mid: tuple(paths[mid]) for mid in ordered if paths.get(mid)})

@@ -1,0 +1,137 @@
+"""Fusion recipes: every number that shapes recall, in one declarative table.
+
+A ``Recipe`` is a frozen dataclass; vary it with ``dataclasses.replace`` (or ``Recipe.with_``) and pass the
+result to ``Engine.recall(..., recipe=...)``, or pick a named one from ``RECIPES``. Nothing on the read path
+hard-codes a weight, a threshold or a cap: it reads them from the recipe it was given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from storage.errors import InvalidInput
+
+LANES = ("bm25", "vector", "graph")
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRule:
+    """How a time expression in the query ("last Tuesday", "in May 2023") moves results.
+
+    Soft, never a filter: a memory whose event time lies in the query's interval has its fused score
+    multiplied by ``1 + boost``; outside, the extra factor decays exponentially with the distance to the
+    interval, ``1 + boost * exp(-distance / scale)``, where ``scale = max(width * decay_width, min_decay_days)``
+    (so a wrong or loose parse costs a little ranking, never recall). ``window`` is how many fused candidates
+    are re-scored (records are fetched one key at a time, so it bounds the cost).
+    """
+
+    enabled: bool = True
+    boost: float = 1.0
+    decay_width: float = 0.5
+    min_decay_days: float = 1.0
+    window: int = 60
+    strip: bool = True  # remove the time expression from the text given to BM25 and the vector lane
+
+
+@dataclass(frozen=True, slots=True)
+class GraphRule:
+    """Bounds of the entity-graph lane: how many query entities, hops and edges it may follow."""
+
+    max_entities: int = 8  # entities matched in the query (exact, then alias, token and fuzzy matches)
+    hops: int = 2  # RELATES hops followed from a matched entity (0: mentions only)
+    fanout: int = 20  # RELATES edges followed per entity and direction
+    per_entity: int = 50  # memories taken per entity that mentions it
+    fuzzy: bool = True  # allow one-edit typos in names of 5+ characters
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """How lanes are weighted and fused, and what happens to the fused list. Named recipes live in RECIPES.
+
+    Weighted reciprocal rank fusion: ``score = sum over lanes of weight / (rrf_k + rank)``; a lane with weight
+    0 (or absent) is not run at all.
+    """
+
+    name: str
+    weights: Mapping[str, float]
+    rrf_k: int = 60
+    depth: int = 50  # candidates each lane contributes, at least; scaled up with k and filters
+    description: str = ""
+    time: TimeRule = field(default_factory=TimeRule)
+    graph: GraphRule = field(default_factory=GraphRule)
+    history_questions: bool = True  # "what did I use before", "used to", ... include superseded versions
+    dedup_cosine: float | None = 0.97  # fold results this similar to a better one (None: text equality only)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.weights) - set(LANES)
+        if unknown:
+            raise InvalidInput(f"recipe {self.name!r}: unknown lane(s) {sorted(unknown)}; lanes are {LANES}")
+        if any(w < 0 for w in self.weights.values()) or not any(w > 0 for w in self.weights.values()):
+            raise InvalidInput(f"recipe {self.name!r}: weights must be >= 0 and at least one > 0")
+        if self.rrf_k < 0 or self.depth < 1:
+            raise InvalidInput(f"recipe {self.name!r}: rrf_k must be >= 0 and depth >= 1")
+        if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
+            raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+
+    def with_(self, **changes: Any) -> Recipe:
+        """A copy with some fields changed; ``time`` and ``graph`` also accept a dict of their own fields."""
+        for key in ("time", "graph"):
+            if isinstance(changes.get(key), Mapping):
+                changes[key] = replace(getattr(self, key), **changes[key])
+        return replace(self, **changes)
+
+
+DEFAULT = Recipe(
+    "default",
+    {"bm25": 1.0, "vector": 1.0, "graph": 1.0},
+    description="all lanes, time rule, history questions",
+)
+
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        DEFAULT,
+        DEFAULT.with_(
+            name="hybrid",
+            weights={"bm25": 1.0, "vector": 1.0},
+            time={"enabled": False},
+            history_questions=False,
+            dedup_cosine=None,
+            description="plain BM25 + vector RRF (baseline)",
+        ),
+        DEFAULT.with_(
+            name="bm25",
+            weights={"bm25": 1.0},
+            time={"enabled": False},
+            history_questions=False,
+            dedup_cosine=None,
+            description="BM25 lane only (baseline)",
+        ),
+        DEFAULT.with_(
+            name="vector",
+            weights={"vector": 1.0},
+            time={"enabled": False},
+            history_questions=False,
+            dedup_cosine=None,
+            description="vector lane only (baseline)",
+        ),
+        DEFAULT.with_(name="graph", weights={"graph": 1.0}, description="entity-graph lane only"),
+        DEFAULT.with_(
+            name="no_time", time={"enabled": False}, description="all lanes, time expressions ignored"
+        ),
+    )
+}
+
+
+def resolve(recipe: str | Recipe) -> Recipe:
+    """A Recipe given itself or its name; an unknown name is an InvalidInput that lists the known ones."""
+    if isinstance(recipe, Recipe):
+        return recipe
+    found = RECIPES.get(recipe) if isinstance(recipe, str) else None
+    if found is None:
+        raise InvalidInput(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
+    return found
