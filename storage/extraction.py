@@ -198,7 +198,7 @@ class EntityLexicon:
                 for word in key.split():
                     self._by_token.setdefault(word, set()).add(key)
                     if len(word) >= FUZZY_MIN_CHARS:
-                        for variant in _deletions(word):
+                        for variant in (word, *_deletions(word)):
                             self._variants.setdefault(variant, set()).add(word)
 
     def clear(self) -> None:

@@ -66,10 +66,12 @@ class GraphLane:
         visited = set(seeds)
         frontier = dict(seeds)  # entity id -> the path that reached it (a seed's is its own name)
         for hop in range(1, rule.hops + 1):
+            # Edges back to an entity an earlier hop reached say nothing new.
             edges = [
                 (path, r)
                 for e, path in frontier.items()
                 for r in self.graph.relations(conn, e, limit=rule.fanout)
+                if r.other_id not in visited
             ]
             records = self.graph.fetch(conn, {r.memory_id for _, r in edges})
             nxt: dict[str, str] = {}

@@ -84,11 +84,12 @@ def analyse(text: str, ref: datetime, rule: TimeRule) -> Intent:
 
 
 def factor(t: datetime, intervals: tuple[Interval, ...], rule: TimeRule) -> tuple[float, Interval | None]:
-    """The score multiplier for an event at ``t`` and the window that gave it (the best one)."""
+    """The score multiplier for an event at ``t`` and the window that gave it (the best one; None when
+    there is no window). Far outside every window the multiplier is 1 (to float precision)."""
     best, where = 1.0, None
     for iv in intervals:
         scale = max(iv.width().total_seconds() * rule.decay_width, rule.min_decay_days * 86_400)
         f = 1.0 + rule.boost * math.exp(-iv.distance(t).total_seconds() / scale)
-        if f > best:
+        if where is None or f > best:
             best, where = f, iv
     return best, where

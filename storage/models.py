@@ -156,11 +156,11 @@ class PurgeReceipt:
 class TimeMatch:
     """The time rule applied to a result: how its event time sits against a time window in the query.
 
-    ``rule`` is ``in_interval`` (inside the window) or ``near_interval`` (outside, boosted less with distance);
-    ``factor`` multiplied the fused score. ``interval`` ends are ``None`` when open ("before May").
+    ``rule`` is ``in_interval`` (inside the window), ``near_interval`` (outside, boosted less with distance)
+    or ``outside_interval`` (too far to be boosted); ``factor`` multiplied the fused score. ``interval`` ends are ``None`` when open ("before May").
     """
 
-    rule: Literal["in_interval", "near_interval"]
+    rule: Literal["in_interval", "near_interval", "outside_interval"]
     expression: str
     interval: tuple[datetime | None, datetime | None]
     factor: float

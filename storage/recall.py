@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -233,16 +233,25 @@ def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
         return
     inside = where.distance(c.memory.event_time).total_seconds() == 0
     c.score *= f
-    c.time = TimeMatch(
-        "in_interval" if inside else "near_interval", where.expression, (where.lo, where.hi), round(f, 4)
-    )
+    shown = round(f, 4)
+    rule: _Rule = "in_interval" if inside else "near_interval" if shown > 1 else "outside_interval"
+    c.time = TimeMatch(rule, where.expression, (where.lo, where.hi), shown)
 
 
+_Rule = Literal["in_interval", "near_interval", "outside_interval"]
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
 def _text_key(text: str) -> str:
     return _NON_WORD.sub(" ", text.casefold()).strip()
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _numbers(text: str) -> list[str]:
+    # Embeddings barely see digits ("phone 555-0100" vs "555-0199": cosine 0.995): such texts are not twins.
+    return _NUMBER.findall(text)
 
 
 def _same_chain(a: Memory, b: Memory) -> bool:
@@ -253,7 +262,7 @@ def _dedup(
     cands: list[_Candidate], q: Query, recipe: Recipe, graph: GraphStore, conn: Connection, pool: _Pool
 ) -> list[_Candidate]:
     """Fold each candidate that repeats a better one (same normalised text, or cosine >= the recipe's
-    threshold between stored vectors) into it; refill from the pool so ``k`` results remain if possible.
+    threshold between stored vectors and the same numbers) into it; refill from the pool so ``k`` results remain if possible.
 
     Versions of one chain, and memories of different status, are never folded: a history answer shows each.
     """
@@ -273,7 +282,11 @@ def _dedup(
             if mine is not None:
                 for other in kept:
                     theirs = unit.get(other.memory.id)
-                    if theirs is not None and float(mine @ theirs) >= recipe.dedup_cosine:
+                    if (
+                        theirs is not None
+                        and float(mine @ theirs) >= recipe.dedup_cosine
+                        and _numbers(other.memory.content) == _numbers(c.memory.content)
+                    ):
                         twin = other
                         break
         if (
@@ -307,7 +320,7 @@ def _chains(kept: list[_Candidate], q: Query, graph: GraphStore, conn: Connectio
             out.append(c)
             placed.add(m.id)
             continue
-        ids = [m.id, *graph.chain(conn, m.id)]
+        ids = list(dict.fromkeys([m.id, *graph.chain(conn, m.id)]))
         missing = [i for i in ids if i not in by_id]
         records = graph.fetch(conn, missing) if missing else {}
         members = [by_id[i] for i in ids if i in by_id]

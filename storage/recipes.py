@@ -29,7 +29,7 @@ class TimeRule:
     """
 
     enabled: bool = True
-    boost: float = 1.0
+    boost: float = 0.5
     decay_width: float = 0.5
     min_decay_days: float = 1.0
     window: int = 60

@@ -42,6 +42,19 @@ IsoTime = Annotated[
 """An ISO 8601 time (date-only means midnight); without an offset it is taken as UTC."""
 
 
+def _utc_if_naive(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
+LocalIsoTime = Annotated[
+    datetime,
+    BeforeValidator(_parse_time),
+    AfterValidator(_utc_if_naive),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""An ISO 8601 time that keeps its UTC offset (the caller's local calendar matters); naive is UTC."""
+
+
 def _scope_id(value: str) -> str:
     try:
         return str(ScopeId.parse(value))

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from storage.models import MAX_K, MAX_QUERY_CHARS, MAX_SCOPES_PER_CALL, Hit, MemoryKind, Status
+from storage.models import (
+    MAX_K,
+    MAX_QUERY_CHARS,
+    MAX_SCOPES_PER_CALL,
+    MAX_TOKEN_BUDGET,
+    Hit,
+    MemoryKind,
+    Status,
+    TimeMatch,
+)
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, ScopeIdStr, WireModel
+from tools._wire import IsoTime, LocalIsoTime, ScopeIdStr, WireModel
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -41,6 +50,20 @@ class RecallIn(WireModel):
         default=None, description="Only memories whose event time is at or after this."
     )
     until: IsoTime | None = Field(default=None, description="Only memories whose event time is before this.")
+    now: LocalIsoTime | None = Field(
+        default=None,
+        description="The current date and time of the conversation, ISO 8601 with the user's UTC offset, e.g. "
+        "'2024-05-30T18:00:00+05:30'. Pass it whenever the query speaks of relative times ('yesterday', "
+        "'last Tuesday', 'in May', 'two weeks ago'): they are resolved against it, in that offset, and "
+        "memories from that time rank higher. Default: the server's clock, in UTC.",
+    )
+    token_budget: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TOKEN_BUDGET,
+        description="At most this many tokens of memory content in the results (estimated as characters / 4). "
+        "Set it to what you can afford to read; results that do not fit are left out, best ones kept.",
+    )
 
 
 class Lanes(BaseModel):
@@ -49,6 +72,24 @@ class Lanes(BaseModel):
     bm25: int | None = Field(description="Rank by exact words and names (full-text search).")
     vector: int | None = Field(description="Rank by meaning (semantic search).")
     graph: int | None = Field(description="Rank by entities and their relations (knowledge graph).")
+
+
+class TimeRuleView(BaseModel):
+    """How the query's time expression moved this result."""
+
+    rule: Literal["in_interval", "near_interval", "outside_interval"] = Field(
+        description="in_interval: the memory's event time is inside the window the query names; "
+        "near_interval: outside it, boosted less the farther it is; outside_interval: too far, not boosted."
+    )
+    expression: str = Field(description="The time expression in the query, e.g. 'last Tuesday'.")
+    interval: list[datetime | None] = Field(
+        description="[start, end) of that window, resolved against now; null for an open end."
+    )
+    factor: float = Field(description="What the fused score was multiplied by.")
+
+    @classmethod
+    def of(cls, t: TimeMatch) -> TimeRuleView:
+        return cls(rule=t.rule, expression=t.expression, interval=list(t.interval), factor=t.factor)
 
 
 class RecallItem(BaseModel):
@@ -63,6 +104,13 @@ class RecallItem(BaseModel):
     event_time: datetime
     valid_from: datetime
     valid_to: datetime | None = Field(description="Null while the memory is still valid.")
+    time: TimeRuleView | None = Field(
+        description="Set when the query names a time: how this memory's event time matched it."
+    )
+    paths: list[str] = Field(
+        description="Entity-graph statements that led here, e.g. 'Hotel Aria —located_in→ Lisbon —in→ Portugal'."
+    )
+    collapsed: list[str] = Field(description="Ids of near-duplicate memories folded into this result.")
 
     @classmethod
     def of(cls, hit: Hit) -> RecallItem:
@@ -81,6 +129,9 @@ class RecallItem(BaseModel):
             event_time=m.event_time,
             valid_from=m.valid_from,
             valid_to=m.valid_to,
+            time=TimeRuleView.of(hit.time) if hit.time else None,
+            paths=list(hit.paths),
+            collapsed=list(hit.collapsed),
         )
 
 
@@ -100,6 +151,8 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
         kinds=[k.value for k in args.kinds] if args.kinds else None,
         since=args.since,
         until=args.until,
+        now=args.now,
+        token_budget=args.token_budget,
         principal=caller.principal,
     )
     return RecallOut(results=[RecallItem.of(h) for h in hits])
@@ -111,7 +164,11 @@ SPEC = ToolSpec(
     description=(
         "Search long-term memory. Call it before answering anything that may depend on what you were told "
         "earlier (names, preferences, decisions, past events). Returns current memories only; superseded and "
-        "retired ones appear only with include_history=true or as_of. Each result says which lanes found it."
+        "retired ones appear with include_history=true or as_of, and automatically when the query asks about "
+        "change ('used to', 'previously', 'what did I use before'), each version chain oldest first. "
+        "When the query speaks of relative times ('last Tuesday', 'two weeks ago'), pass the conversation's "
+        "current date as now; set token_budget to what you can afford to read. Each result says why it is "
+        "there: which lanes found it, the time rule applied, and the entity-graph paths that led to it."
     ),
     input_model=RecallIn,
     output_model=RecallOut,

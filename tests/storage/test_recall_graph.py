@@ -1,0 +1,139 @@
+"""The entity-graph lane: entity matching in queries, mentions, one and two RELATES hops with path statements,
+scope isolation and validity of graph results. Real stores, real model."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage import Engine, EntityIn, RelationIn
+from storage.extraction import EntityLexicon
+
+BOOKED = "We booked Hotel Aria for the spring trip."
+IN_CITY = "Hotel Aria is in Lisbon, near the river."
+IN_COUNTRY = "Lisbon is the capital of Portugal."
+NOISE = "The printer on the second floor jams on Mondays."
+
+
+@pytest.fixture
+def trip(engine: Engine) -> Engine:
+    engine.write(BOOKED, ["user:ana"], entities=[EntityIn("Hotel Aria", "place", ("the Aria",))])
+    engine.write(IN_CITY, ["user:ana"], relations=[RelationIn("Hotel Aria", "located_in", "Lisbon")])
+    engine.write(IN_COUNTRY, ["user:ana"], relations=[RelationIn("Lisbon", "capital_of", "Portugal")])
+    engine.write(NOISE, ["user:ana"])
+    return engine
+
+
+def graph(e: Engine, query: str, **kw: object) -> dict[str, tuple[str, ...]]:
+    """content -> path statements, in the graph lane's order."""
+    hits = e.recall(query, ["user:ana"], recipe="graph", **kw)  # type: ignore[arg-type]
+    assert all(set(h.lanes) == {"graph"} for h in hits)
+    return {h.memory.content: h.paths for h in hits}
+
+
+def test_exact_name_finds_mentions_and_two_hops_with_paths(trip: Engine) -> None:
+    found = graph(trip, "Which country is Hotel Aria in?")
+    assert list(found) == [IN_CITY, BOOKED, IN_COUNTRY]  # on-path mentions first, then the 2-hop record
+    assert found[IN_CITY] == ("Hotel Aria —located_in→ Lisbon",)
+    assert found[BOOKED] == ()
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in found[IN_COUNTRY]
+    assert NOISE not in found
+
+
+def test_relations_are_followed_backwards_with_the_arrow_reversed(trip: Engine) -> None:
+    found = graph(trip, "What do we know about Portugal?")
+    assert found[IN_COUNTRY] == ("Portugal ←capital_of— Lisbon",)
+    assert "Portugal ←capital_of— Lisbon ←located_in— Hotel Aria" in found[IN_CITY]
+
+
+def test_one_hop_only_when_the_recipe_says_so(trip: Engine) -> None:
+    hits = trip.recall("Which country is Hotel Aria in?", ["user:ana"], recipe=trip_recipe(hops=1), k=10)
+    contents = [h.memory.content for h in hits]
+    assert IN_COUNTRY in contents  # it mentions Lisbon, one hop away
+    paths = {p for h in hits for p in h.paths}
+    assert "Hotel Aria —located_in→ Lisbon" in paths
+    assert not any("Portugal" in p for p in paths)
+
+
+def trip_recipe(**graph_rule: object) -> object:
+    from storage import RECIPES
+
+    return RECIPES["graph"].with_(graph=graph_rule)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "where is hotel aria",  # exact, case-insensitive
+        "what about the Aria?",  # alias
+        "Aria Hotel breakfast",  # all words of the name, another order
+        "Hotell Aria reviews",  # a one-edit typo in a word of 5+ letters
+    ],
+)
+def test_entity_matching_forms(trip: Engine, query: str) -> None:
+    assert BOOKED in graph(trip, query)
+
+
+def test_fuzzy_match_finds_a_misspelt_single_name(trip: Engine) -> None:
+    found = graph(trip, "trip to Lisbn")
+    assert IN_CITY in found
+    assert IN_COUNTRY in found
+
+
+def test_no_known_entity_means_no_graph_results(trip: Engine) -> None:
+    assert trip.recall("what is the weather like", ["user:ana"], recipe="graph") == []
+    assert trip.recall("Rome", ["user:ana"], recipe="graph") == []  # four letters: never fuzzy ("home")
+
+
+def test_graph_results_stay_in_scope(trip: Engine) -> None:
+    trip.write(
+        "Bob thinks Hotel Aria moved to Porto.",
+        ["user:bob"],
+        relations=[RelationIn("Hotel Aria", "located_in", "Porto")],
+    )
+    trip.write("Porto has great port wine cellars.", ["user:bob"])
+    trip.write("Ana's cousin lives in Porto.", ["user:ana"])  # reachable only through Bob's relation
+    found = graph(trip, "Which country is Hotel Aria in?")
+    assert not any("Bob" in c or "Porto" in c for c in found)
+    assert not any("Porto" in p for paths in found.values() for p in paths)
+    bob = trip.recall("Hotel Aria", ["user:bob"], recipe="graph")
+    assert bob[0].memory.content == "Bob thinks Hotel Aria moved to Porto."
+    assert not any("Lisbon" in h.memory.content or "Lisbon" in p for h in bob for p in h.paths)
+
+
+def test_retired_memories_and_their_relations_drop_out(trip: Engine) -> None:
+    country = next(h for h in trip.recall(IN_COUNTRY, ["user:ana"], recipe="bm25"))
+    trip.write("Portugal uses the euro.", ["user:ana"])  # reachable only through the retired relation
+    trip.retire(country.memory.id, reason="wrong")
+    found = graph(trip, "Which country is Hotel Aria in?")
+    assert IN_COUNTRY not in found
+    assert "Portugal uses the euro." not in found
+    assert not any("Portugal" in p for paths in found.values() for p in paths)
+    past = graph(trip, "Which country is Hotel Aria in?", include_history=True)
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in past[IN_COUNTRY]
+
+
+def test_graph_lane_joins_fusion_in_the_default_recipe(trip: Engine) -> None:
+    hits = trip.recall("Which country is Hotel Aria in?", ["user:ana"], k=4)
+    by_content = {h.memory.content: h for h in hits}
+    assert "graph" in by_content[IN_COUNTRY].lanes
+    assert by_content[IN_COUNTRY].paths
+    assert NOISE not in list(by_content)[:3]
+
+
+def test_lexicon_match_kinds_and_limit() -> None:
+    lex = EntityLexicon()
+    lex.add("Hotel Aria", ["the Aria"])
+    lex.add("Lisbon")
+    lex.add("Ana Lima", ["Ana"])
+    lex.add("The Who")
+    got = {m.name: m.how for m in lex.match("Ana said hotel aria is near Lisbn, like the who song")}
+    assert got == {"Ana Lima": "alias", "Hotel Aria": "exact", "Lisbon": "fuzzy", "The Who": "exact"}
+    assert lex.match("who is the best") == []  # a name made of function words must be said whole
+    assert [m.name for m in lex.match("aria hotel")] == ["Hotel Aria"]
+    assert lex.match("aria hotel")[0].how == "token"
+    assert len(lex.match("Ana, Lisbon and Hotel Aria", limit=2)) == 2
+    assert lex.match("Lisbon", fuzzy=False)[0].how == "exact"
+    assert lex.match("Lisbn", fuzzy=False) == []
+    assert lex.match("Lisboan")[0].name == "Lisbon"  # one insertion
+    assert lex.match("Lsibon")[0].name == "Lisbon"  # two neighbours swapped
+    assert lex.match("Lxsbxn") == []  # two edits

@@ -1,0 +1,181 @@
+"""What recall does after fusion: the time rule, history answers, near-duplicate folding, the token budget,
+and recipes that change the order as declared. Real stores, real model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from storage import RECIPES, Engine, InvalidInput, Recipe
+from storage.recall import estimate_tokens
+
+NOW = datetime(2023, 5, 30, 12, tzinfo=UTC)  # a Tuesday
+STUDY = "I bought a new desk lamp for the study."
+BEDROOM = "I bought a new desk lamp for the bedroom."
+DENTIST = "The dentist appointment went fine."
+
+
+@pytest.fixture
+def lamps(engine: Engine) -> Engine:
+    engine.write(STUDY, ["user:ana"], event_time=datetime(2023, 5, 23, 15, tzinfo=UTC))  # last Tuesday
+    engine.write(
+        BEDROOM, ["user:ana"], event_time=datetime(2023, 4, 11, 15, tzinfo=UTC)
+    )  # seven weeks before
+    engine.write(DENTIST, ["user:ana"], event_time=datetime(2023, 5, 23, 9, tzinfo=UTC))
+    return engine
+
+
+def contents(hits: list) -> list[str]:  # type: ignore[type-arg]
+    return [h.memory.content for h in hits]
+
+
+def test_memory_in_the_queried_window_outranks_an_equal_text_match(lamps: Engine) -> None:
+    query = "Which desk lamp did I buy last Tuesday?"
+    may = lamps.recall(query, ["user:ana"], now=NOW)
+    assert contents(may)[:2] == [STUDY, BEDROOM]
+    assert may[0].time is not None
+    assert (may[0].time.rule, may[0].time.expression, may[0].time.factor) == (
+        "in_interval",
+        "last Tuesday",
+        1.5,
+    )
+    assert may[0].time.interval == (datetime(2023, 5, 23, tzinfo=UTC), datetime(2023, 5, 24, tzinfo=UTC))
+    assert may[1].time is not None
+    assert (may[1].time.rule, may[1].time.factor) == ("outside_interval", 1.0)
+    # The same question asked on another Tuesday points at the other lamp: time decides, not the text.
+    april = lamps.recall(query, ["user:ana"], now=datetime(2023, 4, 18, 12, tzinfo=UTC))
+    assert contents(april)[:2] == [BEDROOM, STUDY]
+
+
+def test_time_boost_is_soft(lamps: Engine) -> None:
+    hits = lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW)
+    order = contents(hits)
+    assert order.index(BEDROOM) < order.index(DENTIST)  # a strong match outside beats a weak one inside
+    assert DENTIST in order  # and nothing is filtered away
+
+
+def test_no_time_recipe_ignores_time_expressions(lamps: Engine) -> None:
+    hits = lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW, recipe="no_time")
+    assert all(h.time is None for h in hits)
+
+
+def test_now_keeps_the_callers_offset(lamps: Engine) -> None:
+    lamps.write(
+        "Watered the ferns on the balcony.", ["user:ana"], event_time=datetime(2023, 5, 30, 10, tzinfo=UTC)
+    )
+    ist = timezone(timedelta(hours=5, minutes=30))
+    local_morning = datetime(
+        2023, 5, 31, 9, tzinfo=ist
+    )  # 03:30 UTC on May 31: "yesterday" is May 30 both ways
+    late = datetime(2023, 5, 31, 2, tzinfo=ist)  # May 30 20:30 UTC: in UTC "yesterday" would be May 29
+    for now, rule in (
+        (local_morning, "in_interval"),
+        (late, "in_interval"),
+        (late.astimezone(UTC), "near_interval"),
+    ):
+        top = lamps.recall("when did I water the ferns yesterday", ["user:ana"], now=now, k=1)[0]
+        assert top.time is not None
+        assert top.time.rule == rule, now
+
+
+def test_now_must_be_a_datetime(lamps: Engine) -> None:
+    with pytest.raises(InvalidInput, match="now must be a datetime"):
+        lamps.recall("lamp", ["user:ana"], now="yesterday")  # type: ignore[arg-type]
+
+
+def test_change_questions_bring_history_oldest_first(engine: Engine) -> None:
+    first = engine.write("I work at Acme as a welder.", ["user:ana"])
+    second = engine.amend(first.id, "I work at Globex as a welder.")
+    third = engine.amend(second.id, "I work at Initech as a welder.")
+    engine.write("I like green tea in the morning.", ["user:ana"])
+    now_only = [h.memory.id for h in engine.recall("Where do I work as a welder?", ["user:ana"])]
+    assert third.id in now_only
+    assert first.id not in now_only
+    assert second.id not in now_only
+    history = [h.memory.id for h in engine.recall("Where did I work previously as a welder?", ["user:ana"])]
+    start = history.index(first.id)
+    assert history[start : start + 3] == [first.id, second.id, third.id]
+    # A chain is completed with versions no lane found: BM25 finds only the Acme version here.
+    completed = engine.recall("Acme", ["user:ana"], recipe="bm25", include_history=True)
+    assert [h.memory.id for h in completed] == [first.id, second.id, third.id]
+    assert [bool(h.lanes) for h in completed] == [True, False, False]
+
+
+def test_near_duplicates_fold_into_the_better_result(engine: Engine) -> None:
+    a = engine.write("Ana's cat is named Miso.", ["user:ana"])
+    b = engine.write("The cat of Ana is named Miso.", ["user:ana"])  # cosine 0.98
+    c = engine.write("ana's cat is named miso!!", ["user:ana"])  # the same words
+    engine.write("Bo's phone number is 555-0100.", ["user:ana"])
+    engine.write("Bo's phone number is 555-0199.", ["user:ana"])  # cosine 0.995, but other numbers
+    cats = engine.recall("What is Ana's cat called?", ["user:ana"], k=5)
+    cat_hits = [h for h in cats if "cat" in h.memory.content.casefold()]
+    assert len(cat_hits) == 1
+    assert {cat_hits[0].memory.id, *cat_hits[0].collapsed} == {a.id, b.id, c.id}
+    phones = engine.recall("Bo phone number", ["user:ana"], k=5)
+    assert len([h for h in phones if "phone" in h.memory.content]) == 2
+    plain = engine.recall(
+        "What is Ana's cat called?", ["user:ana"], k=5, recipe=RECIPES["default"].with_(dedup_cosine=None)
+    )
+    assert len([h for h in plain if "cat" in h.memory.content.casefold()]) == 2  # text twins still fold
+
+
+def test_token_budget_keeps_the_best_results_that_fit(engine: Engine) -> None:
+    for text in (
+        "Budget note one: short.",
+        "Budget note two is a much longer memory about the budget, with many more words in it than the rest.",
+        "Budget note three: short too.",
+    ):
+        engine.write(text, ["user:ana"])
+    full = engine.recall("budget note", ["user:ana"], k=3)
+    assert len(full) == 3
+    costs = [estimate_tokens(h.memory.content) for h in full]
+    budget = sum(costs) - 1
+    cut = engine.recall("budget note", ["user:ana"], k=3, token_budget=budget)
+    expected, spent = [], 0
+    for h, cost in zip(full, costs, strict=True):
+        if spent + cost <= budget:
+            expected.append(h.memory.id)
+            spent += cost
+    assert [h.memory.id for h in cut] == expected
+    assert sum(estimate_tokens(h.memory.content) for h in cut) <= budget
+    assert len(cut) == 2
+    assert engine.recall("budget note", ["user:ana"], token_budget=1) == []
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    for bad in (0, -5, 100_001, 1.5, True):
+        with pytest.raises(InvalidInput, match="token_budget"):
+            engine.recall("budget note", ["user:ana"], token_budget=bad)  # type: ignore[arg-type]
+
+
+def test_recipe_weights_change_the_order_as_declared(engine: Engine) -> None:
+    passport = "Ana's passport number ends in 4471."
+    allergy = "Ana is allergic to peanuts and carries an EpiPen."
+    engine.write(passport, ["user:ana"])
+    engine.write(allergy, ["user:ana"])
+    query = "4471 food allergy"
+    base = RECIPES["hybrid"]
+    # BM25 finds only the passport ("allergy" is not "allergic"); the vector lane ranks the allergy first.
+    words = base.with_(weights={"bm25": 5.0, "vector": 0.1}, rrf_k=1)
+    meaning = base.with_(weights={"bm25": 0.1, "vector": 5.0}, rrf_k=1)
+    by_words = engine.recall(query, ["user:ana"], recipe=words)
+    by_meaning = engine.recall(query, ["user:ana"], recipe=meaning)
+    assert [h.memory.content for h in by_words] == [passport, allergy]
+    assert [h.memory.content for h in by_meaning] == [allergy, passport]
+    assert by_words[0].score == pytest.approx(5.0 / 2 + 0.1 / 3)
+    assert by_meaning[0].score == pytest.approx(5.0 / 2)
+
+
+def test_recipes_are_validated_and_named() -> None:
+    assert set(RECIPES) >= {"default", "hybrid", "bm25", "vector", "graph", "no_time"}
+    assert dict(RECIPES["hybrid"].weights) == {"bm25": 1.0, "vector": 1.0}
+    assert RECIPES["default"].with_(time={"boost": 2.0}).time.boost == 2.0
+    assert RECIPES["default"].time.boost == 0.5  # with_ copies, never mutates
+    with pytest.raises(InvalidInput, match="unknown lane"):
+        Recipe("x", {"bm25": 1.0, "keyword": 1.0})
+    with pytest.raises(InvalidInput, match="weights"):
+        Recipe("x", {"bm25": -1.0})
+    with pytest.raises(InvalidInput, match="weights"):
+        Recipe("x", {"bm25": 0.0})
+    with pytest.raises(TypeError):
+        RECIPES["default"].weights["bm25"] = 3.0  # type: ignore[index]
