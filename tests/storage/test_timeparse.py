@@ -431,3 +431,58 @@ def test_find_times_invariants(text: str, ref: datetime) -> None:
         assert t.lo.tzinfo is tz
         assert t.hi.tzinfo is tz
         prev_end = t.end
+
+
+# -- edges a recall query meets (issue 6) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "ref", "lo", "hi"),
+    [
+        # said on a Tuesday, "last Tuesday" is a week back, never today; across a year boundary too
+        ("last Tuesday", at(2023, 5, 30, 0, 5), *day(2023, 5, 23)),
+        ("last Tuesday", at(2024, 1, 2, 9), *day(2023, 12, 26)),
+        ("Tuesday", at(2024, 1, 2, 9), *day(2024, 1, 2)),
+        # month and year boundaries
+        ("yesterday", at(2024, 3, 1, 8), *day(2024, 2, 29)),
+        ("yesterday", at(2023, 3, 1, 8), *day(2023, 2, 28)),
+        ("tomorrow", at(2023, 12, 31, 8), *day(2024, 1, 1)),
+        ("two weeks ago", at(2023, 3, 2, 8), at(2023, 2, 13), at(2023, 2, 20)),
+        ("last month", at(2023, 1, 15), at(2022, 12, 1), at(2023, 1, 1)),
+        ("3 days ago", at(2023, 3, 1, 8), *day(2023, 2, 26)),
+        # a month without a year is the most recent one that has begun
+        ("in May", at(2024, 1, 10), at(2023, 5, 1), at(2023, 6, 1)),
+        ("in May", at(2024, 5, 2), at(2024, 5, 1), at(2024, 6, 1)),
+        ("in December", at(2024, 1, 10), at(2023, 12, 1), at(2024, 1, 1)),
+        ("in January", at(2024, 1, 10), at(2024, 1, 1), at(2024, 2, 1)),
+    ],
+)
+def test_recall_edges(text: str, ref: datetime, lo: datetime, hi: datetime) -> None:
+    t = one(text, ref)
+    assert (t.lo, t.hi) == (lo, hi)
+
+
+def test_offsets_in_text_are_converted_to_the_reference_zone() -> None:
+    ist = timezone(timedelta(hours=5, minutes=30))
+    assert one("2023-05-20T23:30+05:30", REF).lo == at(2023, 5, 20, 18, 0)
+    assert one("2023-05-20T23:30Z", datetime(2023, 5, 30, tzinfo=ist)).lo == at(2023, 5, 21, 5, 0, tz=ist)
+    assert one("2023-05-20T23:30-0330", REF).lo == at(2023, 5, 21, 3, 0)
+
+
+def test_utc_normalisation_ignores_dst() -> None:
+    # 01:30 EST and 03:30 EDT on the night New York springs forward are one hour apart, not two.
+    before = parse_datetime("2023-03-12T01:30:00-05:00").astimezone(UTC)
+    after = parse_datetime("2023-03-12T03:30:00-04:00").astimezone(UTC)
+    assert (before, after) == (at(2023, 3, 12, 6, 30), at(2023, 3, 12, 7, 30))
+    assert parse_datetime("2023-07-01T12:00:00Z") == parse_datetime("2023-07-01T08:00:00-04:00")
+
+
+@pytest.mark.parametrize("value", ["2023-02-29", "2024-02-30", "2023-04-31T10:00Z", "2023-06-31 08:00"])
+def test_impossible_dates_are_refused(value: str) -> None:
+    with pytest.raises(ValueError, match="invalid timestamp"):
+        parse_datetime(value)
+
+
+@pytest.mark.parametrize("text", ["Feb 29, 2023", "2023-02-29", "June 31", "the 30th of February"])
+def test_impossible_dates_are_not_times(text: str) -> None:
+    assert find_times(text, REF) == []

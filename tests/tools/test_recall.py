@@ -58,6 +58,73 @@ async def test_kinds_and_event_time_filters(client: Client) -> None:
     assert recent["results"] == []
 
 
+async def test_now_resolves_relative_times_in_the_callers_offset(client: Client) -> None:
+    lamp = await ok(
+        client,
+        "memory_write",
+        {"content": "Bought a brass desk lamp.", "event_time": "2023-05-23T15:00:00Z"},
+    )
+    await ok(
+        client,
+        "memory_write",
+        {"content": "Bought a steel desk lamp.", "event_time": "2023-04-11T15:00:00Z"},
+    )
+    out = await ok(
+        client,
+        "recall",
+        {"query": "which desk lamp did I buy last Tuesday", "now": "2023-05-30T18:00:00+05:30"},
+    )
+    top = out["results"][0]
+    assert top["id"] == lamp["id"]
+    assert top["time"] == {
+        "rule": "in_interval",
+        "expression": "last Tuesday",
+        "interval": ["2023-05-23T00:00:00+05:30", "2023-05-24T00:00:00+05:30"],
+        "factor": 1.5,
+    }
+    assert out["results"][1]["time"]["rule"] == "outside_interval"
+    plain = await ok(client, "recall", {"query": "desk lamp"})
+    assert all(r["time"] is None for r in plain["results"])
+
+
+async def test_token_budget_cuts_results(client: Client) -> None:
+    for text in ("Kiwi note: short.", "Kiwi note: a much longer memory about kiwis and where they grow."):
+        await ok(client, "memory_write", {"content": text})
+    both = await ok(client, "recall", {"query": "kiwi note"})
+    assert len(both["results"]) == 2
+    one = await ok(client, "recall", {"query": "kiwi note", "token_budget": 5})
+    assert [r["content"] for r in one["results"]] == ["Kiwi note: short."]
+
+
+async def test_results_show_graph_paths_and_collapsed_twins(client: Client) -> None:
+    await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Hotel Aria is in Lisbon.",
+            "relations": [{"subject": "Hotel Aria", "predicate": "located_in", "object": "Lisbon"}],
+        },
+    )
+    await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Lisbon is the capital of Portugal.",
+            "relations": [{"subject": "Lisbon", "predicate": "capital_of", "object": "Portugal"}],
+        },
+    )
+    twin = await ok(client, "memory_write", {"content": "hotel aria is in lisbon!"})
+    out = await ok(client, "recall", {"query": "Which country is Hotel Aria in?"})
+    by_content = {r["content"]: r for r in out["results"]}
+    assert (
+        "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal"
+        in by_content["Lisbon is the capital of Portugal."]["paths"]
+    )
+    assert by_content["Lisbon is the capital of Portugal."]["lanes"]["graph"] is not None
+    assert by_content["Hotel Aria is in Lisbon."]["collapsed"] == [twin["id"]]
+    assert "hotel aria is in lisbon!" not in by_content
+
+
 async def test_recall_in_an_empty_scope_returns_no_results(client: Client) -> None:
     assert await ok(client, "recall", {"query": "anything", "scopes": ["project:empty"]}) == {"results": []}
 
@@ -70,6 +137,12 @@ async def test_recall_in_an_empty_scope_returns_no_results(client: Client) -> No
         ({"query": ""}, "query: String should have at least 1 character"),
         ({"query": "x", "as_of": "yesterday"}, "as_of: 'yesterday' is not an ISO 8601 time"),
         ({"query": "x", "scopes": ["planet:mars"]}, "scope kind 'planet' is not one of"),
+        ({"query": "x", "now": "last Tuesday"}, "now: 'last Tuesday' is not an ISO 8601 time"),
+        ({"query": "x", "token_budget": 0}, "token_budget: Input should be greater than or equal to 1"),
+        (
+            {"query": "x", "token_budget": 100_001},
+            "token_budget: Input should be less than or equal to 100000",
+        ),
     ],
 )
 async def test_bad_recall_arguments_are_refused(
