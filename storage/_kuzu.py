@@ -126,6 +126,15 @@ class ProjectionRow:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownEntity:
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    mentions: int
+    relations: int
+
+
+@dataclass(frozen=True, slots=True)
 class Relation:
     """One RELATES edge seen from an entity: ``outgoing`` when that entity is the subject."""
 
@@ -369,9 +378,12 @@ class GraphStore:
         )
         return [r[0] for r in rows]
 
-    def known_entities(self, conn: kuzu.Connection) -> list[tuple[str, str, list[str]]]:
+    def known_entities(self, conn: kuzu.Connection) -> list[KnownEntity]:
+        """Every entity with how many memories mention it and how many relations touch it."""
+        mentions = dict(_rows(conn, "MATCH (:Memory)-[:MENTIONS]->(e:Entity) RETURN e.id, count(*)"))
+        relations = dict(_rows(conn, "MATCH (e:Entity)-[r:RELATES]-(:Entity) RETURN e.id, count(r)"))
         return [
-            (i, n, list(a or []))
+            KnownEntity(i, n, tuple(a or ()), int(mentions.get(i, 0)), int(relations.get(i, 0)))
             for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
         ]
 
@@ -404,14 +416,6 @@ class GraphStore:
                 {"e": entity, "n": limit},
             )
             out.extend(Relation(p, mid, bid, bname, outgoing) for p, mid, bid, bname in rows)
-        return out
-
-    def vectors(self, conn: kuzu.Connection, ids: Iterable[str]) -> dict[str, list[float]]:
-        """Stored vectors of the given memories (missing ids are absent)."""
-        out: dict[str, list[float]] = {}
-        for mid in dict.fromkeys(ids):
-            for r in _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": mid}):
-                out[mid] = r[0]
         return out
 
     def projection_rows(

@@ -122,8 +122,24 @@ class VectorIndex:
         kinds: Sequence[str] | None,
     ) -> list[tuple[str, float]]:
         """Ids with cosine distance, nearest first, restricted to memories in any of ``scopes``."""
+        hits, _ = self.search_with_vectors(
+            vector, scopes=scopes, k=k, live_only=live_only, kinds=kinds, vectors=False
+        )
+        return hits
+
+    def search_with_vectors(
+        self,
+        vector: Sequence[float] | np.ndarray,
+        *,
+        scopes: Sequence[str],
+        k: int,
+        live_only: bool,
+        kinds: Sequence[str] | None,
+        vectors: bool = True,
+    ) -> tuple[list[tuple[str, float]], np.ndarray | None]:
+        """As ``search``, and the found rows' stored vectors (one row each, same order) when ``vectors``."""
         if not scopes:
-            return []
+            return [], None
         where = [f"array_has_any(scopes, [{', '.join(_sql_str(s) for s in scopes)}])"]
         if live_only:
             where.append("live")
@@ -132,11 +148,16 @@ class VectorIndex:
         query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
         assert isinstance(query, LanceVectorQueryBuilder)
         query = query.distance_type("cosine").where(" AND ".join(where), prefilter=True)
-        query = query.select(["id", "_distance"]).limit(k)
+        query = query.select(["id", "_distance", "vector"] if vectors else ["id", "_distance"]).limit(k)
         if self._has_index:
             query = query.nprobes(32).refine_factor(8)
         result = query.to_arrow()
-        return list(zip(result["id"].to_pylist(), result["_distance"].to_pylist(), strict=True))
+        hits = list(zip(result["id"].to_pylist(), result["_distance"].to_pylist(), strict=True))
+        if not vectors:
+            return hits, None
+        column = result["vector"].combine_chunks()
+        matrix = column.flatten().to_numpy(zero_copy_only=False).reshape(len(hits), self._dim)
+        return hits, matrix
 
     def live_status(self) -> dict[str, bool]:
         table = self._table.to_arrow().select(["id", "live"]) if self._table.count_rows() else None

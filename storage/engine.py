@@ -13,6 +13,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,6 +101,8 @@ class Engine:
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
         self._closed = False
+        # Lanes of one recall run side by side; sized for a few concurrent recalls.
+        self._lane_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemograph-lane")
         self._lanes: list[recall_path.Lane] = [
             recall_path.Bm25Lane(self.text),
             recall_path.VectorLane(self.vectors, self.embedder),
@@ -153,8 +156,10 @@ class Engine:
         self.reconciler.start()
         self._reload_tree()
         with self.graph.read() as conn:
-            for _id, name, aliases in self.graph.known_entities(conn):
-                self.lexicon.add(name, aliases)
+            for known in self.graph.known_entities(conn):
+                self.lexicon.add(known.name, known.aliases)
+                self.lexicon.mentioned(known.name, known.mentions)
+                self.lexicon.related(known.name, known.relations)
         if (self.data_dir / VACUUM_MARKER).exists():
             self._vacuum()  # a purge was interrupted before its files were rewritten
 
@@ -164,6 +169,7 @@ class Engine:
             return
         self._closed = True
         self.reconciler.close()
+        self._lane_pool.shutdown(wait=True)
         self.text.close()
         self.graph.close()
         os.close(self._lock_fd)
@@ -277,7 +283,11 @@ class Engine:
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
         receipts = self.reconciler.submit_many([self._write_intent(p) for p in prepared])
-        self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
+        self._after_write(
+            [s for p in prepared for s in p.scopes],
+            [e for p in prepared for e in p.entities],
+            [r for p in prepared for r in p.relations],
+        )
         return receipts
 
     def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
@@ -391,9 +401,15 @@ class Engine:
             self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now)
         tx.record("add", new.id)
 
-    def _after_write(self, scopes: Sequence[str], entities: Sequence[EntityIn]) -> None:
+    def _after_write(
+        self, scopes: Sequence[str], entities: Sequence[EntityIn], relations: Sequence[RelationIn] = ()
+    ) -> None:
         for e in entities:
             self.lexicon.add(e.name, e.aliases)
+            self.lexicon.mentioned(e.name)
+        for r in relations:
+            self.lexicon.related(r.subject)
+            self.lexicon.related(r.object)
         if any(s not in self._scopes for s in scopes):
             self._reload_tree()
 
@@ -517,8 +533,10 @@ class Engine:
         self._reload_tree()
         self.lexicon.clear()
         with self.graph.read() as conn:
-            for _id, name, aliases in self.graph.known_entities(conn):
-                self.lexicon.add(name, aliases)
+            for known in self.graph.known_entities(conn):
+                self.lexicon.add(known.name, known.aliases)
+                self.lexicon.mentioned(known.name, known.mentions)
+                self.lexicon.related(known.name, known.relations)
         per_store = {
             "kuzu": len(only),
             "lancedb": before["lancedb"] - self.vectors.count(),
@@ -633,7 +651,7 @@ class Engine:
             token_budget=budget,
         )
         self.reconciler.wait_projected()
-        return recall_path.run(q, self._lanes, self.graph, chosen)
+        return recall_path.run(q, self._lanes, self.graph, chosen, self._lane_pool)
 
     # -- consistency -------------------------------------------------------------------------------
 

@@ -186,7 +186,30 @@ class EntityLexicon:
         self._names: dict[str, str] = {}  # normalised name or alias -> recorded name
         self._by_token: dict[str, set[str]] = {}  # word -> normalised keys containing it
         self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
+        self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
+        self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
         self._lock = threading.Lock()
+
+    def mentioned(self, name: str, times: int = 1) -> None:
+        """Count memories mentioning ``name`` (at write time; reset with ``clear``). Only bounds query cost."""
+        key = _norm(name)
+        with self._lock:
+            self._mentions[key] = self._mentions.get(key, 0) + times
+
+    def mentions(self, name: str) -> int:
+        with self._lock:
+            return self._mentions.get(_norm(name), 0)
+
+    def related(self, name: str, times: int = 1) -> None:
+        """Count relations touching ``name`` (at write time; reset with ``clear``)."""
+        key = _norm(name)
+        with self._lock:
+            self._relations[key] = self._relations.get(key, 0) + times
+
+    def relations(self, name: str) -> int:
+        """Relations touching ``name`` as counted; zero means the graph need not be asked."""
+        with self._lock:
+            return self._relations.get(_norm(name), 0)
 
     def add(self, name: str, aliases: Iterable[str] = ()) -> None:
         with self._lock:
@@ -206,6 +229,8 @@ class EntityLexicon:
             self._names.clear()
             self._by_token.clear()
             self._variants.clear()
+            self._mentions.clear()
+            self._relations.clear()
 
     def find(self, text: str) -> list[str]:
         return [m.name for m in self._exact(_words(text))]

@@ -61,15 +61,18 @@ class GraphLane:
             ):
                 reach(mid, distance, seed=distance == 0, path=path)
 
-        for entity in seeds:
-            mentions(entity, 0, rule.per_entity)
+        for entity, name in seeds.items():
+            if self.lexicon.mentions(name) <= rule.max_mentions:
+                mentions(entity, 0, rule.per_entity)
         visited = set(seeds)
+        names = dict(seeds)  # entity id -> name
         frontier = dict(seeds)  # entity id -> the path that reached it (a seed's is its own name)
         for hop in range(1, rule.hops + 1):
             # Edges back to an entity an earlier hop reached say nothing new.
             edges = [
                 (path, r)
                 for e, path in frontier.items()
+                if self.lexicon.relations(names[e])  # most entities have none: no need to ask
                 for r in self.graph.relations(conn, e, limit=rule.fanout)
                 if r.other_id not in visited
             ]
@@ -84,8 +87,10 @@ class GraphLane:
                 if r.other_id not in visited and len(nxt) < rule.max_entities:
                     visited.add(r.other_id)
                     nxt[r.other_id] = statement
+                    names[r.other_id] = r.other_name
             for entity, statement in nxt.items():
-                mentions(entity, hop, max(1, rule.per_entity >> hop), path=statement)
+                if self.lexicon.mentions(names[entity]) <= rule.max_mentions:
+                    mentions(entity, hop, max(1, rule.per_entity >> hop), path=statement)
             frontier = nxt
         ordered = sorted(rank, key=lambda mid: (*rank[mid], mid))[:depth]
         return Found(ordered, {mid: tuple(paths[mid]) for mid in ordered if paths.get(mid)})

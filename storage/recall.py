@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -78,6 +79,7 @@ class Found:
 
     ids: list[str]
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)  # stored vectors, unit length, if at hand
 
 
 class Lane(Protocol):
@@ -108,8 +110,18 @@ class VectorLane:
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
         vec = self.embedder.embed([q.words])[0]
         kinds = [k.value for k in q.kinds] if q.kinds else None
-        hits = self.index.search(vec, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds)
-        return Found([i for i, _ in hits])
+        want = (
+            recipe.dedup_cosine is not None
+        )  # the rows' vectors come with them: near-duplicates fold for free
+        hits, matrix = self.index.search_with_vectors(
+            vec, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds, vectors=want
+        )
+        ids = [i for i, _ in hits]
+        if matrix is None or not ids:
+            return Found(ids)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        unit = matrix / np.where(norms == 0, 1.0, norms)
+        return Found(ids, vectors=dict(zip(ids, unit, strict=True)))
 
 
 def fuse(ranked: Mapping[str, Sequence[str]], recipe: Recipe) -> list[tuple[str, float, dict[str, int]]]:
@@ -161,36 +173,49 @@ class _Candidate:
     time: TimeMatch | None = None
     paths: tuple[str, ...] = ()
     collapsed: list[str] = field(default_factory=list)
+    unit: np.ndarray | None = None  # the stored vector, unit length, when the vector lane returned it
 
     def hit(self) -> Hit:
         return Hit(self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed))
 
 
-def run(q: Query, lanes: Sequence[Lane], graph: GraphStore, recipe: Recipe) -> list[Hit]:
+def run(
+    q: Query, lanes: Sequence[Lane], graph: GraphStore, recipe: Recipe, executor: Executor | None = None
+) -> list[Hit]:
     """Run every weighted lane, fuse, keep what the canonical records admit, then apply the time rule,
-    fold near-duplicates, order version chains (history answers) and fit the token budget."""
+    fold near-duplicates, order version chains (history answers) and fit the token budget.
+
+    With an ``executor`` the lanes run concurrently (the stores release the GIL while they search), so a
+    recall costs about its slowest lane rather than the sum of them.
+    """
     depth = max(recipe.depth, q.k * 5)
     if not q.live_only or q.since or q.until:
         depth *= 3  # filters applied after fusion drop candidates
-    found = {
-        lane.name: lane.search(q, depth, recipe) for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0
-    }
+    active = [lane for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0]
+    if executor is not None and len(active) > 1:
+        futures = [(lane.name, executor.submit(lane.search, q, depth, recipe)) for lane in active[1:]]
+        found = {active[0].name: active[0].search(q, depth, recipe)}
+        found.update((name, f.result()) for name, f in futures)
+    else:
+        found = {lane.name: lane.search(q, depth, recipe) for lane in active}
     fused = fuse({name: f.ids for name, f in found.items()}, recipe)
     paths: dict[str, list[str]] = {}
+    vectors: dict[str, np.ndarray] = {}
     for f in found.values():
+        vectors.update(f.vectors)
         for mid, statements in f.paths.items():
             paths.setdefault(mid, []).extend(s for s in statements if s not in paths.get(mid, ()))
     timed = bool(q.intervals) and recipe.time.enabled
     # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
     want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
-        pool = _Pool(q, graph, conn, fused, paths)
+        pool = _Pool(q, graph, conn, fused, paths, vectors)
         cands = pool.take(want)
         if timed:
             for c in cands:
                 _apply_time(c, q, recipe)
             cands.sort(key=lambda c: (-c.score, c.memory.id))
-        kept = _dedup(cands, q, recipe, graph, conn, pool)
+        kept = _dedup(cands, q, recipe, pool)
         if not q.live_only:
             kept = _chains(kept, q, graph, conn)
     hits = [c.hit() for c in kept[: q.k]]
@@ -207,8 +232,10 @@ class _Pool:
         conn: Connection,
         fused: list[tuple[str, float, dict[str, int]]],
         paths: Mapping[str, Sequence[str]],
+        vectors: Mapping[str, np.ndarray],
     ) -> None:
-        self._q, self._graph, self._conn, self._fused, self._paths = q, graph, conn, fused, paths
+        self._q, self._graph, self._conn, self._fused = q, graph, conn, fused
+        self._paths, self._vectors = paths, vectors
         self._next = 0
 
     def take(self, n: int) -> list[_Candidate]:
@@ -221,7 +248,8 @@ class _Pool:
                 self._next += 1
                 mem = records.get(mid)
                 if mem is not None and admissible(mem, self._q):
-                    out.append(_Candidate(mem, score, lanes, paths=tuple(self._paths.get(mid, ()))))
+                    paths = tuple(self._paths.get(mid, ()))
+                    out.append(_Candidate(mem, score, lanes, paths=paths, unit=self._vectors.get(mid)))
                     if len(out) == n:
                         break
         return out
@@ -258,37 +286,29 @@ def _same_chain(a: Memory, b: Memory) -> bool:
     return a.id in (b.supersedes, b.superseded_by) or b.id in (a.supersedes, a.superseded_by)
 
 
-def _dedup(
-    cands: list[_Candidate], q: Query, recipe: Recipe, graph: GraphStore, conn: Connection, pool: _Pool
-) -> list[_Candidate]:
+def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> list[_Candidate]:
     """Fold each candidate that repeats a better one (same normalised text, or cosine >= the recipe's
-    threshold between stored vectors and the same numbers) into it; refill from the pool so ``k`` results remain if possible.
+    threshold between the stored vectors the vector lane returned, and the same numbers) into it; refill
+    from the pool so ``k`` results remain if possible. A candidate no vector search found is compared by
+    text only: a near-duplicate of a result is, in practice, found by the vector lane next to it.
 
     Versions of one chain, and memories of different status, are never folded: a history answer shows each.
     """
     kept: list[_Candidate] = []
     by_text: dict[str, _Candidate] = {}
-    unit: dict[str, np.ndarray] = {}
     queue = list(cands)
     while queue:
         c = queue.pop(0)
         twin = by_text.get(_text_key(c.memory.content))
-        if twin is None and recipe.dedup_cosine is not None and kept:
-            vecs = graph.vectors(conn, [c.memory.id, *(k.memory.id for k in kept if k.memory.id not in unit)])
-            for mid, vec in vecs.items():
-                arr = np.asarray(vec, dtype=np.float32)
-                unit[mid] = arr / (float(np.linalg.norm(arr)) or 1.0)
-            mine = unit.get(c.memory.id)
-            if mine is not None:
-                for other in kept:
-                    theirs = unit.get(other.memory.id)
-                    if (
-                        theirs is not None
-                        and float(mine @ theirs) >= recipe.dedup_cosine
-                        and _numbers(other.memory.content) == _numbers(c.memory.content)
-                    ):
-                        twin = other
-                        break
+        if twin is None and recipe.dedup_cosine is not None and c.unit is not None:
+            for other in kept:
+                if (
+                    other.unit is not None
+                    and float(c.unit @ other.unit) >= recipe.dedup_cosine
+                    and _numbers(other.memory.content) == _numbers(c.memory.content)
+                ):
+                    twin = other
+                    break
         if (
             twin is not None
             and twin.memory.status is c.memory.status

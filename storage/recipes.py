@@ -44,6 +44,9 @@ class GraphRule:
     hops: int = 2  # RELATES hops followed from a matched entity (0: mentions only)
     fanout: int = 20  # RELATES edges followed per entity and direction
     per_entity: int = 50  # memories taken per entity that mentions it
+    # An entity mentioned by more memories than this picks none out (as a common word would not): its mentions
+    # are left to BM25 and only its relations are followed. Also bounds the cost of one mention lookup.
+    max_mentions: int = 500
     fuzzy: bool = True  # allow one-edit typos in names of 5+ characters
 
 

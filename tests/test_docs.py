@@ -20,6 +20,7 @@ def test_limits_page_matches_the_code() -> None:
         "entity / alias / relation name": f"{models.MAX_NAME_CHARS} characters",
         "metadata": f"{models.MAX_METADATA_BYTES} bytes",
         "recall `k`": f"1 to {models.MAX_K}",
+        "recall `token_budget`": f"1 to {models.MAX_TOKEN_BUDGET} tokens",
         "reason (amend, retire)": f"{models.MAX_REASON_CHARS} characters",
         "scope id": f"1–{MAX_SCOPE_NAME}",
     }

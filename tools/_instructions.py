@@ -18,8 +18,12 @@ stops being true, call retire. Writing the same content twice is harmless (it re
 
 Before answering anything that may depend on earlier conversations, call recall with a short query of the \
 names and words that matter. Recall returns current facts only; pass include_history=true to see superseded \
-and retired versions, or as_of to ask what was true at a past time. Each result carries its id, status, \
-validity and which search lanes (bm25 = exact words, vector = meaning, graph = entities) found it.
+and retired versions, or as_of to ask what was true at a past time (questions about change, like "where did I \
+work before", include the older versions by themselves). When the user speaks of relative times ("last \
+Tuesday", "in May"), pass the conversation's current date as now, with the user's UTC offset. Set \
+token_budget to what you can afford to read. Each result carries its id, status, validity, which search lanes \
+(bm25 = exact words, vector = meaning, graph = entities) found it, the time rule applied and the entity paths \
+that led to it.
 
 Scopes (user:<name>, project:<name>, agent:<name>, team:<name>, ...) say whose memory it is. Omit scopes to \
 use the session's default scope (list_scopes shows it); a scope also reads the scopes it sits inside. purge \
