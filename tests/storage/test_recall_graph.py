@@ -137,3 +137,22 @@ def test_lexicon_match_kinds_and_limit() -> None:
     assert lex.match("Lisboan")[0].name == "Lisbon"  # one insertion
     assert lex.match("Lsibon")[0].name == "Lisbon"  # two neighbours swapped
     assert lex.match("Lxsbxn") == []  # two edits
+
+
+def test_graph_survives_a_restart(trip: Engine) -> None:
+    trip.close()
+    again = Engine.open(trip.data_dir, embedder=trip.embedder, warm=False)
+    try:
+        found = graph(again, "Which country is Hotel Aria in?")
+        assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in found[IN_COUNTRY]
+        assert BOOKED in found
+    finally:
+        again.close()
+
+
+def test_entities_mentioned_everywhere_only_lend_their_relations(trip: Engine) -> None:
+    rule = {"max_mentions": 1}  # Hotel Aria is mentioned by two memories: a "hub" under this rule
+    found = {h.memory.content for h in trip.recall("Hotel Aria", ["user:ana"], recipe=trip_recipe(**rule))}
+    assert BOOKED not in found  # mentioned only: left to BM25
+    assert IN_CITY in found  # recorded a relation on a path
+    assert IN_COUNTRY in found
