@@ -53,7 +53,9 @@ class DiskCache:
                 out.append(t)
         return out
 
-    def fill(self, texts: Sequence[str], progress: Callable[[int], None] | None = None, batch: int = 512) -> None:
+    def fill(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None, batch: int = 512
+    ) -> None:
         """Embed every text not cached yet, longest-similar together (less padding), saving as it goes."""
         todo = sorted(self.missing(texts), key=len)
         for lo in range(0, len(todo), batch):
@@ -79,6 +81,23 @@ class DiskCache:
         np.savez(tmp, keys=keys, vectors=vecs)
         tmp.rename(self.dir / f"shard-{n}.npz")
         self._pending.clear()
+
+    # The Embedder protocol, so an engine can embed its queries from the cache (each question is recalled
+    # several times; the question texts are cached with the haystack).
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    def warm(self) -> None:
+        self.embedder.warm()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.vectors(texts)
 
     def get(self, text: str) -> np.ndarray:
         return self._vecs[key(text)]

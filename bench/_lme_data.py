@@ -57,7 +57,8 @@ def parse_date(text: str) -> datetime:
 def _question(raw: dict[str, Any]) -> Question:
     sessions = tuple(
         tuple(
-            Turn(si, ti, t["role"], t["content"], bool(t.get("has_answer", False))) for ti, t in enumerate(turns)
+            Turn(si, ti, t["role"], t["content"], bool(t.get("has_answer", False)))
+            for ti, t in enumerate(turns)
         )
         for si, turns in enumerate(raw["haystack_sessions"])
     )
@@ -109,7 +110,9 @@ def embed_texts(questions: Sequence[Question]) -> list[str]:
     out: dict[str, None] = {}
     for q in questions:
         out.setdefault(q.text, None)
-        for t in q.turns():
-            if t.role == "user":
-                out.setdefault(t.content, None)
+        for session in q.sessions:
+            said = [t.content for t in session if t.content.strip()]
+            users = [t.content for t in session if t.role == "user" and t.content.strip()]
+            for text in users or said[:1]:  # a session without user turns: its first reply
+                out.setdefault(text, None)
     return list(out)

@@ -16,6 +16,7 @@ out. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``
 from __future__ import annotations
 
 import argparse
+import pickle
 import shlex
 import shutil
 import sys
@@ -29,8 +30,8 @@ from pathlib import Path
 import numpy as np
 from _common import load as load_avg
 from _embcache import DiskCache
-from _lme_data import Question, Turn, checksum, embed_texts, load, spaced, split
-from _lme_metrics import Scores, mean
+from _lme_data import Question, Turn, embed_texts, load, spaced, split
+from _lme_metrics import Scores
 from tqdm import tqdm
 
 from storage import Engine, MiniLMEmbedder, WriteItem, content_id
@@ -40,7 +41,7 @@ from storage.rerank import SessionRecipe, rank_sessions
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
 CACHE = Path.home() / ".cache" / "mnemograph-bench"
 NEVER = 10**12  # an ann_threshold no per-question table reaches: exact search
-GRANULARITIES = ("turn", "round", "session")
+GRANULARITIES = ("turn", "session")  # rounds measured on dev, not kept (see the notes)
 LANES = ("bm25", "vector")
 
 
@@ -73,7 +74,14 @@ def units(q: Question, cache: DiskCache, granularities: Sequence[str]) -> list[U
     out: list[Unit] = []
     for si, session in enumerate(q.sessions):
         user_vecs: list[np.ndarray] = []
-        last_user: np.ndarray | None = None
+        said = [t for t in session if t.content.strip()]
+        if not said:
+            continue
+        # Replies before any user turn (some sessions open with the assistant) take the session's first user
+        # vector; a session with no user turn at all takes its first reply's (see embed_texts).
+        first = next((t for t in said if t.role == "user"), said[0])
+        first_vec = cache.get(first.content)
+        last_user = first_vec
         rounds: list[list[Turn]] = []
         for t in session:
             if not t.content.strip():
@@ -87,11 +95,10 @@ def units(q: Question, cache: DiskCache, granularities: Sequence[str]) -> list[U
             else:
                 rounds.append([t])
             if "turn" in granularities:
-                vec = last_user if last_user is not None else cache.get(q.text)
-                out.append(Unit("turn", _clip(t.content), si, (t.index,), t.role, vec))
+                out.append(Unit("turn", _clip(t.content), si, (t.index,), t.role, last_user))
         if "round" in granularities:
             for r in rounds:
-                vec = cache.get(r[0].content) if r[0].role == "user" else cache.get(q.text)
+                vec = cache.get(r[0].content) if r[0].role == "user" else first_vec
                 text = _clip("\n".join(t.content for t in r))
                 out.append(Unit("round", text, si, tuple(t.index for t in r), "round", vec))
         if "session" in granularities and user_vecs:
@@ -112,6 +119,7 @@ class Asked:
     lists: dict[str, list[str]]
     sessions_of: dict[str, list[str]]  # memory id -> session ids (a text can recur in two sessions)
     turns_of: dict[str, list[str]]  # memory id -> "session#turn" keys
+    role_of: dict[str, str]  # memory id -> user | assistant | round | session
     session_time: dict[str, datetime]
     write_s: float = 0.0
     recall_s: float = 0.0
@@ -121,19 +129,23 @@ def scope(q: Question, granularity: str) -> str:
     return f"run:lme-{content_id(q.id)[:12]}-{granularity}"
 
 
-def ask(q: Question, cache: DiskCache, root: Path, granularities: Sequence[str], recipes: Sequence[str]) -> Asked:
+def ask(
+    q: Question, cache: DiskCache, root: Path, granularities: Sequence[str], recipes: Sequence[str]
+) -> Asked:
     """Ingest ``q``'s haystack into a fresh data directory, run every (recipe, granularity) recall, close."""
     path = root / content_id(q.id)[:12]
     us = units(q, cache, granularities)
     sessions_of: dict[str, list[str]] = {}
     turns_of: dict[str, list[str]] = {}
+    role_of: dict[str, str] = {}
     for u in us:
         mid = content_id(u.content)
         sid = q.session_ids[u.session]
         if sid not in sessions_of.setdefault(mid, []):
             sessions_of[mid].append(sid)
         turns_of.setdefault(mid, []).extend(f"{sid}#{i}" for i in u.turns)
-    e = Engine.open(path, embedder=cache.embedder, warm=False, ann_threshold=NEVER)
+        role_of.setdefault(mid, u.role)
+    e = Engine.open(path, embedder=cache, warm=False, ann_threshold=NEVER)
     try:
         start = time.perf_counter()
         items = [
@@ -164,7 +176,7 @@ def ask(q: Question, cache: DiskCache, root: Path, granularities: Sequence[str],
     times = {}
     for sid, d in zip(q.session_ids, q.session_dates, strict=True):
         times.setdefault(sid, d)
-    return Asked(q, lists, sessions_of, turns_of, times, mid_write - start, end - mid_write)
+    return Asked(q, lists, sessions_of, turns_of, role_of, times, mid_write - start, end - mid_write)
 
 
 # -- variants: how unit lists become a session ranking ---------------------------------------------------------
@@ -226,9 +238,11 @@ def session_recipe(recipe: SessionRecipe) -> Ranker:
         for name in ("bm25:turn", "vector:turn"):
             for r, u in enumerate(a.lists.get(name, ()), start=1):
                 unit[u] = unit.get(u, 0.0) + 1.0 / (60 + r)
+
         def turn_score(u: str) -> float:
             s = max((sscore.get(x, 0.0) for x in a.sessions_of.get(u, ())), default=0.0)
             return unit[u] * (1.0 + TURN_LIFT * s / top)
+
         turns = sorted(unit, key=lambda u: -turn_score(u))
         return Ranked(sessions, _turn_keys(a, turns))
 
@@ -237,22 +251,26 @@ def session_recipe(recipe: SessionRecipe) -> Ranker:
 
 TURN_LIFT = 4.0
 
+# Chosen on 38 development questions (docs/benchmarks/longmemeval.md, notes): turn lists from both lanes plus
+# BM25 over a per-session digest of the user turns, each collapsed to sessions by their best unit, fused with
+# a small RRF k (a session's first place in a list matters more than its tail). Rounds, session vectors,
+# multi-unit sums, the time window and the recency prior did not help there; they stay measurable below.
 FULL = SessionRecipe(
-    weights={
-        "bm25:turn": 1.0,
-        "vector:turn": 1.0,
-        "bm25:round": 1.0,
-        "vector:round": 0.0,  # same vectors as the user turns: counted once
-        "bm25:session": 1.0,
-        "vector:session": 1.0,
-    },
-    rrf_k=60,
-    unit_k=60,
-    aggregate="sum",
-    top_n=3,
-    time_boost=0.5,
-    recency=0.3,
+    weights={"bm25:turn": 1.0, "vector:turn": 1.0, "bm25:session": 1.0},
+    rrf_k=10,
+    unit_k=10,
+    aggregate="max",
+    top_n=1,
+    time_boost=0.0,
+    recency=0.0,
 )
+TRIED = {
+    "full + vector:session": replace(FULL, weights={**FULL.weights, "vector:session": 0.5}),
+    "full + multi-unit sum": replace(FULL, aggregate="sum", top_n=3),
+    "full + time window": replace(FULL, time_boost=0.5),
+    "full + recency": replace(FULL, recency=0.3),
+    "full, rrf k 60": replace(FULL, rrf_k=60, unit_k=60),
+}
 
 
 def _drop(name: str) -> SessionRecipe:
@@ -270,12 +288,8 @@ def variants(full: SessionRecipe) -> dict[str, tuple[str, Ranker]]:
     for name, w in full.weights.items():
         if w > 0:
             out[f"full − {name}"] = (f"full without the `{name}` list", session_recipe(_drop(name)))
-    if full.aggregate == "sum":
-        out["full − multi-unit sum"] = ("sessions score their best unit only", session_recipe(replace(full, aggregate="max")))
-    if full.time_boost > 0:
-        out["full − time window"] = ("no boost for sessions in the query's time window", session_recipe(replace(full, time_boost=0.0)))
-    if full.recency > 0:
-        out["full − recency"] = ("no recency prior for 'current state' questions", session_recipe(replace(full, recency=0.0)))
+    for name, recipe in TRIED.items():
+        out[name] = ("a lever tried on dev and left out of `full`", session_recipe(recipe))
     return out
 
 
@@ -337,31 +351,40 @@ def run(args: argparse.Namespace) -> Run:
     r.scores = {name: [] for name in table}
     root = Path(tempfile.mkdtemp(prefix="lme-", dir=args.work))
     recipes = ("bm25", "vector", "hybrid")
+    saved: list[Asked] = []
     try:
         for q in tqdm(scored, desc=f"questions ({args.split})", unit="q"):
             a = ask(q, cache, root, GRANULARITIES, recipes)
             r.write_s += a.write_s
             r.recall_s += a.recall_s
             r.units += sum(1 for _ in a.sessions_of)
+            if args.save_lists:
+                saved.append(a)
             truth_turns = frozenset(
                 f"{q.session_ids[t.session]}#{t.index}" for t in q.turns() if t.has_answer
             )
             for name, (_, rank) in table.items():
                 ranked = rank(a)
-                r.scores[name].append((q, Scores.of(ranked.sessions, q.answer_sessions, ranked.turns, truth_turns)))
+                r.scores[name].append(
+                    (q, Scores.of(ranked.sessions, q.answer_sessions, ranked.turns, truth_turns))
+                )
                 if name == "full" and args.split == "dev":
                     line = failure_line(a, ranked)
                     if line:
                         r.failures.append(line)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        if args.save_lists:
+            Path(args.save_lists).write_bytes(pickle.dumps(saved))
     r.wall_s = time.perf_counter() - start
     return r
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", nargs="?", default="../shared/bench-data/", help="folder with the LongMemEval files")
+    p.add_argument(
+        "data", nargs="?", default="../shared/bench-data/", help="folder with the LongMemEval files"
+    )
     p.add_argument("--split", choices=("dev", "report", "all"), default="dev")
     p.add_argument("--limit", type=int, default=None, help="only N questions, evenly spaced over the split")
     p.add_argument("--out", default=str(DOC), help="the Markdown report (the PNG goes beside it)")
@@ -369,6 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--work", default=None, help="where the per-question data directories go (temp)")
     p.add_argument("--variants", default="", help="comma-separated subset of variants to score")
     p.add_argument("--no-write", action="store_true", help="print the tables only")
+    p.add_argument(
+        "--save-lists", default="", help="pickle every question's unit lists here (offline tuning)"
+    )
     args = p.parse_args(argv)
     cmd = "python bench/longmemeval.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     r = run(args)
