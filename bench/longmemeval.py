@@ -1,0 +1,410 @@
+"""LongMemEval_S retrieval benchmark: session-level recall through the real engine API, no LLM.
+
+    python bench/longmemeval.py ../shared/bench-data/                  # dev split (tune here), all 250
+    python bench/longmemeval.py ../shared/bench-data/ --split report   # reporting split: the headline
+    python bench/longmemeval.py ../shared/bench-data/ --limit 3 --out /tmp/lme.md   # smoke (CI)
+
+Each question's haystack goes into its own data directory and scope (``run:lme-<n>``): every turn, every
+round (a user turn with the assistant reply) and a per-session digest become memories with the session date
+as event time and a precomputed vector (user text embedded once per machine, in a disk cache). The question
+is then recalled lane by lane and granularity by granularity through ``Engine.recall``, and each variant
+(baselines, the full pipeline, ablations) turns those unit lists into a session ranking. Metrics count a
+session as retrieved when any of its units is (LongMemEval's ``recall_any``); abstention questions are left
+out. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``--out`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from _common import load as load_avg
+from _embcache import DiskCache
+from _lme_data import Question, Turn, embed_texts, load, spaced, split
+from _lme_metrics import Scores
+from tqdm import tqdm
+
+from storage import Engine, MiniLMEmbedder, WriteItem, content_id
+from storage.models import MAX_CONTENT_CHARS, MAX_K
+from storage.rerank import SessionRecipe, rank_sessions
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
+CACHE = Path.home() / ".cache" / "mnemograph-bench"
+NEVER = 10**12  # an ann_threshold no per-question table reaches: exact search
+GRANULARITIES = ("turn", "session")  # rounds measured on dev, not kept (see the notes)
+LANES = ("bm25", "vector")
+
+
+# -- units: what a haystack becomes -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    granularity: str
+    content: str
+    session: int
+    turns: tuple[int, ...]
+    role: str
+    vector: np.ndarray
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_CONTENT_CHARS else text[:MAX_CONTENT_CHARS]
+
+
+def _norm(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+def units(q: Question, cache: DiskCache, granularities: Sequence[str]) -> list[Unit]:
+    """Turns (assistant turns carry their round's user vector: embedding every long reply would cost more
+    than the whole rest of the run), rounds (user turn + reply, the user vector) and a session digest
+    (user turns joined, the mean of their vectors)."""
+    out: list[Unit] = []
+    for si, session in enumerate(q.sessions):
+        user_vecs: list[np.ndarray] = []
+        said = [t for t in session if t.content.strip()]
+        if not said:
+            continue
+        # Replies before any user turn (some sessions open with the assistant) take the session's first user
+        # vector; a session with no user turn at all takes its first reply's (see embed_texts).
+        first = next((t for t in said if t.role == "user"), said[0])
+        first_vec = cache.get(first.content)
+        last_user = first_vec
+        rounds: list[list[Turn]] = []
+        for t in session:
+            if not t.content.strip():
+                continue
+            if t.role == "user":
+                last_user = cache.get(t.content)
+                user_vecs.append(last_user)
+                rounds.append([t])
+            elif rounds:
+                rounds[-1].append(t)
+            else:
+                rounds.append([t])
+            if "turn" in granularities:
+                out.append(Unit("turn", _clip(t.content), si, (t.index,), t.role, last_user))
+        if "round" in granularities:
+            for r in rounds:
+                vec = cache.get(r[0].content) if r[0].role == "user" else first_vec
+                text = _clip("\n".join(t.content for t in r))
+                out.append(Unit("round", text, si, tuple(t.index for t in r), "round", vec))
+        if "session" in granularities and user_vecs:
+            text = _clip("\n".join(t.content for t in session if t.role == "user" and t.content.strip()))
+            idx = tuple(t.index for t in session if t.role == "user")
+            out.append(Unit("session", text, si, idx, "session", _norm(np.mean(user_vecs, axis=0))))
+    return out
+
+
+# -- one question through the engine --------------------------------------------------------------------------
+
+
+@dataclass
+class Asked:
+    """One question's unit lists (``lane:granularity`` -> memory ids, best first) and how to map them back."""
+
+    q: Question
+    lists: dict[str, list[str]]
+    sessions_of: dict[str, list[str]]  # memory id -> session ids (a text can recur in two sessions)
+    turns_of: dict[str, list[str]]  # memory id -> "session#turn" keys
+    role_of: dict[str, str]  # memory id -> user | assistant | round | session
+    session_time: dict[str, datetime]
+    write_s: float = 0.0
+    recall_s: float = 0.0
+
+
+def scope(q: Question, granularity: str) -> str:
+    return f"run:lme-{content_id(q.id)[:12]}-{granularity}"
+
+
+def ask(
+    q: Question, cache: DiskCache, root: Path, granularities: Sequence[str], recipes: Sequence[str]
+) -> Asked:
+    """Ingest ``q``'s haystack into a fresh data directory, run every (recipe, granularity) recall, close."""
+    path = root / content_id(q.id)[:12]
+    us = units(q, cache, granularities)
+    sessions_of: dict[str, list[str]] = {}
+    turns_of: dict[str, list[str]] = {}
+    role_of: dict[str, str] = {}
+    for u in us:
+        mid = content_id(u.content)
+        sid = q.session_ids[u.session]
+        if sid not in sessions_of.setdefault(mid, []):
+            sessions_of[mid].append(sid)
+        turns_of.setdefault(mid, []).extend(f"{sid}#{i}" for i in u.turns)
+        role_of.setdefault(mid, u.role)
+    e = Engine.open(path, embedder=cache, warm=False, ann_threshold=NEVER)
+    try:
+        start = time.perf_counter()
+        items = [
+            WriteItem(
+                u.content,
+                [scope(q, u.granularity)],
+                "message",
+                event_time=q.session_dates[u.session],
+                metadata={"session": q.session_ids[u.session], "turns": list(u.turns), "role": u.role},
+                source="longmemeval",
+                vector=u.vector,
+            )
+            for u in us
+        ]
+        for lo in range(0, len(items), 1024):
+            e.write_many(items[lo : lo + 1024])
+        e.reconciler.wait_projected()
+        mid_write = time.perf_counter()
+        lists = {}
+        for g in granularities:
+            for r in recipes:
+                hits = e.recall(q.text, [scope(q, g)], k=MAX_K, recipe=r)
+                lists[f"{r}:{g}"] = [h.memory.id for h in hits]
+        end = time.perf_counter()
+    finally:
+        e.close()
+        shutil.rmtree(path, ignore_errors=True)
+    times = {}
+    for sid, d in zip(q.session_ids, q.session_dates, strict=True):
+        times.setdefault(sid, d)
+    return Asked(q, lists, sessions_of, turns_of, role_of, times, mid_write - start, end - mid_write)
+
+
+# -- variants: how unit lists become a session ranking ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    sessions: list[str]
+    turns: list[str]
+
+
+Ranker = Callable[[Asked], Ranked]
+
+
+def _first_sessions(a: Asked, units: Sequence[str]) -> list[str]:
+    out: dict[str, None] = {}
+    for u in units:
+        for s in a.sessions_of.get(u, ()):
+            out.setdefault(s, None)
+    return list(out)
+
+
+def _turn_keys(a: Asked, units: Sequence[str]) -> list[str]:
+    out: dict[str, None] = {}
+    for u in units:
+        for t in a.turns_of.get(u, ()):
+            out.setdefault(t, None)
+    return list(out)
+
+
+def engine_recipe(recipe: str, granularity: str = "turn") -> Ranker:
+    """A plain engine recipe on one granularity; a session ranks where its best unit does."""
+
+    def rank(a: Asked) -> Ranked:
+        units = a.lists[f"{recipe}:{granularity}"]
+        return Ranked(_first_sessions(a, units), _turn_keys(a, units))
+
+    return rank
+
+
+def session_recipe(recipe: SessionRecipe) -> Ranker:
+    """The full pipeline: every unit list collapsed to sessions, fused, then the time rules. Turns are
+    ranked by their own fused unit score, lifted by their session's score."""
+
+    def rank(a: Asked) -> Ranked:
+        lists = {k: v for k, v in a.lists.items() if recipe.weights.get(k, 0.0) > 0}
+        ranked = rank_sessions(
+            lists,
+            recipe,
+            sessions_of=lambda u: a.sessions_of.get(u, ()),
+            session_time=a.session_time,
+            query=a.q.text,
+            now=a.q.date,
+        )
+        sessions = [s for s, _ in ranked]
+        top = ranked[0][1] if ranked else 1.0
+        sscore = dict(ranked)
+        unit: dict[str, float] = {}
+        for name in ("bm25:turn", "vector:turn"):
+            for r, u in enumerate(a.lists.get(name, ()), start=1):
+                unit[u] = unit.get(u, 0.0) + 1.0 / (60 + r)
+
+        def turn_score(u: str) -> float:
+            s = max((sscore.get(x, 0.0) for x in a.sessions_of.get(u, ())), default=0.0)
+            return unit[u] * (1.0 + TURN_LIFT * s / top)
+
+        turns = sorted(unit, key=lambda u: -turn_score(u))
+        return Ranked(sessions, _turn_keys(a, turns))
+
+    return rank
+
+
+TURN_LIFT = 4.0
+
+# Chosen on 38 development questions (docs/benchmarks/longmemeval.md, notes): turn lists from both lanes plus
+# BM25 over a per-session digest of the user turns, each collapsed to sessions by their best unit, fused with
+# a small RRF k (a session's first place in a list matters more than its tail). Rounds, session vectors,
+# multi-unit sums, the time window and the recency prior did not help there; they stay measurable below.
+FULL = SessionRecipe(
+    weights={"bm25:turn": 1.0, "vector:turn": 1.0, "bm25:session": 1.0},
+    rrf_k=10,
+    unit_k=10,
+    aggregate="max",
+    top_n=1,
+    time_boost=0.0,
+    recency=0.0,
+)
+TRIED = {
+    "full + vector:session": replace(FULL, weights={**FULL.weights, "vector:session": 0.5}),
+    "full + multi-unit sum": replace(FULL, aggregate="sum", top_n=3),
+    "full + time window": replace(FULL, time_boost=0.5),
+    "full + recency": replace(FULL, recency=0.3),
+    "full, rrf k 60": replace(FULL, rrf_k=60, unit_k=60),
+}
+
+
+def _drop(name: str) -> SessionRecipe:
+    return replace(FULL, weights={k: (0.0 if k == name else w) for k, w in FULL.weights.items()})
+
+
+def variants(full: SessionRecipe) -> dict[str, tuple[str, Ranker]]:
+    """name -> (what it is, how to rank). Baselines first, then the full pipeline, then ablations."""
+    out: dict[str, tuple[str, Ranker]] = {
+        "bm25": ("engine recipe `bm25`, turn units", engine_recipe("bm25")),
+        "vector": ("engine recipe `vector`, turn units", engine_recipe("vector")),
+        "hybrid": ("engine recipe `hybrid` (plain BM25 + vector RRF), turn units", engine_recipe("hybrid")),
+        "full": ("session recipe: all lists collapsed to sessions, fused, time rules", session_recipe(full)),
+    }
+    for name, w in full.weights.items():
+        if w > 0:
+            out[f"full − {name}"] = (f"full without the `{name}` list", session_recipe(_drop(name)))
+    for name, recipe in TRIED.items():
+        out[name] = ("a lever tried on dev and left out of `full`", session_recipe(recipe))
+    return out
+
+
+# -- the run ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    split: str
+    questions: list[Question]
+    scores: dict[str, list[tuple[Question, Scores]]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    write_s: float = 0.0
+    recall_s: float = 0.0
+    embed_s: float = 0.0
+    embedded: int = 0
+    units: int = 0
+    wall_s: float = 0.0
+
+
+def log(msg: str) -> None:
+    print(f"[{datetime.now():%H:%M:%S}] {msg}", file=sys.stderr, flush=True)
+
+
+def failure_line(a: Asked, ranked: Ranked) -> str | None:
+    """A dev-split miss at rank 1: the question, its type, the evidence's rank and the session that won."""
+    truth = a.q.answer_sessions
+    if ranked.sessions and ranked.sessions[0] in truth:
+        return None
+    where = next((i for i, s in enumerate(ranked.sessions, start=1) if s in truth), None)
+    top = ranked.sessions[0] if ranked.sessions else "-"
+    top_date = a.session_time.get(top)
+    gold = sorted(truth)
+    gold_dates = ", ".join(f"{a.session_time[g]:%Y-%m-%d}" for g in gold if g in a.session_time)
+    return (
+        f"| {a.q.id} | {a.q.type} | {a.q.text[:110]} | {where or '>'} | {top} ({top_date:%Y-%m-%d}) | {gold_dates} |"
+        if top_date
+        else f"| {a.q.id} | {a.q.type} | {a.q.text[:110]} | {where or '>'} | {top} | {gold_dates} |"
+    )
+
+
+def run(args: argparse.Namespace) -> Run:
+    start = time.perf_counter()
+    data = Path(args.data)
+    qs = spaced(split(load(data), args.split), args.limit)
+    scored = [q for q in qs if not q.abstention]
+    log(f"{len(qs)} questions in the {args.split} split ({len(scored)} scored, abstention left out)")
+    cache = DiskCache(Path(args.cache), MiniLMEmbedder())
+    todo = cache.missing(embed_texts(scored))
+    log(f"embedding cache: {len(cache):,} vectors on disk, {len(todo):,} texts to embed")
+    t0 = time.perf_counter()
+    with tqdm(total=len(todo), desc="embed", unit="text", disable=not todo) as bar:
+        cache.fill(todo, bar.update)
+    r = Run(args.split, scored, embed_s=time.perf_counter() - t0, embedded=len(todo))
+    table = variants(FULL)
+    if args.variants:
+        keep = set(args.variants.split(","))
+        table = {k: v for k, v in table.items() if k in keep}
+    r.scores = {name: [] for name in table}
+    root = Path(tempfile.mkdtemp(prefix="lme-", dir=args.work))
+    recipes = ("bm25", "vector", "hybrid")
+    saved: list[Asked] = []
+    try:
+        for q in tqdm(scored, desc=f"questions ({args.split})", unit="q"):
+            a = ask(q, cache, root, GRANULARITIES, recipes)
+            r.write_s += a.write_s
+            r.recall_s += a.recall_s
+            r.units += sum(1 for _ in a.sessions_of)
+            if args.save_lists:
+                saved.append(a)
+            truth_turns = frozenset(
+                f"{q.session_ids[t.session]}#{t.index}" for t in q.turns() if t.has_answer
+            )
+            for name, (_, rank) in table.items():
+                ranked = rank(a)
+                r.scores[name].append(
+                    (q, Scores.of(ranked.sessions, q.answer_sessions, ranked.turns, truth_turns))
+                )
+                if name == "full" and args.split == "dev":
+                    line = failure_line(a, ranked)
+                    if line:
+                        r.failures.append(line)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        if args.save_lists:
+            Path(args.save_lists).write_bytes(pickle.dumps(saved))
+    r.wall_s = time.perf_counter() - start
+    return r
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "data", nargs="?", default="../shared/bench-data/", help="folder with the LongMemEval files"
+    )
+    p.add_argument("--split", choices=("dev", "report", "all"), default="dev")
+    p.add_argument("--limit", type=int, default=None, help="only N questions, evenly spaced over the split")
+    p.add_argument("--out", default=str(DOC), help="the Markdown report (the PNG goes beside it)")
+    p.add_argument("--cache", default=str(CACHE), help="embedding cache directory (kept between runs)")
+    p.add_argument("--work", default=None, help="where the per-question data directories go (temp)")
+    p.add_argument("--variants", default="", help="comma-separated subset of variants to score")
+    p.add_argument("--no-write", action="store_true", help="print the tables only")
+    p.add_argument(
+        "--save-lists", default="", help="pickle every question's unit lists here (offline tuning)"
+    )
+    args = p.parse_args(argv)
+    cmd = "python bench/longmemeval.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    r = run(args)
+    from _lme_report import print_tables, write_report
+
+    print_tables(r)
+    if not args.no_write:
+        write_report(r, Path(args.out), cmd, Path(args.data), load_avg())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
