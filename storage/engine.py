@@ -309,7 +309,7 @@ class Engine:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
                     given.append(EntityIn(name=end))
-        found = extract(text, written_at=now, lexicon=self.lexicon, given=given)
+        found = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
         if ev is not None:
             event, source_of_time = ev, "caller"
         elif found.times:
