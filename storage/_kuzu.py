@@ -22,10 +22,12 @@ from typing import Any
 import kuzu
 
 from storage._rwlock import RWLock
-from storage.errors import StorageUnavailable, StoreMismatch
+from storage.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.models import EntityIn, Memory, MemoryKind, Provenance
 
 SCHEMA_VERSION = "1"
+# Databases whose commit failed: kept referenced so that no destructor checkpoints them before the process ends.
+_ABANDONED: list[kuzu.Database] = []
 
 # What the reconciler hands to intents; named here so that only this adapter imports kuzu.
 Connection = kuzu.Connection
@@ -145,6 +147,7 @@ class GraphStore:
         self._generation = 0
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
+        self._failed: str | None = None
         self._cleanup_stale_files()
         self._open()
         self._check_meta(embedder_name, dim)
@@ -194,6 +197,11 @@ class GraphStore:
             raise StoreMismatch(f"unknown canonical schema version {meta.get('schema')!r}")
 
     def close(self) -> None:
+        if self._failed is not None:
+            # Closing checkpoints, which would write the unacknowledged transaction Kùzu holds in memory (or
+            # abort the process on the same I/O error). Leave the files as they are: the WAL on disk is the truth.
+            _ABANDONED.append(self._db)
+            return
         with self._lock.exclusive():
             self._close_connections()
             self._db.close()
@@ -208,9 +216,23 @@ class GraphStore:
 
     # -- connections -------------------------------------------------------------------------------
 
+    @property
+    def failed(self) -> str | None:
+        """Why the database can no longer be trusted in memory (a commit failed to reach disk), else None."""
+        return self._failed
+
+    def _require_healthy(self) -> None:
+        if self._failed is not None:
+            raise StoreFailed(
+                f"the canonical store could not write to disk ({self._failed}); nothing unacknowledged was kept",
+                hint="free disk space or make the data directory writable; Mnemograph restarts its owner "
+                "process and recovers every acknowledged write from disk",
+            )
+
     @contextmanager
     def read(self) -> Iterator[kuzu.Connection]:
         """A read connection for the calling thread, valid for the duration of the block."""
+        self._require_healthy()
         with self._lock.shared():
             conn = getattr(self._local, "conn", None)
             if conn is None or getattr(self._local, "generation", -1) != self._generation:
@@ -227,6 +249,7 @@ class GraphStore:
 
         Only the reconciler's thread calls this.
         """
+        self._require_healthy()
         with self._lock.shared():
             conn = self._writer
             conn.execute("BEGIN TRANSACTION")
@@ -235,7 +258,18 @@ class GraphStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except RuntimeError as exc:
+                # The WAL write failed (disk full, read-only). Kùzu may already show the transaction in
+                # memory although it is not on disk: from now on nothing may be read or written through this
+                # database; reopening it replays the WAL, which holds exactly the acknowledged commits.
+                self._failed = str(exc).split(". Error:")[0][:300]
+                raise StoreFailed(
+                    f"the canonical store could not commit: {self._failed}",
+                    hint="nothing from this call was kept; free disk space or make the data directory "
+                    "writable, then retry",
+                ) from exc
 
     def rebuild(self) -> None:
         """Rewrite the database into a fresh file (EXPORT + IMPORT) and swap it in.
@@ -548,16 +582,22 @@ class GraphStore:
 
         Returns how many entities were left unmentioned and deleted.
         """
-        ids = list(only)
-        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
-        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
-        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        entities = self.delete_memories(conn, only)
         _exec(
             conn,
             "MATCH (p:Scope)-[:PARENT_OF]->(s:Scope {id: $s})-[:PARENT_OF]->(c:Scope) CREATE (p)-[:PARENT_OF]->(c)",
             {"s": scope},
         )
         _exec(conn, "MATCH (s:Scope {id: $s}) DETACH DELETE s", {"s": scope})
+        return entities
+
+    def delete_memories(self, conn: kuzu.Connection, ids: Sequence[str]) -> int:
+        """Delete memories with their edges, the relations they recorded, version pointers to them, and the
+        entities no remaining memory mentions. Returns how many entities were deleted."""
+        ids = list(ids)
+        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
+        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
         orphans = _rows(
             conn,
             "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (:Memory)-[:MENTIONS]->(e) } "
@@ -565,7 +605,6 @@ class GraphStore:
         )
         _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": [r[0] for r in orphans]})
         return len(orphans)
-
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

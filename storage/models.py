@@ -152,6 +152,16 @@ class PurgeReceipt:
 
 
 @dataclass(frozen=True, slots=True)
+class EraseReceipt:
+    """What ``erase`` removed: the memory asked for and every version of it (amendments and re-assertions)."""
+
+    id: str
+    erased: tuple[str, ...]
+    entities_deleted: int
+    per_store: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One recall result. ``lanes`` maps each lane that found the memory to its 1-based rank there."""
 
