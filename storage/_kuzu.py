@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +36,7 @@ _MEMORY_FIELDS = (
     "id, content, kind, principal, client, source, metadata, event_time, event_time_source, valid_from, "
     "valid_to, recorded_at, retired_at, retire_reason, supersedes, superseded_by"
 )
+_FIELD_NAMES = tuple(f.strip() for f in _MEMORY_FIELDS.split(","))
 _RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
 _FETCH_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_RETURN_MEMORY}, m.scopes, m.entity_names"
 _PROJECTION = "m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, m.vector"
@@ -301,8 +302,166 @@ class GraphStore:
             self._open()
 
     def checkpoint(self) -> None:
+        """Fold the WAL into the database file (the files then hold every commit on their own)."""
+        self._require_healthy()
         with self._lock.shared():
             self._writer.execute("CHECKPOINT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[kuzu.Connection]:
+        """A read connection inside one read-only transaction: every query in the block sees the same state,
+        while writes go on."""
+        with self.read() as conn:
+            conn.execute("BEGIN TRANSACTION READ ONLY")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    # -- export and restore (storage.backup) ------------------------------------------------------
+
+    def export_scopes(self, conn: kuzu.Connection) -> list[tuple[str, datetime | None]]:
+        return [
+            (r[0], utc(r[1])) for r in _rows(conn, "MATCH (s:Scope) RETURN s.id, s.created_at ORDER BY s.id")
+        ]
+
+    def export_memories(self, conn: kuzu.Connection) -> Iterator[dict[str, Any]]:
+        """Every memory with all its fields, its vector, its scopes (with when each was added) and the ids of
+        the entities it mentions, in id order."""
+        last = ""
+        while True:
+            rows = _rows(
+                conn,
+                f"MATCH (m:Memory) WHERE m.id > $after RETURN {_RETURN_MEMORY}, m.entity_names, m.vector "
+                "ORDER BY m.id LIMIT 1000",
+                {"after": last},
+            )
+            if not rows:
+                return
+            for r in rows:
+                mid = r[0]
+                names = _FIELD_NAMES
+                record: dict[str, Any] = dict(zip(names, r[: len(names)], strict=True))
+                for key in ("event_time", "valid_from", "valid_to", "recorded_at", "retired_at"):
+                    record[key] = utc(record[key])
+                record["entities"] = sorted(r[-2] or ())
+                record["vector"] = list(r[-1])
+                record["scopes"] = {
+                    sid: utc(at)
+                    for sid, at in _rows(
+                        conn,
+                        "MATCH (s:Scope)-[c:CONTAINS]->(m:Memory {id: $id}) RETURN s.id, c.added_at",
+                        {"id": mid},
+                    )
+                }
+                record["mentions"] = sorted(
+                    e
+                    for (e,) in _rows(
+                        conn, "MATCH (m:Memory {id: $id})-[:MENTIONS]->(e:Entity) RETURN e.id", {"id": mid}
+                    )
+                )
+                yield record
+            last = rows[-1][0]
+
+    def export_entities(self, conn: kuzu.Connection) -> list[tuple[str, str, str, list[str]]]:
+        rows = _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.type, e.aliases ORDER BY e.id")
+        return [(i, n, t or "thing", list(a or [])) for i, n, t, a in rows]
+
+    def export_supersedes(self, conn: kuzu.Connection) -> list[tuple[str, str, str, datetime | None]]:
+        rows = _rows(conn, "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) RETURN n.id, o.id, r.reason, r.at")
+        return [(n, o, reason or "", utc(at)) for n, o, reason, at in rows]
+
+    def export_relations(self, conn: kuzu.Connection) -> list[tuple[str, str, str, str, datetime | None]]:
+        rows = _rows(
+            conn,
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at",
+        )
+        return [(a, b, p, m, utc(at)) for a, b, p, m, at in rows]
+
+    def restore_scopes(
+        self,
+        conn: kuzu.Connection,
+        scopes: Sequence[tuple[str, datetime]],
+        parents: Sequence[tuple[str, str]],
+    ) -> None:
+        for sid, at in scopes:
+            _exec(conn, "MERGE (s:Scope {id: $id}) ON CREATE SET s.created_at = $at", {"id": sid, "at": at})
+        for child, parent in parents:
+            self.set_parent(conn, child, parent)
+
+    def restore_entities(
+        self, conn: kuzu.Connection, entities: Sequence[tuple[str, str, str, list[str]]]
+    ) -> None:
+        for eid, name, etype, aliases in entities:
+            _exec(
+                conn,
+                "CREATE (:Entity {id: $id, name: $name, type: $type, aliases: CAST($aliases AS STRING[])})",
+                {"id": eid, "name": name, "type": etype, "aliases": list(aliases)},
+            )
+
+    def restore_memory(self, conn: kuzu.Connection, m: Memory, vector: Sequence[float],
+                       added: Mapping[str, datetime], mentions: Sequence[str]) -> None:  # fmt: skip
+        """Create a memory exactly as exported: same id, times, status and version pointers."""
+        _exec(
+            conn,
+            "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
+            "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
+            "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retired_at: $retired_at, "
+            "retire_reason: $retire_reason, supersedes: $supersedes, superseded_by: $superseded_by, "
+            "vector: $vector, scopes: CAST($scopes AS STRING[]), entity_names: CAST($entities AS STRING[])})",
+            {
+                "id": m.id,
+                "content": m.content,
+                "kind": m.kind.value,
+                "principal": m.provenance.principal,
+                "client": m.provenance.client,
+                "source": m.provenance.source,
+                "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
+                "event_time": m.event_time,
+                "ets": m.event_time_source,
+                "valid_from": m.valid_from,
+                "valid_to": m.valid_to,
+                "recorded_at": m.recorded_at,
+                "retired_at": m.retired_at,
+                "retire_reason": m.retire_reason,
+                "supersedes": m.supersedes,
+                "superseded_by": m.superseded_by,
+                "vector": list(map(float, vector)),
+                "scopes": sorted(added),
+                "entities": list(m.entities),
+            },
+        )
+        for sid, at in added.items():
+            _exec(
+                conn,
+                "MATCH (s:Scope {id: $s}), (m:Memory {id: $id}) CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
+                {"s": sid, "id": m.id, "at": at},
+            )
+        if mentions:
+            _exec(
+                conn,
+                "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) CREATE (m)-[:MENTIONS]->(e)",
+                {"mid": m.id, "es": list(mentions)},
+            )
+
+    def restore_supersedes(
+        self, conn: kuzu.Connection, new: str, old: str, reason: str, at: datetime
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) CREATE (n)-[:SUPERSEDES {reason: $r, at: $at}]->(o)",
+            {"new": new, "old": old, "r": reason, "at": at},
+        )
+
+    def restore_relation(
+        self, conn: kuzu.Connection, subject: str, obj: str, predicate: str, memory_id: str, at: datetime
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
+            {"a": subject, "b": obj, "p": predicate, "m": memory_id, "at": at},
+        )
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -605,6 +764,7 @@ class GraphStore:
         )
         _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": [r[0] for r in orphans]})
         return len(orphans)
+
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from scopes import LOCAL_PRINCIPAL, Principal, ScopeId, visible_scopes, would_cycle
 from storage import _validate as v
+from storage import backup as snapshots
 from storage import recall as recall_path
 from storage._kuzu import Connection, GraphStore, NewMemory
 from storage._lance import VectorIndex
@@ -608,6 +609,29 @@ class Engine:
 
         self.reconciler.on_projector(rewrite_projections)
         (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+
+    # -- backup ------------------------------------------------------------------------------------
+
+    def export(
+        self, out: IO[str], *, scope: str | None = None, vectors: bool = False
+    ) -> snapshots.ExportSummary:
+        """Write every memory (or those of ``scope`` and the scopes under it) as JSON Lines; see storage.backup."""
+        return snapshots.export(self, out, scope=scope, vectors=vectors)
+
+    def backup(self, dest: Path | str) -> snapshots.SnapshotSummary:
+        """Copy the stores into ``dest`` as they are at one change sequence (writes pause meanwhile)."""
+        return snapshots.snapshot(self, dest)
+
+    @classmethod
+    def import_export(
+        cls, data_dir: Path | str, source: IO[str], *, embedder: Embedder | None = None
+    ) -> snapshots.ImportSummary:
+        """Restore an export into a new (empty) data directory. The file is validated before anything is written."""
+        path = Path(data_dir).expanduser().resolve()
+        snapshots.require_empty(path)
+        parsed = snapshots.parse(iter(source))
+        with cls.open(path, embedder=embedder, warm=False) as engine:
+            return snapshots.restore(engine, parsed)
 
     # -- reads -------------------------------------------------------------------------------------
 
