@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.e2e.conftest import BIN, Store, call, http_server
+from tools import ALL_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
