@@ -113,7 +113,7 @@ async def _until_stop(activity: Activity, idle_timeout: float, holder: EngineHol
             # A commit that did not reach disk leaves Kùzu's memory ahead of its files: stop, and let the next
             # request start a successor, which recovers exactly the acknowledged writes from the WAL.
             nonlocal reason
-            while not holder.failed:
+            while not holder.failed:  # noqa: ASYNC110 (set by the writer thread, not by a task)
                 await anyio.sleep(0.5)
             reason = "the canonical store failed a commit (disk full or read-only?)"
             tg.cancel_scope.cancel()
