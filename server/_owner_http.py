@@ -32,7 +32,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server._activity import Activity
 from server._admin import OPERATIONS, perform
@@ -46,6 +46,7 @@ from server._protocol import (
     MCP_PATH,
 )
 from server._session import SessionInfo, current_session, parse_scopes
+from server._uds import MAX_MESSAGE_BYTES
 from server.app import VERSION, MnemographMCP
 from storage.errors import MnemographError, StorageUnavailable
 
@@ -170,6 +171,18 @@ class _PerRequest:
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
+            too_big = JSONResponse(
+                {
+                    "error": "too_large",
+                    "message": f"a request body may hold at most {MAX_MESSAGE_BYTES} bytes",
+                },
+                status_code=413,
+            )
+            await too_big(scope, receive, send)
+            return
+        receive = _bounded(receive)
         hosts = headers.get(ALLOWED_HOSTS_HEADER)
         if hosts is not None:
             security = _policy(hosts, headers.get(ALLOWED_ORIGINS_HEADER, ""))
@@ -186,6 +199,22 @@ class _PerRequest:
                 await self._app(scope, receive, send)
         finally:
             current_session.reset(token)
+
+
+def _bounded(receive: Receive) -> Receive:
+    """A body without a Content-Length (chunked) is cut off, as a disconnect, once it passes the limit."""
+    seen = 0
+
+    async def bounded() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_MESSAGE_BYTES:
+                return {"type": "http.disconnect"}
+        return message
+
+    return bounded
 
 
 @lru_cache(maxsize=16)
