@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.slow]
 FULL = os.environ.get("MNEMOGRAPH_SOAK") == "full"
 CYCLES = 30 if FULL else 4
 CLIENTS = 6 if FULL else 3
-KILL_AFTER = (1.0, 6.0)  # seconds of load between a new owner being up and the next SIGKILL
+KILL_AFTER = (0.0, 3.0)  # seconds of load before the next SIGKILL, once the new owner acknowledges again
 
 
 async def test_sigkill_under_concurrent_load_loses_nothing_acknowledged(store: Store) -> None:
@@ -54,6 +54,11 @@ async def test_sigkill_under_concurrent_load_loses_nothing_acknowledged(store: S
         async def killer() -> None:
             nonlocal kills
             for _ in range(CYCLES):
+                # Each cycle kills a serving owner: wait until this one acknowledged a few operations.
+                base = ledger.acknowledged
+                await await_for(
+                    lambda base=base: ledger.acknowledged >= base + CLIENTS, within=180, what="progress"
+                )
                 await anyio.sleep(rng.uniform(*KILL_AFTER))
                 pid = store.owner_pid()
                 if pid is None:
