@@ -1,4 +1,5 @@
-"""``verify`` and ``reindex`` from the CLI, whether or not an owner is serving the data directory.
+"""Admin operations from the CLI (``verify``, ``reindex``, ``erase``, ``export``, ``backup``), whether or not an
+owner is serving the data directory.
 
 With an owner running, the operation goes to it (over its private HTTP socket), since only it may open the
 stores. Without one, the CLI opens the Engine itself for the duration. If an owner appears in between (a client
@@ -13,34 +14,41 @@ import json
 import os
 import socket
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from server._runtime import RuntimePaths
-from storage.errors import StorageUnavailable
+from storage.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
-    from storage import VerifyReport
+    from storage import Engine, VerifyReport
 
-Operation = Literal["verify", "reindex"]
+Operation = Literal["verify", "reindex", "erase", "export", "backup"]
+OPERATIONS: tuple[Operation, ...] = ("verify", "reindex", "erase", "export", "backup")
 
 
 class AdminError(RuntimeError):
     """The operation could not run; the message says why."""
 
 
-def run_admin(op: Operation, paths: RuntimePaths, *, timeout: float) -> dict[str, Any]:
-    """Run ``op`` on ``paths.data_dir`` and return the verify report as JSON (with its ``ok`` verdict)."""
+def run_admin(
+    op: Operation, paths: RuntimePaths, *, timeout: float, args: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Run ``op`` on ``paths.data_dir`` and return its report as JSON (with an ``ok`` verdict)."""
     deadline = time.monotonic() + timeout
+    args = args or {}
     while True:
-        report = _via_owner(paths, op)
+        report = _via_owner(paths, op, args)
         if report is not None:
             return report
         try:
-            return _direct(paths, op)
+            return _direct(paths, op, args)
         except StorageUnavailable as exc:  # an owner is starting up, or another CLI holds the directory
             if time.monotonic() > deadline:
                 raise AdminError(str(exc)) from exc
             time.sleep(0.2)
+        except MnemographError as exc:
+            raise AdminError(str(exc)) from exc
 
 
 def report_json(report: VerifyReport) -> dict[str, Any]:
@@ -48,11 +56,35 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
     return {**dataclasses.asdict(report), "ok": report.ok}
 
 
-def _direct(paths: RuntimePaths, op: Operation) -> dict[str, Any]:
+def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+    """Run one admin operation on an open engine (in the owner, or in the CLI when no owner runs)."""
+    from storage.backup import to_json
+
+    if op == "verify":
+        return report_json(engine.verify())
+    if op == "reindex":
+        return report_json(engine.reindex())
+    if op == "erase":
+        receipt = engine.erase(
+            str(args.get("id", "")), confirm=str(args.get("confirm", "")), reason=str(args.get("reason", ""))
+        )
+        return {**dataclasses.asdict(receipt), "ok": True}
+    if op == "export":
+        path = Path(str(args["path"]))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds every memory: private
+        with open(fd, "w", encoding="utf-8") as out:
+            summary = engine.export(out, scope=args.get("scope"), vectors=bool(args.get("vectors")))
+        return {**to_json(summary), "path": str(path), "ok": True}
+    if op == "backup":
+        return {**to_json(engine.backup(str(args["path"]))), "ok": True}
+    raise AdminError(f"unknown operation {op!r}")
+
+
+def _direct(paths: RuntimePaths, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
     from storage import Engine  # the store libraries load only on this path
 
     with Engine.open(paths.data_dir, warm=False) as engine:
-        return report_json(engine.verify() if op == "verify" else engine.reindex())
+        return perform(engine, op, args)
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -70,10 +102,10 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _via_owner(paths: RuntimePaths, op: Operation) -> dict[str, Any] | None:
+def _via_owner(paths: RuntimePaths, op: Operation, args: dict[str, Any]) -> dict[str, Any] | None:
     conn = _UnixHTTPConnection(os.fspath(paths.http_socket))
     try:
-        conn.request("POST", f"/-/{op}")
+        conn.request("POST", f"/-/{op}", body=json.dumps(args), headers={"content-type": "application/json"})
         response = conn.getresponse()
         body = json.loads(response.read())
     except (FileNotFoundError, ConnectionRefusedError):

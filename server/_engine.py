@@ -61,6 +61,11 @@ class EngineHolder:
         error = self._failure or (self._last_error if self._engine is None else None)
         return str(error) if error is not None else None
 
+    @property
+    def failed(self) -> bool:
+        """True once the open engine's canonical store failed a commit: the process must reopen it."""
+        return self._engine is not None and self._engine.failed
+
     async def run(self) -> None:
         """Open the engine, retrying while the directory is busy. Returns once open, failed, or closing."""
         delay = _RETRY_MIN

@@ -3,7 +3,8 @@
 - ``/mcp``: the SDK's streamable HTTP transport, stateless (every request stands alone, so an HTTP client
   survives an owner restart without a session to lose; Mnemograph's tools never call back to the client).
 - ``/healthz``: whether the store is open.
-- ``/-/verify``, ``/-/reindex``: admin operations for the CLI (the HTTP front never proxies them).
+- ``/-/verify``, ``/-/reindex``, ``/-/erase``, ``/-/export``, ``/-/backup``: admin operations for the CLI
+  (the HTTP front never proxies them).
 - ``/-/lease``: a long-lived request that an HTTP front holds so the owner stays up while the front runs.
 
 DNS-rebinding protection: requests relayed by an HTTP front carry the front's allowed hosts and origins in
@@ -16,11 +17,12 @@ CLI) carry no policy: a browser cannot reach a Unix socket, and its directory is
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator, Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -30,10 +32,10 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server._activity import Activity
-from server._admin import report_json
+from server._admin import OPERATIONS, perform
 from server._engine import EngineHolder
 from server._protocol import (
     ALLOWED_HOSTS_HEADER,
@@ -44,11 +46,12 @@ from server._protocol import (
     MCP_PATH,
 )
 from server._session import SessionInfo, current_session, parse_scopes
+from server._uds import MAX_MESSAGE_BYTES
 from server.app import VERSION, MnemographMCP
-from storage.errors import MnemographError
+from storage.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
-    from storage import Engine, VerifyReport
+    from storage import Engine
 
 
 def owner_app(
@@ -80,11 +83,21 @@ def owner_app(
         }
         return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
 
-    async def verify(request: Request) -> Response:
-        return await _admin(holder, lambda engine: engine.verify())
-
-    async def reindex(request: Request) -> Response:
-        return await _admin(holder, lambda engine: engine.reindex())
+    async def admin(request: Request) -> Response:
+        op = request.path_params["op"]
+        if op not in OPERATIONS:
+            return JSONResponse(
+                {"error": "not_found", "message": f"no admin operation {op!r}"}, status_code=404
+            )
+        try:
+            args = json.loads(await request.body() or b"{}")
+        except ValueError:
+            return JSONResponse(
+                {"error": "invalid_input", "message": "the body is not JSON"}, status_code=400
+            )
+        return await _admin(
+            holder, lambda engine: perform(engine, op, args if isinstance(args, dict) else {})
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -96,8 +109,7 @@ def owner_app(
     app = Starlette(
         routes=[
             Route(HEALTH_PATH, healthz, methods=["GET"]),
-            Route("/-/verify", verify, methods=["POST"]),
-            Route("/-/reindex", reindex, methods=["POST"]),
+            Route("/-/{op}", admin, methods=["POST"]),
             Route(LEASE_PATH, _Lease(activity, stopping), methods=["GET"]),
             Mount("/", app=mcp_app),
         ],
@@ -106,13 +118,15 @@ def owner_app(
     return _PerRequest(app, activity, server.default_scopes)
 
 
-async def _admin(holder: EngineHolder, op: Callable[[Engine], VerifyReport]) -> Response:
+async def _admin(holder: EngineHolder, op: Callable[[Engine], dict[str, Any]]) -> Response:
     try:
         engine = await holder.get()
         report = await anyio.to_thread.run_sync(op, engine)
-    except MnemographError as exc:
+    except StorageUnavailable as exc:
         return JSONResponse({"error": exc.code, "message": str(exc)}, status_code=503)
-    return JSONResponse(report_json(report))
+    except MnemographError as exc:
+        return JSONResponse({"error": exc.code, "message": str(exc)}, status_code=400)
+    return JSONResponse(report)
 
 
 class _Lease:
@@ -157,6 +171,18 @@ class _PerRequest:
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
+            too_big = JSONResponse(
+                {
+                    "error": "too_large",
+                    "message": f"a request body may hold at most {MAX_MESSAGE_BYTES} bytes",
+                },
+                status_code=413,
+            )
+            await too_big(scope, receive, send)
+            return
+        receive = _bounded(receive)
         hosts = headers.get(ALLOWED_HOSTS_HEADER)
         if hosts is not None:
             security = _policy(hosts, headers.get(ALLOWED_ORIGINS_HEADER, ""))
@@ -173,6 +199,22 @@ class _PerRequest:
                 await self._app(scope, receive, send)
         finally:
             current_session.reset(token)
+
+
+def _bounded(receive: Receive) -> Receive:
+    """A body without a Content-Length (chunked) is cut off, as a disconnect, once it passes the limit."""
+    seen = 0
+
+    async def bounded() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_MESSAGE_BYTES:
+                return {"type": "http.disconnect"}
+        return message
+
+    return bounded
 
 
 @lru_cache(maxsize=16)

@@ -23,7 +23,8 @@ from server.app import MnemographMCP
 
 log = logging.getLogger(__name__)
 
-MAX_LINE = 8 * 1024 * 1024  # far above any valid request (content is capped at 32k characters)
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one MCP message, over any transport (docs/limits.md)
+MAX_LINE = MAX_MESSAGE_BYTES  # far above any valid request (content is capped at 32k characters)
 _GONE = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 

@@ -4,6 +4,9 @@
   Cursor, VS Code). ``--transport http`` serves streamable HTTP at /mcp (and /healthz) instead.
 - ``mnemograph verify`` / ``reindex``: check the stores agree / rebuild the derived ones, with or without a
   server running.
+- ``mnemograph erase ID --confirm ID``: forget one memory and every version of it, for real.
+- ``mnemograph export [--scope S] [--vectors] [-o FILE]`` / ``import FILE``: JSON Lines out of a store / into a
+  new, empty one. ``mnemograph backup DIR``: a consistent copy of the stores, taken while a server serves.
 - ``mnemograph daemon``: the owner process itself; front-ends start it on demand, so you rarely run it.
 
 Each command imports what it needs when it runs, not at the top of this module: ``serve`` over stdio must
@@ -88,20 +91,78 @@ def _daemon(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -
 
 
 def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    import json
+    import tempfile
+    from pathlib import Path
+
     from server._admin import AdminError, run_admin
 
+    op_args: dict[str, Any] = {}
+    to_stdout = False
+    if args.op == "erase":
+        op_args = {"id": args.id, "confirm": args.confirm, "reason": args.reason}
+    elif args.op == "backup":
+        op_args = {"path": str(Path(args.dir).expanduser().resolve())}
+    elif args.op == "export":
+        to_stdout = args.output in (None, "-")
+        if to_stdout:  # the owner writes a private file in the runtime directory; we stream it out
+            paths.ensure()
+            fd, name = tempfile.mkstemp(prefix="export-", suffix=".jsonl", dir=paths.root)
+            os.close(fd)
+            target = Path(name)
+        else:
+            target = Path(args.output).expanduser().resolve()
+        op_args = {"path": str(target), "scope": args.scope, "vectors": args.vectors}
     try:
-        report = run_admin(args.op, paths, timeout=settings.spawn_timeout)
+        report = run_admin(args.op, paths, timeout=settings.spawn_timeout, args=op_args)
+        if to_stdout:
+            with open(op_args["path"], encoding="utf-8") as exported:
+                for line in exported:
+                    sys.stdout.write(line)
+            sys.stdout.flush()
     except AdminError as exc:
         print(f"mnemograph {args.op}: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        import json
-
+    finally:
+        if to_stdout:
+            os.unlink(op_args["path"])
+    if args.op == "export":
+        print(
+            json.dumps(report) if args.json else _summary(report),
+            file=sys.stderr if to_stdout else sys.stdout,
+        )
+    elif args.json:
         print(json.dumps(report, indent=2))
-    else:
+    elif args.op in ("verify", "reindex"):
         print(_format_report(report))
+    else:
+        print(_summary(report))
     return 0 if report["ok"] else 1
+
+
+def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from storage import Engine, MnemographError
+
+    try:
+        with open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin as source:
+            summary = Engine.import_export(settings.data_dir, source)
+    except (OSError, MnemographError) as exc:
+        print(f"mnemograph import: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities and "
+        f"{summary.relations} relations into {summary.data_dir} ({summary.reembedded} embedded again)"
+    )
+    return 0
+
+
+def _summary(report: dict[str, Any]) -> str:
+    skip = {"ok", "per_store"}
+    return ", ".join(
+        f"{key}: {len(value) if isinstance(value, list) else value}"
+        for key, value in report.items()
+        if key not in skip
+    )
 
 
 def _format_report(report: dict[str, Any]) -> str:
@@ -152,6 +213,35 @@ def _parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(op, parents=[data_dir], help=text)
         cmd.add_argument("--json", action="store_true", help="print the report as JSON")
         cmd.set_defaults(command=_admin, op=op)
+
+    erase = sub.add_parser(
+        "erase", parents=[data_dir], help="forget one memory and all its versions, leaving no trace on disk"
+    )
+    erase.add_argument("id", help="the memory's id (or its first 8+ characters)")
+    erase.add_argument("--confirm", required=True, help="the memory's full id again, to confirm")
+    erase.add_argument("--reason", default="", help="why (e.g. the request it fulfils)")
+    erase.add_argument("--json", action="store_true", help="print the result as JSON")
+    erase.set_defaults(command=_admin, op="erase")
+
+    export = sub.add_parser("export", parents=[data_dir], help="write the memories as JSON Lines")
+    export.add_argument("--scope", help="only this scope and the scopes under it")
+    export.add_argument(
+        "--vectors", action="store_true", help="include the embeddings (else import re-embeds)"
+    )
+    export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument("--json", action="store_true", help="print the summary as JSON")
+    export.set_defaults(command=_admin, op="export")
+
+    imp = sub.add_parser("import", parents=[data_dir], help="load an export into a new, empty data directory")
+    imp.add_argument("file", help="a file written by `mnemograph export` ('-' for standard input)")
+    imp.set_defaults(command=_import)
+
+    snap = sub.add_parser(
+        "backup", parents=[data_dir], help="copy the stores consistently, even while serving"
+    )
+    snap.add_argument("dir", help="a new or empty directory; it opens as a data directory")
+    snap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    snap.set_defaults(command=_admin, op="backup")
 
     daemon = sub.add_parser("daemon", parents=[data_dir], help="run the owner process (normally automatic)")
     daemon.add_argument("--idle-timeout", type=float, help="seconds to stay up without clients (default 600)")

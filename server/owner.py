@@ -70,6 +70,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
         if not http_started.is_set():
             raise RuntimeError("the owner's HTTP server stopped during start-up (see the log above)")
 
+    failed = False
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(holder.run)
@@ -80,7 +81,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             pipe.ready()
             log.info("owner %d serving %s", os.getpid(), paths.data_dir)
 
-            reason = await _until_stop(activity, settings.idle_timeout)
+            reason = await _until_stop(activity, settings.idle_timeout, holder)
             log.info("stopping: %s", reason)
             # New clients must not reach a closing owner: unlinking the socket paths makes them unreachable (new
             # front-ends start a successor, which waits for our lock), while sessions already connected go on.
@@ -94,13 +95,30 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     finally:
         with anyio.CancelScope(shield=True):
             await listener.aclose()
+            failed = holder.failed
             await holder.close()
     log.info("owner %d stopped", os.getpid())
+    if failed:
+        # Exit without running Kùzu's destructor, which would checkpoint what the failed commit left in memory.
+        paths.info_file.unlink(missing_ok=True)
+        logging.shutdown()
+        os._exit(75)
 
 
-async def _until_stop(activity: Activity, idle_timeout: float) -> str:
+async def _until_stop(activity: Activity, idle_timeout: float, holder: EngineHolder) -> str:
     reason = "idle"
     async with anyio.create_task_group() as tg:
+
+        async def on_store_failure() -> None:
+            # A commit that did not reach disk leaves Kùzu's memory ahead of its files: stop, and let the next
+            # request start a successor, which recovers exactly the acknowledged writes from the WAL.
+            nonlocal reason
+            while not holder.failed:  # noqa: ASYNC110 (set by the writer thread, not by a task)
+                await anyio.sleep(0.5)
+            reason = "the canonical store failed a commit (disk full or read-only?)"
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(on_store_failure)
 
         async def on_signal() -> None:
             nonlocal reason

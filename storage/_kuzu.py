@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,10 +22,12 @@ from typing import Any
 import kuzu
 
 from storage._rwlock import RWLock
-from storage.errors import StorageUnavailable, StoreMismatch
+from storage.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.models import EntityIn, Memory, MemoryKind, Provenance
 
 SCHEMA_VERSION = "1"
+# Databases whose commit failed: kept referenced so that no destructor checkpoints them before the process ends.
+_ABANDONED: list[kuzu.Database] = []
 
 # What the reconciler hands to intents; named here so that only this adapter imports kuzu.
 Connection = kuzu.Connection
@@ -34,6 +36,7 @@ _MEMORY_FIELDS = (
     "id, content, kind, principal, client, source, metadata, event_time, event_time_source, valid_from, "
     "valid_to, recorded_at, retired_at, retire_reason, supersedes, superseded_by"
 )
+_FIELD_NAMES = tuple(f.strip() for f in _MEMORY_FIELDS.split(","))
 _RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
 _FETCH_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_RETURN_MEMORY}, m.scopes, m.entity_names"
 _PROJECTION = "m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, m.vector"
@@ -165,6 +168,7 @@ class GraphStore:
         self._generation = 0
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
+        self._failed: str | None = None
         self._cleanup_stale_files()
         self._open()
         self._check_meta(embedder_name, dim)
@@ -214,6 +218,11 @@ class GraphStore:
             raise StoreMismatch(f"unknown canonical schema version {meta.get('schema')!r}")
 
     def close(self) -> None:
+        if self._failed is not None:
+            # Closing checkpoints, which would write the unacknowledged transaction Kùzu holds in memory (or
+            # abort the process on the same I/O error). Leave the files as they are: the WAL on disk is the truth.
+            _ABANDONED.append(self._db)
+            return
         with self._lock.exclusive():
             self._close_connections()
             self._db.close()
@@ -228,9 +237,23 @@ class GraphStore:
 
     # -- connections -------------------------------------------------------------------------------
 
+    @property
+    def failed(self) -> str | None:
+        """Why the database can no longer be trusted in memory (a commit failed to reach disk), else None."""
+        return self._failed
+
+    def _require_healthy(self) -> None:
+        if self._failed is not None:
+            raise StoreFailed(
+                f"the canonical store could not write to disk ({self._failed}); nothing unacknowledged was kept",
+                hint="free disk space or make the data directory writable; Mnemograph restarts its owner "
+                "process and recovers every acknowledged write from disk",
+            )
+
     @contextmanager
     def read(self) -> Iterator[kuzu.Connection]:
         """A read connection for the calling thread, valid for the duration of the block."""
+        self._require_healthy()
         with self._lock.shared():
             conn = getattr(self._local, "conn", None)
             if conn is None or getattr(self._local, "generation", -1) != self._generation:
@@ -247,6 +270,7 @@ class GraphStore:
 
         Only the reconciler's thread calls this.
         """
+        self._require_healthy()
         with self._lock.shared():
             conn = self._writer
             conn.execute("BEGIN TRANSACTION")
@@ -255,7 +279,18 @@ class GraphStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except RuntimeError as exc:
+                # The WAL write failed (disk full, read-only). Kùzu may already show the transaction in
+                # memory although it is not on disk: from now on nothing may be read or written through this
+                # database; reopening it replays the WAL, which holds exactly the acknowledged commits.
+                self._failed = str(exc).split(". Error:")[0][:300]
+                raise StoreFailed(
+                    f"the canonical store could not commit: {self._failed}",
+                    hint="nothing from this call was kept; free disk space or make the data directory "
+                    "writable, then retry",
+                ) from exc
 
     def rebuild(self) -> None:
         """Rewrite the database into a fresh file (EXPORT + IMPORT) and swap it in.
@@ -287,8 +322,166 @@ class GraphStore:
             self._open()
 
     def checkpoint(self) -> None:
+        """Fold the WAL into the database file (the files then hold every commit on their own)."""
+        self._require_healthy()
         with self._lock.shared():
             self._writer.execute("CHECKPOINT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[kuzu.Connection]:
+        """A read connection inside one read-only transaction: every query in the block sees the same state,
+        while writes go on."""
+        with self.read() as conn:
+            conn.execute("BEGIN TRANSACTION READ ONLY")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    # -- export and restore (storage.backup) ------------------------------------------------------
+
+    def export_scopes(self, conn: kuzu.Connection) -> list[tuple[str, datetime | None]]:
+        return [
+            (r[0], utc(r[1])) for r in _rows(conn, "MATCH (s:Scope) RETURN s.id, s.created_at ORDER BY s.id")
+        ]
+
+    def export_memories(self, conn: kuzu.Connection) -> Iterator[dict[str, Any]]:
+        """Every memory with all its fields, its vector, its scopes (with when each was added) and the ids of
+        the entities it mentions, in id order."""
+        last = ""
+        while True:
+            rows = _rows(
+                conn,
+                f"MATCH (m:Memory) WHERE m.id > $after RETURN {_RETURN_MEMORY}, m.entity_names, m.vector "
+                "ORDER BY m.id LIMIT 1000",
+                {"after": last},
+            )
+            if not rows:
+                return
+            for r in rows:
+                mid = r[0]
+                names = _FIELD_NAMES
+                record: dict[str, Any] = dict(zip(names, r[: len(names)], strict=True))
+                for key in ("event_time", "valid_from", "valid_to", "recorded_at", "retired_at"):
+                    record[key] = utc(record[key])
+                record["entities"] = sorted(r[-2] or ())
+                record["vector"] = list(r[-1])
+                record["scopes"] = {
+                    sid: utc(at)
+                    for sid, at in _rows(
+                        conn,
+                        "MATCH (s:Scope)-[c:CONTAINS]->(m:Memory {id: $id}) RETURN s.id, c.added_at",
+                        {"id": mid},
+                    )
+                }
+                record["mentions"] = sorted(
+                    e
+                    for (e,) in _rows(
+                        conn, "MATCH (m:Memory {id: $id})-[:MENTIONS]->(e:Entity) RETURN e.id", {"id": mid}
+                    )
+                )
+                yield record
+            last = rows[-1][0]
+
+    def export_entities(self, conn: kuzu.Connection) -> list[tuple[str, str, str, list[str]]]:
+        rows = _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.type, e.aliases ORDER BY e.id")
+        return [(i, n, t or "thing", list(a or [])) for i, n, t, a in rows]
+
+    def export_supersedes(self, conn: kuzu.Connection) -> list[tuple[str, str, str, datetime | None]]:
+        rows = _rows(conn, "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) RETURN n.id, o.id, r.reason, r.at")
+        return [(n, o, reason or "", utc(at)) for n, o, reason, at in rows]
+
+    def export_relations(self, conn: kuzu.Connection) -> list[tuple[str, str, str, str, datetime | None]]:
+        rows = _rows(
+            conn,
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at",
+        )
+        return [(a, b, p, m, utc(at)) for a, b, p, m, at in rows]
+
+    def restore_scopes(
+        self,
+        conn: kuzu.Connection,
+        scopes: Sequence[tuple[str, datetime]],
+        parents: Sequence[tuple[str, str]],
+    ) -> None:
+        for sid, at in scopes:
+            _exec(conn, "MERGE (s:Scope {id: $id}) ON CREATE SET s.created_at = $at", {"id": sid, "at": at})
+        for child, parent in parents:
+            self.set_parent(conn, child, parent)
+
+    def restore_entities(
+        self, conn: kuzu.Connection, entities: Sequence[tuple[str, str, str, list[str]]]
+    ) -> None:
+        for eid, name, etype, aliases in entities:
+            _exec(
+                conn,
+                "CREATE (:Entity {id: $id, name: $name, type: $type, aliases: CAST($aliases AS STRING[])})",
+                {"id": eid, "name": name, "type": etype, "aliases": list(aliases)},
+            )
+
+    def restore_memory(self, conn: kuzu.Connection, m: Memory, vector: Sequence[float],
+                       added: Mapping[str, datetime], mentions: Sequence[str]) -> None:  # fmt: skip
+        """Create a memory exactly as exported: same id, times, status and version pointers."""
+        _exec(
+            conn,
+            "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
+            "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
+            "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retired_at: $retired_at, "
+            "retire_reason: $retire_reason, supersedes: $supersedes, superseded_by: $superseded_by, "
+            "vector: $vector, scopes: CAST($scopes AS STRING[]), entity_names: CAST($entities AS STRING[])})",
+            {
+                "id": m.id,
+                "content": m.content,
+                "kind": m.kind.value,
+                "principal": m.provenance.principal,
+                "client": m.provenance.client,
+                "source": m.provenance.source,
+                "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
+                "event_time": m.event_time,
+                "ets": m.event_time_source,
+                "valid_from": m.valid_from,
+                "valid_to": m.valid_to,
+                "recorded_at": m.recorded_at,
+                "retired_at": m.retired_at,
+                "retire_reason": m.retire_reason,
+                "supersedes": m.supersedes,
+                "superseded_by": m.superseded_by,
+                "vector": list(map(float, vector)),
+                "scopes": sorted(added),
+                "entities": list(m.entities),
+            },
+        )
+        for sid, at in added.items():
+            _exec(
+                conn,
+                "MATCH (s:Scope {id: $s}), (m:Memory {id: $id}) CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
+                {"s": sid, "id": m.id, "at": at},
+            )
+        if mentions:
+            _exec(
+                conn,
+                "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) CREATE (m)-[:MENTIONS]->(e)",
+                {"mid": m.id, "es": list(mentions)},
+            )
+
+    def restore_supersedes(
+        self, conn: kuzu.Connection, new: str, old: str, reason: str, at: datetime
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) CREATE (n)-[:SUPERSEDES {reason: $r, at: $at}]->(o)",
+            {"new": new, "old": old, "r": reason, "at": at},
+        )
+
+    def restore_relation(
+        self, conn: kuzu.Connection, subject: str, obj: str, predicate: str, memory_id: str, at: datetime
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
+            {"a": subject, "b": obj, "p": predicate, "m": memory_id, "at": at},
+        )
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -602,16 +795,22 @@ class GraphStore:
 
         Returns how many entities were left unmentioned and deleted.
         """
-        ids = list(only)
-        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
-        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
-        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        entities = self.delete_memories(conn, only)
         _exec(
             conn,
             "MATCH (p:Scope)-[:PARENT_OF]->(s:Scope {id: $s})-[:PARENT_OF]->(c:Scope) CREATE (p)-[:PARENT_OF]->(c)",
             {"s": scope},
         )
         _exec(conn, "MATCH (s:Scope {id: $s}) DETACH DELETE s", {"s": scope})
+        return entities
+
+    def delete_memories(self, conn: kuzu.Connection, ids: Sequence[str]) -> int:
+        """Delete memories with their edges, the relations they recorded, version pointers to them, and the
+        entities no remaining memory mentions. Returns how many entities were deleted."""
+        ids = list(ids)
+        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
+        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
         orphans = _rows(
             conn,
             "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (:Memory)-[:MENTIONS]->(e) } "

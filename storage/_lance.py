@@ -84,8 +84,11 @@ class VectorIndex:
         )
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
-        """Rebuild from scratch (reindex)."""
-        self._db.drop_table(TABLE)
+        """Rebuild from scratch (reindex), also when the directory was deleted or damaged under us."""
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._db = lancedb.connect(str(self._dir))
+        if TABLE in self._db.list_tables().tables:
+            self._db.drop_table(TABLE)
         self._table = self._db.create_table(TABLE, schema=self._schema)
         self._has_index = False
         for start in range(0, len(rows), 10_000):

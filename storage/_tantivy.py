@@ -7,9 +7,11 @@ Python, so a purge rebuilds the index into a fresh directory and swaps it in.
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import tantivy
@@ -17,6 +19,9 @@ import tantivy
 from storage._kuzu import ProjectionRow
 from storage._rwlock import RWLock
 from storage._watermark import Watermark
+from storage.errors import StorageUnavailable
+
+log = logging.getLogger("mnemograph.text")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 64
@@ -50,11 +55,28 @@ class TextIndex:
         self._schema = _schema()
         self._lock = RWLock()
         self.watermark = Watermark(directory / "WATERMARK")
+        self.damaged: str | None = None  # why the index found at open was discarded, if it was
         current = self._current_name()
         for entry in directory.iterdir():
             if entry.is_dir() and entry.name != current:
                 shutil.rmtree(entry)  # left by an interrupted rebuild
-        self._open(current)
+        try:
+            self._open(current)
+            self._probe()
+        except _Damaged as exc:
+            # A damaged projection is rebuilt from the canonical store at open (watermark 0 => rebuild/replay).
+            log.warning("the text index in %s is damaged (%s); it will be rebuilt", directory, exc)
+            self.damaged = str(exc)
+            shutil.rmtree(directory / current, ignore_errors=True)
+            self.watermark.set(0)
+            self._open(current)
+
+    def _probe(self) -> None:
+        """Read every segment's stored ids and look up a term: truncated, missing or scrambled files fail here."""
+        with _guard():
+            self.live_status()
+            searcher = self._index.searcher()
+            searcher.search(self._index.parse_query("probe", ["content"]), 1)
 
     def _current_name(self) -> str:
         pointer = self._dir / "CURRENT"
@@ -62,10 +84,11 @@ class TextIndex:
 
     def _open(self, name: str) -> None:
         path = self._dir / name
-        path.mkdir(exist_ok=True)
-        self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
-        self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
-        self._index.reload()
+        path.mkdir(parents=True, exist_ok=True)
+        with _guard():
+            self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
+            self._index.reload()
 
     def close(self) -> None:
         with self._lock.exclusive():
@@ -102,7 +125,7 @@ class TextIndex:
         path = self._dir / new
         if path.exists():
             shutil.rmtree(path)
-        path.mkdir()
+        path.mkdir(parents=True)  # the whole directory may have been deleted under us
         fresh = tantivy.Index(self._schema, path=str(path))
         writer = fresh.writer(heap_size=_HEAP, num_threads=1)
         for row in rows:
@@ -110,7 +133,11 @@ class TextIndex:
         writer.commit()
         writer.wait_merging_threads()
         with self._lock.exclusive():
-            self._writer.wait_merging_threads()
+            try:
+                with _guard():
+                    self._writer.wait_merging_threads()
+            except _Damaged as exc:
+                log.warning("the replaced text index was damaged: %s", exc)
             tmp = self._dir / "CURRENT.tmp"
             tmp.write_text(new)
             tmp.replace(self._dir / "CURRENT")
@@ -126,7 +153,7 @@ class TextIndex:
         terms = query_terms(text)
         if not terms or not scopes:
             return []
-        with self._lock.shared():
+        with self._lock.shared(), _unavailable():
             parsed = self._index.parse_query(" ".join(terms), ["content"])
             clauses = [
                 (tantivy.Occur.Must, parsed),
@@ -155,7 +182,7 @@ class TextIndex:
         return tantivy.Query.const_score_query(query, 0.0)
 
     def live_status(self) -> dict[str, bool]:
-        with self._lock.shared():
+        with self._lock.shared(), _unavailable():
             searcher = self._index.searcher()
             out: dict[str, bool] = {}
             for live in ("1", "0"):
@@ -167,3 +194,31 @@ class TextIndex:
     def count(self) -> int:
         with self._lock.shared():
             return int(self._index.searcher().num_docs)
+
+
+class _Damaged(Exception):
+    """Tantivy could not read its files."""
+
+
+@contextmanager
+def _guard() -> Iterator[None]:
+    # tantivy raises ValueError for I/O and format errors, and pyo3's PanicException (a BaseException) when a
+    # damaged file makes it panic; both mean the same thing here.
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:
+        raise _Damaged(f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+
+
+@contextmanager
+def _unavailable() -> Iterator[None]:
+    try:
+        with _guard():
+            yield
+    except _Damaged as exc:
+        raise StorageUnavailable(
+            f"the full-text index cannot be read ({exc})",
+            hint="run `mnemograph reindex` (or restart Mnemograph) to rebuild it from the canonical store",
+        ) from None

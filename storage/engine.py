@@ -17,12 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from scopes import LOCAL_PRINCIPAL, Principal, ScopeId, visible_scopes, would_cycle
 from storage import _validate as v
+from storage import backup as snapshots
 from storage import recall as recall_path
-from storage._kuzu import GraphStore, NewMemory
+from storage._kuzu import Connection, GraphStore, NewMemory
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
@@ -33,6 +34,7 @@ from storage.intent import analyse
 from storage.models import (
     AmendReceipt,
     EntityIn,
+    EraseReceipt,
     Hit,
     Memory,
     MemoryKind,
@@ -155,11 +157,7 @@ class Engine:
             self._rebuild_projections()
         self.reconciler.start()
         self._reload_tree()
-        with self.graph.read() as conn:
-            for known in self.graph.known_entities(conn):
-                self.lexicon.add(known.name, known.aliases)
-                self.lexicon.mentioned(known.name, known.mentions)
-                self.lexicon.related(known.name, known.relations)
+        self._reload_lexicon()
         if (self.data_dir / VACUUM_MARKER).exists():
             self._vacuum()  # a purge was interrupted before its files were rewritten
 
@@ -531,18 +529,88 @@ class Engine:
         only, shared, entities = self.reconciler.submit(intent)
         self._vacuum()
         self._reload_tree()
-        self.lexicon.clear()
-        with self.graph.read() as conn:
-            for known in self.graph.known_entities(conn):
-                self.lexicon.add(known.name, known.aliases)
-                self.lexicon.mentioned(known.name, known.mentions)
-                self.lexicon.related(known.name, known.relations)
+        self._reload_lexicon()
         per_store = {
             "kuzu": len(only),
             "lancedb": before["lancedb"] - self.vectors.count(),
             "tantivy": before["tantivy"] - self.text.count(),
         }
         return PurgeReceipt(str(sid), len(only), len(shared), entities, per_store)
+
+    def erase(
+        self, id: str, *, confirm: str, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
+    ) -> EraseReceipt:
+        """Erase one memory for real (a right-to-be-forgotten request): the memory and every version of it
+        (the amendments before and after it, and earlier or later re-assertions of the same content) are
+        deleted from all three stores and their bytes removed from disk, as ``purge`` does for a scope.
+
+        ``confirm`` must equal the memory's full id. A crash in the middle is finished at the next open.
+        """
+        mid = self._resolve_id(v.memory_id(id))
+        if confirm != mid:
+            raise InvalidInput(f"confirm must equal the memory's full id {mid!r}", hint="nothing was erased")
+        v.reason(reason)
+        # ADMIN CHECK: erase is admin-only; require an admin grant for `principal` here (LOCAL_PRINCIPAL may).
+        self.reconciler.wait_projected()
+        before = {"lancedb": self.vectors.count(), "tantivy": self.text.count()}
+        (self.data_dir / VACUUM_MARKER).touch()
+
+        def intent(tx: Tx) -> tuple[list[str], int]:
+            family = self._version_family(tx.conn, mid)
+            if not family:
+                raise NotFound(f"no memory with id {mid}", hint="it may have been erased already")
+            entities = self.graph.delete_memories(tx.conn, family)
+            for gone in family:
+                tx.record("delete", gone)
+            return family, entities
+
+        try:
+            family, entities = self.reconciler.submit(intent)
+        finally:
+            self._vacuum()  # also when nothing was deleted: the marker must not outlive this call
+        self._reload_tree()
+        self._reload_lexicon()
+        per_store = {
+            "kuzu": len(family),
+            "lancedb": before["lancedb"] - self.vectors.count(),
+            "tantivy": before["tantivy"] - self.text.count(),
+        }
+        return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
+
+    def _version_family(self, conn: Connection, mid: str) -> list[str]:
+        """``mid`` and every memory holding a version of its content: the SUPERSEDES chain in both directions
+        and, for each version, the re-assertions of the same content (ids salted by their predecessor)."""
+        seen: dict[str, None] = {}
+        todo = [mid]
+        while todo:
+            cur = todo.pop()
+            if cur in seen:
+                continue
+            m = self.graph.fetch(conn, [cur]).get(cur)
+            if m is None:
+                continue
+            seen[cur] = None
+            todo.extend(self.graph.chain(conn, cur))
+            again = content_id(m.content)
+            for _ in range(1000):
+                if self.graph.live_state(conn, again) is None:
+                    break
+                todo.append(again)
+                again = content_id(m.content, salt=again)
+        return list(seen)
+
+    def _reload_lexicon(self) -> None:
+        self.lexicon.clear()
+        with self.graph.read() as conn:
+            for known in self.graph.known_entities(conn):
+                self.lexicon.add(known.name, known.aliases)
+                self.lexicon.mentioned(known.name, known.mentions)
+                self.lexicon.related(known.name, known.relations)
+
+    @property
+    def failed(self) -> bool:
+        """True once a commit failed to reach disk: the process must reopen the store (``close`` then ``open``)."""
+        return self.graph.failed is not None
 
     def _vacuum(self) -> None:
         """Rewrite every store's files so deleted content leaves no bytes behind, then drop the marker."""
@@ -558,6 +626,29 @@ class Engine:
 
         self.reconciler.on_projector(rewrite_projections)
         (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+
+    # -- backup ------------------------------------------------------------------------------------
+
+    def export(
+        self, out: IO[str], *, scope: str | None = None, vectors: bool = False
+    ) -> snapshots.ExportSummary:
+        """Write every memory (or those of ``scope`` and the scopes under it) as JSON Lines; see storage.backup."""
+        return snapshots.export(self, out, scope=scope, vectors=vectors)
+
+    def backup(self, dest: Path | str) -> snapshots.SnapshotSummary:
+        """Copy the stores into ``dest`` as they are at one change sequence (writes pause meanwhile)."""
+        return snapshots.snapshot(self, dest)
+
+    @classmethod
+    def import_export(
+        cls, data_dir: Path | str, source: IO[str], *, embedder: Embedder | None = None
+    ) -> snapshots.ImportSummary:
+        """Restore an export into a new (empty) data directory. The file is validated before anything is written."""
+        path = Path(data_dir).expanduser().resolve()
+        snapshots.require_empty(path)
+        parsed = snapshots.parse(iter(source))
+        with cls.open(path, embedder=embedder, warm=False) as engine:
+            return snapshots.restore(engine, parsed)
 
     # -- reads -------------------------------------------------------------------------------------
 

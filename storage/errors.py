@@ -62,6 +62,13 @@ class StorageUnavailable(MnemographError):
     code = "storage_unavailable"
 
 
+class StoreFailed(StorageUnavailable):
+    """A commit could not reach disk (full, read-only, I/O error). The process must reopen the store, which
+    recovers exactly the acknowledged writes; until then every operation fails with this error."""
+
+    code = "storage_failed"
+
+
 class Locked(StorageUnavailable):
     """Another process owns the data directory (it holds ``owner.lock``)."""
 

@@ -153,6 +153,16 @@ class PurgeReceipt:
 
 
 @dataclass(frozen=True, slots=True)
+class EraseReceipt:
+    """What ``erase`` removed: the memory asked for and every version of it (amendments and re-assertions)."""
+
+    id: str
+    erased: tuple[str, ...]
+    entities_deleted: int
+    per_store: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class TimeMatch:
     """The time rule applied to a result: how its event time sits against a time window in the query.
 

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 from storage._kuzu import Change, Connection, GraphStore
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
-from storage.errors import Closed, MnemographError, StorageUnavailable
+from storage.errors import Closed, MnemographError, StorageUnavailable, StoreFailed
 
 log = logging.getLogger("mnemograph.reconciler")
 T = TypeVar("T")
@@ -176,6 +176,13 @@ class Reconciler:
                         results.append((intent, None, exc))
                 if tx.changes:
                     self._graph.append_changes(conn, tx.changes, tx.now)
+        except StoreFailed as exc:
+            # The commit did not reach disk and the store is now closed to everything: fail the whole batch.
+            self._seq = start_seq
+            log.error("commit failed: %s", exc.message)
+            for intent in batch:
+                intent.future.set_exception(exc)
+            return
         except Exception as exc:
             self._seq = start_seq
             if len(batch) > 1:

@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 from scopes import MAX_SCOPE_NAME
+from server._uds import MAX_MESSAGE_BYTES
 from storage import models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +24,8 @@ def test_limits_page_matches_the_code() -> None:
         "recall `token_budget`": f"1 to {models.MAX_TOKEN_BUDGET} tokens",
         "reason (amend, retire)": f"{models.MAX_REASON_CHARS} characters",
         "scope id": f"1–{MAX_SCOPE_NAME}",
+        "one MCP message (stdio line, HTTP request body)": f"{MAX_MESSAGE_BYTES} bytes",
+        "recall result": f"at most `k` (≤ {models.MAX_K}) memories, each at most {models.MAX_CONTENT_CHARS} characters",
     }
     rows = dict(re.findall(r"^\| (.+?) \| (.+?) \|$", page, flags=re.M))
     for name, value in expected.items():
@@ -31,7 +34,7 @@ def test_limits_page_matches_the_code() -> None:
 
 def test_readme_names_every_tool_and_both_setup_commands() -> None:
     readme = (ROOT / "README.md").read_text()
-    for tool in ("memory_write", "recall", "amend", "retire", "purge", "memory_read", "list_scopes"):
+    for tool in ("memory_write", "recall", "amend", "retire", "purge", "erase", "memory_read", "list_scopes"):
         assert f"`{tool}`" in readme, f"README does not mention the {tool} tool"
     assert "make serve" in readme
     assert "make test" in readme

@@ -6,7 +6,7 @@ the MCP SDK; the server adapts specs to it.
 
 from typing import Any
 
-from tools import amend, list_scopes, memory_read, memory_write, purge, recall, retire
+from tools import amend, erase, list_scopes, memory_read, memory_write, purge, recall, retire
 from tools._instructions import INSTRUCTIONS
 from tools._spec import Caller, Hints, ToolSpec
 
@@ -18,6 +18,7 @@ ALL_TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     memory_read.SPEC,
     list_scopes.SPEC,
     purge.SPEC,
+    erase.SPEC,
 )
 
 __all__ = ["ALL_TOOLS", "INSTRUCTIONS", "Caller", "Hints", "ToolSpec"]

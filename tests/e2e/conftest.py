@@ -76,8 +76,10 @@ class Store:
     paths: RuntimePaths
 
     def env(self, **extra: str) -> dict[str, str]:
-        """Environment for a front-end process on this store."""
-        return {"MNEMOGRAPH_IDLE_TIMEOUT": IDLE_TIMEOUT, "MNEMOGRAPH_LOG_LEVEL": "INFO", **extra}
+        """Environment for a front-end process on this store. A PYTHONPATH is passed on (the SDK's stdio client
+        gives servers only a minimal environment), so a source tree under test runs its own code."""
+        inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+        return {**inherited, "MNEMOGRAPH_IDLE_TIMEOUT": IDLE_TIMEOUT, "MNEMOGRAPH_LOG_LEVEL": "INFO", **extra}
 
     def owner_pid(self) -> int | None:
         try:

@@ -7,6 +7,7 @@ import pytest
 from mcp import Client, MCPError
 
 from tests.e2e.conftest import Store, call, error_text, http_server
+from tools import ALL_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -32,7 +33,7 @@ async def test_every_tool_over_http(shared_store: Store, mode: str) -> None:
     ):
         assert client.instructions
         assert "long-term memory" in client.instructions
-        assert len((await client.list_tools()).tools) == 7
+        assert len((await client.list_tools()).tools) == len(ALL_TOOLS)
         written = await call(client, "memory_write", {"content": "Grace Hopper popularised the term bug."})
         assert written["scopes"] == [scope]
         found = await call(client, "recall", {"query": "who popularised bug"})

@@ -46,7 +46,7 @@ def _stdio_target(store: Store) -> list[str]:
 async def _exercise(inspector: list[str], target: list[str], scope: str) -> None:
     listed = await _run([*inspector, *target, "--method", "tools/list", "--strict"])
     assert [t["name"] for t in listed["tools"]] == [
-        "memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge"
+        "memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge", "erase"
     ]  # fmt: skip
     assert all(t["annotations"]["openWorldHint"] is False for t in listed["tools"])
 

@@ -17,7 +17,16 @@ async def test_every_tool_over_stdio(shared_store: Store, mode: str) -> None:
         assert client.instructions
         assert "long-term memory" in client.instructions
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == ["memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge"]
+        assert names == [
+            "memory_write",
+            "recall",
+            "amend",
+            "retire",
+            "memory_read",
+            "list_scopes",
+            "purge",
+            "erase",
+        ]
 
         written = await call(client, "memory_write", {"content": "Ada Lovelace wrote the first program."})
         assert written["scopes"] == [scope]  # the session's default scope, sent by the front-end

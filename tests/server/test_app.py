@@ -16,7 +16,7 @@ from tools import ALL_TOOLS, INSTRUCTIONS
 
 pytestmark = pytest.mark.anyio
 
-TOOL_NAMES = ["memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge"]
+TOOL_NAMES = ["memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge", "erase"]
 
 
 def _server_over(engine: Engine) -> Any:
@@ -43,6 +43,7 @@ async def test_tools_are_listed_with_truthful_annotations(engine: Engine) -> Non
         "memory_read": (True, False, True),
         "list_scopes": (True, False, True),
         "purge": (False, True, True),
+        "erase": (False, True, True),
     }
     assert all(t.annotations is not None and t.annotations.open_world_hint is False for t in tools.values())
 

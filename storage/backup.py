@@ -1,0 +1,411 @@
+"""Export, import and snapshot a data directory.
+
+- ``export``: JSON Lines, one record per line: a header (format, embedding model and dimension, export time),
+  then scopes (with their parents), entities, memories (every field, both time axes, status, version pointers,
+  provenance, scopes with when each was added, the entities each mentions, and optionally its vector),
+  version edges (``supersedes``) and relations. Read in one read-only transaction: consistent while writes go on.
+- ``import``: into an empty data directory only. The whole file is validated before anything is written; ids,
+  times, versions and statuses are kept exactly (re-asserted content keeps its salted id); vectors are taken
+  from the file when it has them for the same model, else the content is embedded again.
+- ``snapshot`` (``mnemograph backup DIR``): pauses writes for the copy, checkpoints Kùzu and copies the graph,
+  both projections and their watermarks as they are at one change sequence. The copy opens as a data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from scopes import InvalidScopeId, ScopeId, descendants
+from storage import _validate as v
+from storage.errors import InvalidInput, MnemographError
+from storage.models import Memory, MemoryKind, Provenance
+
+if TYPE_CHECKING:
+    from storage.embedding import Embedder
+    from storage.engine import Engine
+
+FORMAT = 1
+IMPORT_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    path: str
+    scope: str | None
+    memories: int
+    scopes: int
+    entities: int
+    relations: int
+    vectors: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ImportSummary:
+    data_dir: str
+    memories: int
+    scopes: int
+    entities: int
+    relations: int
+    reembedded: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotSummary:
+    path: str
+    memories: int
+    seq: int
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def export(engine: Engine, out: IO[str], *, scope: str | None = None, vectors: bool = False) -> ExportSummary:
+    """Write the store (or ``scope`` and the scopes under it) to ``out`` as JSON Lines."""
+    chosen: set[str] | None = None
+    if scope is not None:
+        sid = v.scope(scope)
+        engine._require_scope(sid)
+        with engine._tree_lock:
+            tree = dict(engine._parents)
+        chosen = {str(sid), *(str(s) for s in descendants(sid, tree))}
+    counts = {"memories": 0, "scopes": 0, "entities": 0, "relations": 0}
+
+    def line(record: Mapping[str, Any]) -> None:
+        out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+
+    graph = engine.graph
+    with graph.snapshot() as conn:
+        line(
+            {
+                "type": "header",
+                "format": FORMAT,
+                "model": engine.embedder.name,
+                "dim": engine.embedder.dim,
+                "exported_at": datetime.now(UTC).isoformat(),
+                "scope": str(scope) if scope is not None else None,
+                "vectors": vectors,
+            }
+        )
+        all_scopes, parents = graph.scope_parents(conn)
+        created = dict(graph.export_scopes(conn))
+        for name in all_scopes:
+            if chosen is None or name in chosen:
+                parent = parents.get(name)
+                if chosen is not None and parent not in chosen:
+                    parent = None
+                line({"type": "scope", "id": name, "parent": parent, "created_at": _time(created.get(name))})
+                counts["scopes"] += 1
+        memories: list[dict[str, Any]] = []
+        for record in graph.export_memories(conn):
+            scopes = record["scopes"]
+            if chosen is not None:
+                scopes = {s: at for s, at in scopes.items() if s in chosen}
+                if not scopes:
+                    continue
+            record["scopes"] = {s: _time(at) for s, at in sorted(scopes.items())}
+            memories.append(record)
+        kept = {m["id"] for m in memories}
+        relations = [r for r in graph.export_relations(conn) if r[3] in kept]
+        wanted = {e for m in memories for e in m["mentions"]} | {x for r in relations for x in r[:2]}
+        for eid, name, etype, aliases in graph.export_entities(conn):
+            if chosen is None or eid in wanted:
+                line({"type": "entity", "id": eid, "name": name, "entity_type": etype, "aliases": aliases})
+                counts["entities"] += 1
+        for m in memories:
+            for key in ("supersedes", "superseded_by"):
+                if m[key] is not None and m[key] not in kept:
+                    m[key] = None  # a version outside the exported scopes
+            for key in ("event_time", "valid_from", "valid_to", "recorded_at", "retired_at"):
+                m[key] = _time(m[key])
+            m["metadata"] = json.loads(m["metadata"]) if m["metadata"] else {}
+            if not vectors:
+                del m["vector"]
+            line({"type": "memory", **m})
+            counts["memories"] += 1
+        for new, old, reason, at in graph.export_supersedes(conn):
+            if new in kept and old in kept:
+                line({"type": "supersedes", "new": new, "old": old, "reason": reason, "at": _time(at)})
+        for a, b, predicate, mid, at in relations:
+            line(
+                {
+                    "type": "relation",
+                    "subject": a,
+                    "object": b,
+                    "predicate": predicate,
+                    "memory_id": mid,
+                    "recorded_at": _time(at),
+                }
+            )
+            counts["relations"] += 1
+    return ExportSummary(getattr(out, "name", "-"), scope, vectors=vectors, **counts)
+
+
+# -- import ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Parsed:
+    """A validated export, ready to be written."""
+
+    model: str
+    dim: int
+    scopes: list[tuple[str, datetime]] = field(default_factory=list)
+    parents: list[tuple[str, str]] = field(default_factory=list)
+    entities: list[tuple[str, str, str, list[str]]] = field(default_factory=list)
+    memories: list[tuple[Memory, list[float] | None, dict[str, datetime], list[str]]] = field(
+        default_factory=list
+    )
+    supersedes: list[tuple[str, str, str, datetime]] = field(default_factory=list)
+    relations: list[tuple[str, str, str, str, datetime]] = field(default_factory=list)
+
+
+def require_empty(data_dir: Path) -> None:
+    """Imports go into a new directory only: merging into a store that has its own history is not supported."""
+    if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
+        raise InvalidInput(
+            f"{data_dir} is not an empty directory",
+            hint="import into a new data directory (it is created if missing); nothing was imported",
+        )
+
+
+def parse(lines: Iterator[str]) -> Parsed:
+    """Read and validate a whole export. Raises InvalidInput naming the first bad line; writes nothing."""
+    parsed: Parsed | None = None
+    n = 0
+    try:
+        for n, raw in enumerate(lines, start=1):  # noqa: B007 (n names the bad line)
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                raise InvalidInput("not JSON") from None
+            if not isinstance(rec, dict):
+                raise InvalidInput("not a JSON object")
+            kind = rec.get("type")
+            if parsed is None:
+                if kind != "header" or rec.get("format") != FORMAT:
+                    raise InvalidInput(f"the first line must be a format-{FORMAT} header")
+                parsed = Parsed(model=str(rec.get("model")), dim=int(rec.get("dim", 0)))
+            elif kind == "scope":
+                sid = str(_scope(rec["id"]))
+                parsed.scopes.append((sid, _req_time(rec.get("created_at"))))
+                if rec.get("parent") is not None:
+                    parsed.parents.append((sid, str(_scope(rec["parent"]))))
+            elif kind == "entity":
+                aliases = [v.name(a, "entity alias") for a in rec.get("aliases") or []]
+                parsed.entities.append(
+                    (
+                        str(rec["id"]),
+                        v.name(rec["name"], "entity name"),
+                        str(rec.get("entity_type") or "thing"),
+                        aliases,
+                    )
+                )
+            elif kind == "memory":
+                parsed.memories.append(_memory(rec))
+            elif kind == "supersedes":
+                parsed.supersedes.append(
+                    (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
+                )
+            elif kind == "relation":
+                parsed.relations.append(
+                    (
+                        str(rec["subject"]),
+                        str(rec["object"]),
+                        str(rec["predicate"]),
+                        _id(rec["memory_id"]),
+                        _req_time(rec["recorded_at"]),
+                    )
+                )
+            else:
+                raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
+    except MnemographError as exc:
+        raise InvalidInput(f"line {n}: {exc.message}", hint="nothing was imported") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"line {n}: malformed record ({exc!r})", hint="nothing was imported") from None
+    if parsed is None:
+        raise InvalidInput("the file is empty", hint="pass a file written by mnemograph export")
+    ids = {m.id for m, *_ in parsed.memories}
+    if len(ids) != len(parsed.memories):
+        raise InvalidInput("the export holds a memory id twice", hint="nothing was imported")
+    return parsed
+
+
+def _scope(value: object) -> ScopeId:
+    try:
+        return ScopeId.parse(value)
+    except InvalidScopeId as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _id(value: object) -> str:
+    mid = v.memory_id(value)
+    if len(mid) != v.ID_LENGTH:
+        raise InvalidInput(f"{mid!r} is not a full memory id")
+    return mid
+
+
+def _opt_time(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{value!r} is not an ISO 8601 time")
+    parsed = datetime.fromisoformat(value)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _req_time(value: object) -> datetime:
+    parsed = _opt_time(value)
+    if parsed is None:
+        raise InvalidInput("a required time is missing")
+    return parsed
+
+
+def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, datetime], list[str]]:
+    added = {str(_scope(s)): _req_time(at) for s, at in (rec.get("scopes") or {}).items()}
+    if not added:
+        raise InvalidInput(f"memory {str(rec.get('id'))[:40]} belongs to no scope")
+    ets = rec.get("event_time_source")
+    if ets not in ("caller", "content", "recorded"):
+        raise InvalidInput(f"unknown event_time_source {ets!r}")
+    m = Memory(
+        id=_id(rec["id"]),
+        content=v.content(rec["content"]),
+        kind=MemoryKind(rec["kind"]),
+        scopes=tuple(sorted(added)),
+        entities=tuple(v.name(e, "entity name") for e in rec.get("entities") or []),
+        provenance=Provenance(
+            str(rec.get("principal") or ""), str(rec.get("client") or ""), str(rec.get("source") or "")
+        ),
+        metadata=v.metadata(rec.get("metadata") or {}),
+        event_time=_req_time(rec["event_time"]),
+        event_time_source=ets,
+        valid_from=_req_time(rec["valid_from"]),
+        valid_to=_opt_time(rec.get("valid_to")),
+        recorded_at=_req_time(rec["recorded_at"]),
+        retired_at=_opt_time(rec.get("retired_at")),
+        retire_reason=v.reason(rec.get("retire_reason") or ""),
+        supersedes=_id(rec["supersedes"]) if rec.get("supersedes") else None,
+        superseded_by=_id(rec["superseded_by"]) if rec.get("superseded_by") else None,
+    )
+    vector = rec.get("vector")
+    return (
+        m,
+        (list(map(float, vector)) if vector is not None else None),
+        added,
+        [str(e) for e in rec.get("mentions") or []],
+    )
+
+
+def restore(engine: Engine, parsed: Parsed) -> ImportSummary:
+    """Write a parsed export into ``engine`` (an empty store) through its single writer."""
+    embedder: Embedder = engine.embedder
+    same_model = parsed.model == embedder.name and parsed.dim == embedder.dim
+    todo = [i for i, (_m, vec, _a, _e) in enumerate(parsed.memories) if vec is None or not same_model]
+    vectors: dict[int, list[float]] = {}
+    for start in range(0, len(todo), 256):
+        chunk = todo[start : start + 256]
+        for i, vec in zip(chunk, embedder.embed([parsed.memories[i][0].content for i in chunk]), strict=True):
+            vectors[i] = [float(x) for x in vec]
+    for i, (_m, vec, _a, _e) in enumerate(parsed.memories):
+        if i not in vectors:
+            assert vec is not None
+            vectors[i] = v.vector(vec, embedder.dim)
+    graph, reconciler = engine.graph, engine.reconciler
+    scope_ids = {s for s, _ in parsed.scopes} | {s for m, *_ in parsed.memories for s in m.scopes}
+    now = datetime.now(UTC)
+    created = dict(parsed.scopes)
+    reconciler.submit(
+        lambda tx: graph.restore_scopes(
+            tx.conn, [(s, created.get(s, now)) for s in sorted(scope_ids)], parsed.parents
+        )
+    )
+    reconciler.submit(lambda tx: graph.restore_entities(tx.conn, parsed.entities))
+    for start in range(0, len(parsed.memories), IMPORT_BATCH):
+
+        def batch(tx: Any, start: int = start) -> None:
+            for i in range(start, min(start + IMPORT_BATCH, len(parsed.memories))):
+                m, _vec, added, mentions = parsed.memories[i]
+                graph.restore_memory(tx.conn, m, vectors[i], added, mentions)
+                tx.record("add", m.id)
+
+        reconciler.submit(batch)
+
+    def edges(tx: Any) -> None:
+        for new, old, reason, at in parsed.supersedes:
+            graph.restore_supersedes(tx.conn, new, old, reason, at)
+        for a, b, predicate, mid, at in parsed.relations:
+            graph.restore_relation(tx.conn, a, b, predicate, mid, at)
+
+    reconciler.submit(edges)
+    engine._reload_tree()
+    engine._reload_lexicon()
+    return ImportSummary(
+        str(engine.data_dir),
+        len(parsed.memories),
+        len(scope_ids),
+        len(parsed.entities),
+        len(parsed.relations),
+        len(todo),
+    )
+
+
+# -- snapshot --------------------------------------------------------------------------------------
+
+
+def snapshot(engine: Engine, dest: Path | str) -> SnapshotSummary:
+    """Copy the data directory, consistent at one change sequence, into ``dest`` (new or empty)."""
+    target = Path(dest).expanduser().resolve()
+    if target == engine.data_dir or engine.data_dir in target.parents:
+        raise InvalidInput("the backup directory must be outside the data directory")
+    require_empty(target)
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    result: list[tuple[int, int]] = []
+
+    def copy() -> None:
+        # In the projector thread, with the writer paused: both projections have applied every commit.
+        engine.graph.checkpoint()
+        partial.mkdir(parents=True)
+        ignore = shutil.ignore_patterns("*.lock", "*.tmp", ".export-*")
+        for name in ("graph", "text", "vectors"):
+            shutil.copytree(engine.data_dir / name, partial / name, ignore=ignore)
+        with engine.graph.read() as conn:  # counted while writes are still paused
+            memories = len(engine.graph.all_ids(conn))
+        result.append((memories, engine.reconciler.committed_seq))
+
+    engine.reconciler.on_writer(lambda: engine.reconciler.on_projector(copy))
+    if target.exists():
+        target.rmdir()
+    partial.rename(target)
+    memories, seq = result[0]
+    return SnapshotSummary(str(target), memories, seq)
+
+
+def to_json(summary: ExportSummary | ImportSummary | SnapshotSummary) -> dict[str, Any]:
+    return asdict(summary)
+
+
+__all__ = [
+    "ExportSummary",
+    "ImportSummary",
+    "Parsed",
+    "SnapshotSummary",
+    "export",
+    "parse",
+    "require_empty",
+    "restore",
+    "snapshot",
+    "to_json",
+]

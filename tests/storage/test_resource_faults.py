@@ -1,0 +1,169 @@
+"""Resource faults: a full or read-only file system, deleted projection directories, a damaged Tantivy index.
+
+Each gives a clear error, never corrupts the canonical store, and service comes back (by itself at the next
+open, or by ``reindex``) with nothing acknowledged lost. The full and read-only cases use a small tmpfs the
+test mounts (the kernel enforces both; the test suite runs as root, which ignores file modes).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storage import CachedEmbedder, Engine, StorageUnavailable
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MiB tmpfs mounted for this test (unmounted after it)."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs (needs root with CAP_SYS_ADMIN): {done.stderr.decode()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _remount(mnt: Path, options: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{options}", str(mnt)], check=True)
+
+
+def test_a_full_disk_refuses_writes_clearly_and_loses_nothing_acknowledged(
+    small_fs: Path, embedder: CachedEmbedder
+) -> None:
+    data = small_fs / "data"
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("fault_child.py")), str(data)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    acked: dict[str, str] = {}
+    sent: set[str] = set()
+    refused = after = []
+    for line in proc.stdout.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "SEND":
+            sent.add(rest)
+        elif kind == "ACK":
+            mid, _, content = rest.partition(" ")
+            acked[mid] = content
+        elif kind == "REFUSED":
+            refused = rest.split(" ", 1)
+        elif kind == "AFTER":
+            after.append(rest)
+    assert len(acked) > 20, "the disk filled before anything was written"
+    # The refusal says what happened, and the store then stays closed until it is reopened.
+    assert refused[0] in ("storage_failed", "storage_unavailable"), refused
+    assert "disk" in refused[1] or "write" in refused[1] or "commit" in refused[1], refused
+    if refused[0] == "storage_failed":
+        assert after == ["write storage_failed", "read storage_failed"]
+
+    _remount(small_fs, "size=256m")  # the fault is removed
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        report = eng.verify()
+        if not report.ok:
+            report = eng.reindex()
+        assert report.ok, report.drift
+        with eng.graph.read() as conn:
+            stored = set(eng.graph.all_ids(conn))
+        assert set(acked) <= stored, "an acknowledged write was lost"
+        assert stored <= sent, "a memory nobody sent appeared"
+        for mid in random.Random(1).sample(sorted(acked), 20):
+            assert eng.read(mid).memory.content == acked[mid]
+        assert eng.write("Written after the disk was freed.", ["user:full"]).status == "added"
+        assert eng.recall("disk was freed", ["user:full"], k=1)[0].memory.content.startswith("Written after")
+
+
+def test_a_read_only_data_directory_gives_a_clear_error_and_opens_once_writable(
+    small_fs: Path, embedder: CachedEmbedder
+) -> None:
+    data = small_fs / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        kept = eng.write("Stored before the disk went read-only.", ["user:ro"])
+    _remount(small_fs, "ro")
+    try:
+        with pytest.raises(StorageUnavailable) as info:
+            Engine.open(data, embedder=embedder, warm=False)
+        assert "Read-only file system" in info.value.message or "read-only" in info.value.message.lower()
+    finally:
+        _remount(small_fs, "rw")
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        assert eng.verify().ok
+        assert eng.read(kept.id).memory.content == "Stored before the disk went read-only."
+
+
+def _segment_files(data: Path, suffix: str) -> list[Path]:
+    current = (data / "text" / "CURRENT").read_text().strip() if (data / "text" / "CURRENT").exists() else ""
+    folder = data / "text" / (current or "index-000001")
+    return sorted(p for p in folder.iterdir() if p.name.endswith(suffix))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "scramble", "delete"])
+def test_a_damaged_text_index_is_rebuilt_at_open(
+    data_dir: Path, embedder: CachedEmbedder, damage: str
+) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        for n in range(30):
+            eng.write(f"Inventory note {n}: shelf {n * 3} holds {n} crates of quinces.", ["user:inv"])
+        expected = [h.memory.id for h in eng.recall("crates of quinces shelf 21", ["user:inv"], k=5)]
+    if damage == "truncate":
+        for f in _segment_files(data_dir, ".store"):
+            os.truncate(f, f.stat().st_size // 2)
+    elif damage == "scramble":
+        rng = random.Random(3)
+        for f in _segment_files(data_dir, ".term") + _segment_files(data_dir, ".store"):
+            raw = bytearray(f.read_bytes())
+            for i in range(len(raw) // 4, 3 * len(raw) // 4):
+                raw[i] = rng.randrange(256)
+            f.write_bytes(bytes(raw))
+    else:
+        for f in _segment_files(data_dir, ".term"):
+            f.unlink()
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        assert eng.text.damaged is not None
+        report = eng.verify()
+        assert report.ok, report.drift
+        assert report.counts == {"kuzu": 30, "lancedb": 30, "tantivy": 30}
+        # (lower ranks may tie differently: BM25 statistics depend on how documents fall into segments)
+        found = [h.memory.id for h in eng.recall("crates of quinces shelf 21", ["user:inv"], k=5)]
+        assert found[0] == expected[0]
+        assert len(found) == 5
+
+
+def test_deleted_projection_directories_are_rebuilt_at_open_or_by_reindex(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        ids = [eng.write(f"Garden fact {n}: the {n}th rose is red.", ["user:g"]).id for n in range(10)]
+    shutil.rmtree(data_dir / "text")
+    shutil.rmtree(data_dir / "vectors")
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:  # rebuilt at open
+        report = eng.verify()
+        assert report.ok, report.drift
+        assert report.counts == {"kuzu": 10, "lancedb": 10, "tantivy": 10}
+        # Deleted while serving: writes are still acknowledged (the canonical store is intact), and a reindex
+        # brings both projections back.
+        shutil.rmtree(data_dir / "text")
+        shutil.rmtree(data_dir / "vectors")
+        ids.append(eng.write("Garden fact 10: the tulips are late.", ["user:g"]).id)
+        report = eng.reindex()
+        assert report.ok, report.drift
+        assert report.counts == {"kuzu": 11, "lancedb": 11, "tantivy": 11}
+        hits = eng.recall("tulips late", ["user:g"], k=1)
+        assert hits[0].memory.id == ids[-1]
+        assert all(eng.read(i).memory.id == i for i in ids)
