@@ -1,4 +1,5 @@
-"""``verify`` and ``reindex`` from the CLI, whether or not an owner is serving the data directory.
+"""``verify``, ``reindex`` and ``scope create|move|list`` from the CLI, whether or not an owner is serving the
+data directory.
 
 With an owner running, the operation goes to it (over its private HTTP socket), since only it may open the
 stores. Without one, the CLI opens the Engine itself for the duration. If an owner appears in between (a client
@@ -13,13 +14,14 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from server._runtime import RuntimePaths
 from storage.errors import StorageUnavailable
 
 if TYPE_CHECKING:
-    from storage import VerifyReport
+    from storage import Engine, ScopeInfo, VerifyReport
 
 Operation = Literal["verify", "reindex"]
 
@@ -30,13 +32,54 @@ class AdminError(RuntimeError):
 
 def run_admin(op: Operation, paths: RuntimePaths, *, timeout: float) -> dict[str, Any]:
     """Run ``op`` on ``paths.data_dir`` and return the verify report as JSON (with its ``ok`` verdict)."""
+
+    def direct(engine: Engine) -> dict[str, Any]:
+        return report_json(engine.verify() if op == "verify" else engine.reindex())
+
+    return _run(paths, f"/-/{op}", {}, direct, timeout=timeout)
+
+
+def run_scope(paths: RuntimePaths, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    """Create, move or list scopes as the local principal (``request``: see ``scope_op``)."""
+    return _run(paths, "/-/scope", request, lambda engine: scope_op(engine, request), timeout=timeout)
+
+
+def scope_op(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
+    """``{"op": "create"|"move"|"list", "scope": ..., "parent": ..., "principal": ...}`` on ``engine``."""
+    from scopes import Principal
+
+    principal = Principal(str(request.get("principal") or "local"))
+    op, scope, parent = request.get("op"), request.get("scope"), request.get("parent")
+    if op == "list":
+        infos = engine.list_scopes(scope, principal=principal)
+    elif op == "create":
+        infos = [engine.create_scope(str(scope), parent, principal=principal)]
+    elif op == "move":
+        infos = [engine.move_scope(str(scope), parent, principal=principal)]
+    else:
+        raise AdminError(f"unknown scope operation {op!r}")
+    return {"ok": True, "scopes": [_scope_json(s) for s in infos]}
+
+
+def _scope_json(info: ScopeInfo) -> dict[str, Any]:
+    return {"id": info.id, "parent": info.parent, "memories": info.memories}
+
+
+def _run(
+    paths: RuntimePaths,
+    route: str,
+    body: dict[str, Any],
+    direct: Callable[[Engine], dict[str, Any]],
+    *,
+    timeout: float,
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        report = _via_owner(paths, op)
+        report = _via_owner(paths, route, body)
         if report is not None:
             return report
         try:
-            return _direct(paths, op)
+            return _direct(paths, direct)
         except StorageUnavailable as exc:  # an owner is starting up, or another CLI holds the directory
             if time.monotonic() > deadline:
                 raise AdminError(str(exc)) from exc
@@ -48,11 +91,16 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
     return {**dataclasses.asdict(report), "ok": report.ok}
 
 
-def _direct(paths: RuntimePaths, op: Operation) -> dict[str, Any]:
-    from storage import Engine  # the store libraries load only on this path
+def _direct(paths: RuntimePaths, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:
+    from storage import Engine, MnemographError  # the store libraries load only on this path
 
     with Engine.open(paths.data_dir, warm=False) as engine:
-        return report_json(engine.verify() if op == "verify" else engine.reindex())
+        try:
+            return fn(engine)
+        except StorageUnavailable:
+            raise
+        except MnemographError as exc:
+            raise AdminError(str(exc)) from exc
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -70,19 +118,19 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _via_owner(paths: RuntimePaths, op: Operation) -> dict[str, Any] | None:
+def _via_owner(paths: RuntimePaths, route: str, body: dict[str, Any]) -> dict[str, Any] | None:
     conn = _UnixHTTPConnection(os.fspath(paths.http_socket))
     try:
-        conn.request("POST", f"/-/{op}")
+        conn.request("POST", route, body=json.dumps(body), headers={"content-type": "application/json"})
         response = conn.getresponse()
-        body = json.loads(response.read())
+        answer = json.loads(response.read())
     except (FileNotFoundError, ConnectionRefusedError):
         return None  # no owner
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        raise AdminError(f"the owner failed during {op}: {exc}") from exc
+        raise AdminError(f"the owner failed during {route}: {exc}") from exc
     finally:
         conn.close()
     if response.status != 200:
-        raise AdminError(body.get("message", f"the owner answered {response.status}"))
-    result: dict[str, Any] = body
+        raise AdminError(answer.get("message", f"the owner answered {response.status}"))
+    result: dict[str, Any] = answer
     return result

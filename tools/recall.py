@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from storage.models import MAX_K, MAX_QUERY_CHARS, MAX_SCOPES_PER_CALL, Hit, MemoryKind, Status
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, ScopeIdStr, WireModel
+from tools._wire import IsoTime, ProvenanceView, ScopeIdStr, WireModel
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -26,7 +26,11 @@ class RecallIn(WireModel):
         min_length=1,
         max_length=MAX_SCOPES_PER_CALL,
         description="Scopes to search (each also reads the scopes it sits inside). Omit for this session's "
-        "default scope.",
+        "default scope (or, with an access token, every scope you may read).",
+    )
+    descendants: bool = Field(
+        default=False,
+        description="Also search every scope placed inside the given ones (e.g. a team's agents).",
     )
     k: int = Field(default=10, ge=1, le=MAX_K, description="How many results at most.")
     as_of: IsoTime | None = Field(
@@ -63,6 +67,7 @@ class RecallItem(BaseModel):
     event_time: datetime
     valid_from: datetime
     valid_to: datetime | None = Field(description="Null while the memory is still valid.")
+    provenance: ProvenanceView = Field(description="Who wrote the memory, and through which client.")
 
     @classmethod
     def of(cls, hit: Hit) -> RecallItem:
@@ -81,6 +86,9 @@ class RecallItem(BaseModel):
             event_time=m.event_time,
             valid_from=m.valid_from,
             valid_to=m.valid_to,
+            provenance=ProvenanceView(
+                principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source
+            ),
         )
 
 
@@ -93,13 +101,14 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     hits = await blocking(
         engine.recall,
         args.query,
-        caller.scopes_or_default(args.scopes),
+        caller.read_scopes(args.scopes),
         k=args.k,
         as_of=args.as_of,
         include_history=args.include_history,
         kinds=[k.value for k in args.kinds] if args.kinds else None,
         since=args.since,
         until=args.until,
+        descendants=args.descendants,
         principal=caller.principal,
     )
     return RecallOut(results=[RecallItem.of(h) for h in hits])

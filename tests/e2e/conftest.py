@@ -130,9 +130,11 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 
 class HttpServer:
-    """A ``mnemograph serve --transport http`` process."""
+    """A ``mnemograph serve --transport http`` process; ``--no-auth`` (loopback) unless ``auth``."""
 
-    def __init__(self, store: Store, port: int, *extra_args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, store: Store, port: int, *extra_args: str, env: dict[str, str] | None = None, auth: bool = False
+    ) -> None:
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.base = f"http://127.0.0.1:{port}"
         command = [
@@ -146,7 +148,7 @@ class HttpServer:
             str(store.data_dir),
         ]
         self.process = subprocess.Popen(
-            [*command, *extra_args],
+            [*command, *extra_args, *(() if auth else ("--no-auth",))],
             env={**os.environ, **store.env(), **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -174,10 +176,12 @@ class HttpServer:
 
 @asynccontextmanager
 async def http_server(
-    store: Store, *extra_args: str, env: dict[str, str] | None = None
+    store: Store, *extra_args: str, env: dict[str, str] | None = None, auth: bool = False
 ) -> AsyncIterator[HttpServer]:
-    """Run the HTTP front on a free port until the block ends; yields once /healthz answers 200."""
-    server = HttpServer(store, free_port(), *extra_args, env=env)
+    """Run the HTTP front on a free port until the block ends; yields once /healthz answers 200.
+
+    Without ``auth`` it runs with ``--no-auth`` (it binds loopback), as the tests of other features need."""
+    server = HttpServer(store, free_port(), *extra_args, env=env, auth=auth)
     try:
         await await_for(server.healthy, within=60, what="the HTTP server's /healthz")
         yield server

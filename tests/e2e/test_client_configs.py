@@ -73,14 +73,14 @@ async def test_the_configured_server_starts_and_answers(
         url = urlsplit(entry["url"])
         assert (url.hostname, url.port, url.path) == ("127.0.0.1", 8765, "/mcp")
         async with http_server(shared_store) as server, Client(server.url) as client:
-            assert len((await client.list_tools()).tools) == 7
+            assert len((await client.list_tools()).tools) == 10
         return
     command = shutil.which(entry["command"], path=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     assert command is not None, f"{name}: {entry['command']!r} is not installed"
     env = {**entry.get("env", {}), **shared_store.env(MNEMOGRAPH_DATA_DIR=str(shared_store.data_dir))}
     params = StdioServerParameters(command=command, args=entry.get("args", []), env=env)
     async with Client(params, mode="legacy") as client:
-        assert len((await client.list_tools()).tools) == 7
+        assert len((await client.list_tools()).tools) == 10
         defaults = (await call(client, "list_scopes", {}))["default_scopes"]
     if "MNEMOGRAPH_DEFAULT_SCOPE" in entry.get("env", {}):
         assert defaults == [entry["env"]["MNEMOGRAPH_DEFAULT_SCOPE"]]

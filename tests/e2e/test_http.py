@@ -32,7 +32,7 @@ async def test_every_tool_over_http(shared_store: Store, mode: str) -> None:
     ):
         assert client.instructions
         assert "long-term memory" in client.instructions
-        assert len((await client.list_tools()).tools) == 7
+        assert len((await client.list_tools()).tools) == 10
         written = await call(client, "memory_write", {"content": "Grace Hopper popularised the term bug."})
         assert written["scopes"] == [scope]
         found = await call(client, "recall", {"query": "who popularised bug"})
