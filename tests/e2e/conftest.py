@@ -77,7 +77,10 @@ class Store:
 
     def env(self, **extra: str) -> dict[str, str]:
         """Environment for a front-end process on this store."""
-        return {"MNEMOGRAPH_IDLE_TIMEOUT": IDLE_TIMEOUT, "MNEMOGRAPH_LOG_LEVEL": "INFO", **extra}
+        # PYTHONPATH goes through so that processes started by clients (whose environment the SDK trims) run
+        # the code under test, also from a checkout that shadows an installed copy.
+        inherited = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+        return {"MNEMOGRAPH_IDLE_TIMEOUT": IDLE_TIMEOUT, "MNEMOGRAPH_LOG_LEVEL": "INFO", **inherited, **extra}
 
     def owner_pid(self) -> int | None:
         try:
