@@ -115,6 +115,7 @@ class _Front:
                 str(self.port),
                 "--data-dir",
                 str(data_dir),
+                "--no-auth",
             ],
             env={**os.environ, **ENV},
             stdout=subprocess.DEVNULL,

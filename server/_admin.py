@@ -1,5 +1,5 @@
-"""Admin operations from the CLI (``verify``, ``reindex``, ``erase``, ``export``, ``backup``), whether or not an
-owner is serving the data directory.
+"""Admin operations from the CLI (``verify``, ``reindex``, ``erase``, ``export``, ``backup`` and
+``scope create|move|list``), whether or not an owner is serving the data directory.
 
 With an owner running, the operation goes to it (over its private HTTP socket), since only it may open the
 stores. Without one, the CLI opens the Engine itself for the duration. If an owner appears in between (a client
@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,7 +22,7 @@ from server._runtime import RuntimePaths
 from storage.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
-    from storage import Engine, VerifyReport
+    from storage import Engine, ScopeInfo, VerifyReport
 
 Operation = Literal["verify", "reindex", "erase", "export", "backup"]
 OPERATIONS: tuple[Operation, ...] = ("verify", "reindex", "erase", "export", "backup")
@@ -35,14 +36,51 @@ def run_admin(
     op: Operation, paths: RuntimePaths, *, timeout: float, args: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Run ``op`` on ``paths.data_dir`` and return its report as JSON (with an ``ok`` verdict)."""
+    body = args or {}
+    return _run(paths, f"/-/{op}", body, lambda engine: perform(engine, op, body), timeout=timeout)
+
+
+def run_scope(paths: RuntimePaths, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    """Create, move or list scopes as the local principal (``request``: see ``scope_op``)."""
+    return _run(paths, "/-/scope", request, lambda engine: scope_op(engine, request), timeout=timeout)
+
+
+def scope_op(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
+    """``{"op": "create"|"move"|"list", "scope": ..., "parent": ..., "principal": ...}`` on ``engine``."""
+    from scopes import Principal
+
+    principal = Principal(str(request.get("principal") or "local"))
+    op, scope, parent = request.get("op"), request.get("scope"), request.get("parent")
+    if op == "list":
+        infos = engine.list_scopes(scope, principal=principal)
+    elif op == "create":
+        infos = [engine.create_scope(str(scope), parent, principal=principal)]
+    elif op == "move":
+        infos = [engine.move_scope(str(scope), parent, principal=principal)]
+    else:
+        raise AdminError(f"unknown scope operation {op!r}")
+    return {"ok": True, "scopes": [_scope_json(s) for s in infos]}
+
+
+def _scope_json(info: ScopeInfo) -> dict[str, Any]:
+    return {"id": info.id, "parent": info.parent, "memories": info.memories}
+
+
+def _run(
+    paths: RuntimePaths,
+    route: str,
+    body: dict[str, Any],
+    direct: Callable[[Engine], dict[str, Any]],
+    *,
+    timeout: float,
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
-    args = args or {}
     while True:
-        report = _via_owner(paths, op, args)
+        report = _via_owner(paths, route, body)
         if report is not None:
             return report
         try:
-            return _direct(paths, op, args)
+            return _direct(paths, direct)
         except StorageUnavailable as exc:  # an owner is starting up, or another CLI holds the directory
             if time.monotonic() > deadline:
                 raise AdminError(str(exc)) from exc
@@ -80,11 +118,16 @@ def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, An
     raise AdminError(f"unknown operation {op!r}")
 
 
-def _direct(paths: RuntimePaths, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
-    from storage import Engine  # the store libraries load only on this path
+def _direct(paths: RuntimePaths, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:
+    from storage import Engine, MnemographError  # the store libraries load only on this path
 
     with Engine.open(paths.data_dir, warm=False) as engine:
-        return perform(engine, op, args)
+        try:
+            return fn(engine)
+        except StorageUnavailable:
+            raise
+        except MnemographError as exc:
+            raise AdminError(str(exc)) from exc
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -102,19 +145,19 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-def _via_owner(paths: RuntimePaths, op: Operation, args: dict[str, Any]) -> dict[str, Any] | None:
+def _via_owner(paths: RuntimePaths, route: str, body: dict[str, Any]) -> dict[str, Any] | None:
     conn = _UnixHTTPConnection(os.fspath(paths.http_socket))
     try:
-        conn.request("POST", f"/-/{op}", body=json.dumps(args), headers={"content-type": "application/json"})
+        conn.request("POST", route, body=json.dumps(body), headers={"content-type": "application/json"})
         response = conn.getresponse()
-        body = json.loads(response.read())
+        answer = json.loads(response.read())
     except (FileNotFoundError, ConnectionRefusedError):
         return None  # no owner
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        raise AdminError(f"the owner failed during {op}: {exc}") from exc
+        raise AdminError(f"the owner failed during {route}: {exc}") from exc
     finally:
         conn.close()
     if response.status != 200:
-        raise AdminError(body.get("message", f"the owner answered {response.status}"))
-    result: dict[str, Any] = body
+        raise AdminError(answer.get("message", f"the owner answered {response.status}"))
+    result: dict[str, Any] = answer
     return result

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+from mcp.server.auth.provider import TokenVerifier
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -35,17 +36,20 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server._activity import Activity
-from server._admin import OPERATIONS, perform
+from server._admin import OPERATIONS, AdminError, perform, scope_op
+from server._auth import METADATA_PATH, BearerGate, authenticated_principal
 from server._engine import EngineHolder
 from server._protocol import (
     ALLOWED_HOSTS_HEADER,
     ALLOWED_ORIGINS_HEADER,
+    AUTH_HEADER,
     DEFAULT_SCOPES_HEADER,
     HEALTH_PATH,
     LEASE_PATH,
     MCP_PATH,
+    PRINCIPAL_HEADER,
 )
-from server._session import SessionInfo, current_session, parse_scopes
+from server._session import SessionInfo, current_session, local_principal, parse_scopes
 from server._uds import MAX_MESSAGE_BYTES
 from server.app import VERSION, MnemographMCP
 from storage.errors import MnemographError, StorageUnavailable
@@ -62,8 +66,12 @@ def owner_app(
     data_dir: Path,
     stopping: anyio.Event,
     started: anyio.Event,
+    verifier: TokenVerifier,
 ) -> ASGIApp:
-    """The owner's ASGI app. ``started`` is set once the MCP session manager runs; ``stopping`` ends leases."""
+    """The owner's ASGI app. ``started`` is set once the MCP session manager runs; ``stopping`` ends leases.
+
+    ``verifier`` checks the bearer tokens of requests that a front relays with auth required.
+    """
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
@@ -99,6 +107,17 @@ def owner_app(
             holder, lambda engine: perform(engine, op, args if isinstance(args, dict) else {})
         )
 
+    async def scope(request: Request) -> Response:
+        body = await request.json()
+        try:
+            engine = await holder.get()
+            result = await anyio.to_thread.run_sync(scope_op, engine, body)
+        except StorageUnavailable as exc:
+            return JSONResponse({"error": exc.code, "message": str(exc)}, status_code=503)
+        except (MnemographError, AdminError) as exc:
+            return JSONResponse({"error": "refused", "message": str(exc)}, status_code=400)
+        return JSONResponse(result)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # The MCP app is mounted, so Starlette will not run its lifespan: run its session manager here.
@@ -109,13 +128,14 @@ def owner_app(
     app = Starlette(
         routes=[
             Route(HEALTH_PATH, healthz, methods=["GET"]),
+            Route("/-/scope", scope, methods=["POST"]),
             Route("/-/{op}", admin, methods=["POST"]),
             Route(LEASE_PATH, _Lease(activity, stopping), methods=["GET"]),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
     )
-    return _PerRequest(app, activity, server.default_scopes)
+    return _PerRequest(app, activity, server.default_scopes, BearerGate(verifier))
 
 
 async def _admin(holder: EngineHolder, op: Callable[[Engine], dict[str, Any]]) -> Response:
@@ -157,14 +177,21 @@ class _Lease:
 
 
 class _PerRequest:
-    """For every HTTP request: apply the relaying front's DNS-rebinding policy, give the request the session
-    defaults the front sent (``server._session``), and count it as activity so the owner never stops in the
-    middle of one."""
+    """For every HTTP request: apply the relaying front's DNS-rebinding policy, authenticate it unless the front
+    runs with ``--no-auth``, give the request its principal and the session defaults the front sent
+    (``server._session``), and count it as activity so the owner never stops in the middle of one.
 
-    def __init__(self, app: ASGIApp, activity: Activity, default_scopes: tuple[str, ...]) -> None:
+    Requests that come straight to the socket (no front policy) are the local user's: the socket is private.
+    A front's request without an auth header is authenticated: only an explicit ``none`` turns auth off.
+    """
+
+    def __init__(
+        self, app: ASGIApp, activity: Activity, default_scopes: tuple[str, ...], gate: BearerGate
+    ) -> None:
         self._app = app
         self._activity = activity
         self._default_scopes = default_scopes
+        self._gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == LEASE_PATH:
@@ -192,11 +219,28 @@ class _PerRequest:
                 await rejected(scope, receive, send)
                 return
         requested = headers.get(DEFAULT_SCOPES_HEADER)
-        scopes = parse_scopes(requested) if requested is not None else None
-        token = current_session.set(SessionInfo(scopes or self._default_scopes, "http"))
-        try:
+        defaults = (parse_scopes(requested) if requested is not None else None) or self._default_scopes
+        guarded = scope["path"] == MCP_PATH or scope["path"].startswith(METADATA_PATH)
+        if hosts is not None and headers.get(AUTH_HEADER) != "none" and guarded:
+            # The Host header has passed the front's allow-list above, so it names this server to its client.
+            resource = f"http://{headers.get('host', 'localhost')}{MCP_PATH}"
+
+            async def authenticated(scope: Scope, receive: Receive, send: Send) -> None:
+                principal = authenticated_principal(scope)
+                assert principal is not None  # RequireAuthMiddleware lets only authenticated requests through
+                await self._serve(scope, receive, send, SessionInfo(defaults, "http", principal))
+
             with self._activity.hold():
-                await self._app(scope, receive, send)
+                await self._gate(scope, receive, send, resource=resource, app=authenticated)
+            return
+        local = local_principal(headers.get(PRINCIPAL_HEADER))
+        with self._activity.hold():
+            await self._serve(scope, receive, send, SessionInfo(defaults, "http", local))
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, session: SessionInfo) -> None:
+        token = current_session.set(session)
+        try:
+            await self._app(scope, receive, send)
         finally:
             current_session.reset(token)
 

@@ -13,6 +13,10 @@ HEADER_PREFIX = "mnemograph-"
 DEFAULT_SCOPES_HEADER = HEADER_PREFIX + "default-scopes"  # comma-separated scope ids
 ALLOWED_HOSTS_HEADER = HEADER_PREFIX + "allowed-hosts"  # the front's DNS-rebinding policy, comma-separated
 ALLOWED_ORIGINS_HEADER = HEADER_PREFIX + "allowed-origins"
+AUTH_HEADER = (
+    HEADER_PREFIX + "auth"
+)  # "bearer" (the default, also when absent) or "none" (--no-auth, loopback)
+PRINCIPAL_HEADER = HEADER_PREFIX + "principal"  # the local principal's name, used only with auth "none"
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"

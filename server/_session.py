@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from scopes import InvalidScopeId, ScopeId
+from scopes import LOCAL_PRINCIPAL, InvalidScopeId, Principal, ScopeId
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,7 @@ class SessionInfo:
 
     default_scopes: tuple[str, ...]
     transport: str  # "stdio", "http" or "memory": the fallback client name in provenance
+    principal: Principal = LOCAL_PRINCIPAL  # who acts: the local principal, or a verified token's
 
 
 current_session: ContextVar[SessionInfo | None] = ContextVar("mnemograph_session", default=None)
@@ -40,3 +41,10 @@ def parse_scopes(raw: Any) -> tuple[str, ...] | None:
     except InvalidScopeId:
         return None
     return scopes or None
+
+
+def local_principal(raw: Any) -> Principal:
+    """The unrestricted local principal named in a hello line or header (``local`` when absent or invalid)."""
+    if isinstance(raw, str) and raw and len(raw) <= 64 and all(c.isalnum() or c in "._@-" for c in raw):
+        return Principal(raw)
+    return LOCAL_PRINCIPAL

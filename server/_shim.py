@@ -33,9 +33,11 @@ INTERNAL_ERROR = -32603
 _DRAIN_SECONDS = 2.0
 
 
-def hello_line(default_scopes: Iterable[str], transport: str = "stdio") -> bytes:
+def hello_line(default_scopes: Iterable[str], transport: str = "stdio", principal: str = "local") -> bytes:
     """The first line a front-end sends on a new owner connection."""
-    return _line({HELLO_KEY: 1, "default_scopes": list(default_scopes), "transport": transport})
+    return _line(
+        {HELLO_KEY: 1, "default_scopes": list(default_scopes), "transport": transport, "principal": principal}
+    )
 
 
 class _Connection:
@@ -60,9 +62,10 @@ class StdioShim:
         spawn_timeout: float,
         stdin: BinaryIO,
         stdout: BinaryIO,
+        principal: str = "local",
     ) -> None:
         self._paths = paths
-        self._hello = hello_line(default_scopes)
+        self._hello = hello_line(default_scopes, principal=principal)
         self._timeout = spawn_timeout
         self._stdin = stdin
         self._stdout = stdout
@@ -200,10 +203,18 @@ class StdioShim:
                 pass  # the client is gone; stdin will close too
 
 
-def run_stdio(paths: RuntimePaths, default_scopes: tuple[str, ...], *, spawn_timeout: float) -> int:
-    """Serve this process's stdin/stdout through the owner of ``paths.data_dir`` (started if needed)."""
+def run_stdio(
+    paths: RuntimePaths, default_scopes: tuple[str, ...], *, spawn_timeout: float, principal: str = "local"
+) -> int:
+    """Serve this process's stdin/stdout through the owner of ``paths.data_dir`` (started if needed), as the
+    unrestricted local principal ``principal``."""
     shim = StdioShim(
-        paths, default_scopes, spawn_timeout=spawn_timeout, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer
+        paths,
+        default_scopes,
+        spawn_timeout=spawn_timeout,
+        stdin=sys.stdin.buffer,
+        stdout=sys.stdout.buffer,
+        principal=principal,
     )
     try:
         return shim.run()

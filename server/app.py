@@ -8,19 +8,21 @@ else is the SDK's: sessions, both protocol eras, streamable HTTP, and the auth h
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Tool
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, ToolAnnotations
 
-from scopes import LOCAL_PRINCIPAL, Principal
+from server._auth import principal_of
 from server._calls import EngineSource, invoke, unknown_tool
 from server._session import SessionInfo, current_session
 from tools import ALL_TOOLS, INSTRUCTIONS, Caller, ToolSpec
@@ -85,11 +87,13 @@ class MnemographMCP(MCPServer[Any]):
 
     def _caller(self, context: Context[Any, Any] | None) -> Caller:
         session = current_session.get() or SessionInfo(self._default_scopes, "memory")
-        # Authentication arrives with issue 4: then the principal comes from the verified token
-        # (mcp.server.auth.middleware.auth_context.get_access_token()); until then every caller is local.
+        client = _client_name(context) or session.transport
+        # With the SDK's own auth wiring (build_server(token_verifier=..., auth=...)) the verified token is in
+        # the SDK's context; the owner's per-front gate (server._auth.BearerGate) puts it in the session.
+        token = get_access_token()
+        principal = principal_of(token) if token is not None else session.principal
         return Caller(
-            principal=Principal(LOCAL_PRINCIPAL.name, client=_client_name(context) or session.transport),
-            default_scopes=session.default_scopes,
+            principal=dataclasses.replace(principal, client=client), default_scopes=session.default_scopes
         )
 
 

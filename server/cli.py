@@ -7,6 +7,9 @@
 - ``mnemograph erase ID --confirm ID``: forget one memory and every version of it, for real.
 - ``mnemograph export [--scope S] [--vectors] [-o FILE]`` / ``import FILE``: JSON Lines out of a store / into a
   new, empty one. ``mnemograph backup DIR``: a consistent copy of the stores, taken while a server serves.
+- ``mnemograph scope create|move|list``: manage the scope tree (as the local principal), same.
+- ``mnemograph token create|list|revoke``: bearer tokens for HTTP clients; they work on the token file, so
+  with or without a server running, and a revoke reaches a running server at once.
 - ``mnemograph daemon``: the owner process itself; front-ends start it on demand, so you rarely run it.
 
 Each command imports what it needs when it runs, not at the top of this module: ``serve`` over stdio must
@@ -36,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             host=getattr(args, "host", None),
             port=getattr(args, "port", None),
             idle_timeout=getattr(args, "idle_timeout", None),
+            no_auth=getattr(args, "no_auth", None) or None,
         )
         paths = RuntimePaths.of(settings.runtime_dir, settings.data_dir)
     except (SettingsError, RuntimeDirError) as exc:
@@ -50,7 +54,9 @@ def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     if args.transport == "stdio":
         from server._shim import run_stdio
 
-        return run_stdio(paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout)
+        return run_stdio(
+            paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout, principal=settings.principal
+        )
     _start_owner_early(paths, settings)
     import anyio
 
@@ -165,6 +171,61 @@ def _summary(report: dict[str, Any]) -> str:
     )
 
 
+def _scope(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._admin import AdminError, run_scope
+
+    request = {
+        "op": args.op,
+        "scope": getattr(args, "scope", None),
+        "parent": getattr(args, "parent", None),
+        "principal": settings.principal,
+    }
+    try:
+        result = run_scope(paths, request, timeout=settings.spawn_timeout)
+    except AdminError as exc:
+        print(f"mnemograph scope {args.op}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        import json
+
+        print(json.dumps(result["scopes"], indent=2))
+        return 0
+    for s in result["scopes"]:
+        inside = f"  (inside {s['parent']})" if s["parent"] else ""
+        print(f"{s['id']:<40} {s['memories']:>7} memories{inside}")
+    return 0
+
+
+def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._tokens import TokenError, TokenStore
+    from storage.audit import AUDIT_FILE, AuditLog
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    tokens = TokenStore(settings.data_dir)
+    audit = AuditLog(settings.data_dir / AUDIT_FILE)
+    try:
+        if args.op == "create":
+            value, info = tokens.create(args.name, args.grant or [])
+            grants = [str(g) for g in info.grants]
+            audit.record(
+                "token_create", principal=settings.principal, client="cli", token=info.name, grants=grants
+            )
+            print(value)  # the only time the token is shown; stdout carries nothing else
+            print(f"token {info.name!r} created with {', '.join(grants)}; store it now", file=sys.stderr)
+        elif args.op == "revoke":
+            info = tokens.revoke(args.name)
+            audit.record("token_revoke", principal=settings.principal, client="cli", token=info.name)
+            print(f"token {info.name!r} revoked", file=sys.stderr)
+        else:
+            for info in tokens.all():
+                state = f"revoked {info.revoked}" if info.revoked else "active"
+                print(f"{info.name:<24} {state:<32} {' '.join(str(g) for g in info.grants)}")
+    except TokenError as exc:
+        print(f"mnemograph token {args.op}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _format_report(report: dict[str, Any]) -> str:
     lines = [f"{'store':<10} {'memories':>9}  {'watermark':>9}"]
     for store, count in sorted(report["counts"].items()):
@@ -207,6 +268,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--default-scope", help="scope(s) used when a call names none, comma-separated (default user:<login>)"
     )
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP: accept requests without a bearer token (refused unless the host is loopback)",
+    )
     serve.set_defaults(command=_serve)
 
     for op, text in (("verify", "check that the stores agree"), ("reindex", "rebuild the derived stores")):
@@ -242,6 +308,42 @@ def _parser() -> argparse.ArgumentParser:
     snap.add_argument("dir", help="a new or empty directory; it opens as a data directory")
     snap.add_argument("--json", action="store_true", help="print the summary as JSON")
     snap.set_defaults(command=_admin, op="backup")
+
+    scope = sub.add_parser("scope", help="manage the scope tree").add_subparsers(dest="op", required=True)
+    for op, text in (
+        ("create", "create a scope, under PARENT"),
+        ("move", "move a scope under PARENT or to the top"),
+    ):
+        cmd = scope.add_parser(op, parents=[data_dir], help=text)
+        cmd.add_argument("scope", help="kind:name, e.g. project:site")
+        cmd.add_argument("--parent", help="the scope to place it inside (move: omit for the top level)")
+        cmd.add_argument("--json", action="store_true", help="print the result as JSON")
+        cmd.set_defaults(command=_scope)
+    listing = scope.add_parser("list", parents=[data_dir], help="list scopes (the subtree of SCOPE)")
+    listing.add_argument("scope", nargs="?", help="list only this scope and what it contains")
+    listing.add_argument("--json", action="store_true", help="print the result as JSON")
+    listing.set_defaults(command=_scope)
+
+    token = sub.add_parser("token", help="bearer tokens for HTTP clients").add_subparsers(
+        dest="op", required=True
+    )
+    create = token.add_parser("create", parents=[data_dir], help="create a token and print it once on stdout")
+    create.add_argument("--name", required=True, help="who the token is for; recorded as the writer")
+    create.add_argument(
+        "--grant",
+        action="append",
+        metavar="SCOPE=r|w|admin",
+        help="a grant (repeat for several), e.g. team:t=w",
+    )
+    create.set_defaults(command=_token)
+    token.add_parser("list", parents=[data_dir], help="list tokens (never their values)").set_defaults(
+        command=_token
+    )
+    revoke = token.add_parser(
+        "revoke", parents=[data_dir], help="revoke a token; running servers refuse it at once"
+    )
+    revoke.add_argument("name")
+    revoke.set_defaults(command=_token)
 
     daemon = sub.add_parser("daemon", parents=[data_dir], help="run the owner process (normally automatic)")
     daemon.add_argument("--idle-timeout", type=float, help="seconds to stay up without clients (default 600)")

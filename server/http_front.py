@@ -9,9 +9,9 @@ It holds a lease on the owner so the owner stays up while the front runs, and if
 starts a new one: at once when the lease breaks, or on the next request. A request that never reached a dead
 owner is resent; one it died while handling gets a JSON-RPC error saying to retry.
 
-Auth seam (issue 4): the owner's MCP app takes the SDK's ``token_verifier``/``auth`` hooks
-(``server.app.build_server``); the front forwards the Authorization header untouched. When the owner publishes
-protected-resource metadata, add its path to ``PROXIED_PATHS``.
+Auth: the front forwards the client's Authorization header untouched and tells the owner whether this front
+requires it (``--no-auth`` is refused off loopback). The owner checks the token (``server._auth``), answers
+401 with protected-resource metadata, and serves that metadata, which this front proxies too.
 """
 
 from __future__ import annotations
@@ -35,18 +35,22 @@ from server._owner import OwnerUnavailable, ensure_owner
 from server._protocol import (
     ALLOWED_HOSTS_HEADER,
     ALLOWED_ORIGINS_HEADER,
+    AUTH_HEADER,
     DEFAULT_SCOPES_HEADER,
     HEADER_PREFIX,
     HEALTH_PATH,
     LEASE_PATH,
     MCP_PATH,
+    PRINCIPAL_HEADER,
 )
 from server._runtime import RuntimePaths
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
 
-PROXIED_PATHS = (MCP_PATH, HEALTH_PATH)
+# The protected-resource metadata (RFC 9728) the owner serves for this front's /mcp, at both places clients look.
+METADATA_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
+PROXIED_PATHS = (MCP_PATH, HEALTH_PATH, *METADATA_PATHS)
 MAX_BODY = 4 * 1024 * 1024  # the SDK's own request limit
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
@@ -66,6 +70,9 @@ class HttpFront:
             (ALLOWED_HOSTS_HEADER.encode(), ",".join(settings.allowed_hosts).encode()),
             (ALLOWED_ORIGINS_HEADER.encode(), ",".join(settings.allowed_origins).encode()),
             (DEFAULT_SCOPES_HEADER.encode(), ",".join(settings.default_scopes).encode()),
+            # Bearer tokens unless --no-auth (loopback only, checked by settings); the owner verifies them.
+            (AUTH_HEADER.encode(), b"none" if settings.no_auth else b"bearer"),
+            (PRINCIPAL_HEADER.encode(), settings.principal.encode()),
         ]
         self._owner = httpx2.AsyncClient(
             transport=httpx2.AsyncHTTPTransport(uds=str(paths.http_socket)),

@@ -24,10 +24,12 @@ import anyio
 import uvicorn
 
 from server._activity import Activity
+from server._auth import FileTokenVerifier
 from server._daemon import ReadyPipe
 from server._engine import EngineHolder
 from server._owner_http import owner_app
 from server._runtime import RuntimePaths
+from server._tokens import TokenStore
 from server._uds import serve_sessions
 from server.app import VERSION, build_server
 from server.settings import Settings
@@ -51,8 +53,15 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
     server = build_server(holder.get, default_scopes=settings.default_scopes)
+    verifier = FileTokenVerifier(TokenStore(paths.data_dir))
     app = owner_app(
-        server, holder, activity, data_dir=paths.data_dir, stopping=stopping, started=http_started
+        server,
+        holder,
+        activity,
+        data_dir=paths.data_dir,
+        stopping=stopping,
+        started=http_started,
+        verifier=verifier,
     )
     http = _Uvicorn(
         uvicorn.Config(

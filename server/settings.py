@@ -16,6 +16,11 @@ Variables (all optional):
 - ``MNEMOGRAPH_ENGINE_WAIT``: seconds a tool call waits for the store to open; default 120.
 - ``MNEMOGRAPH_SPAWN_TIMEOUT``: seconds a front-end waits for a new owner to listen; default 60.
 - ``MNEMOGRAPH_LOG_LEVEL``: DEBUG, INFO, WARNING or ERROR; default INFO.
+- ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
+  recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
+
+HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
+only (no variable, so it is never inherited by accident) and is refused unless the host is loopback.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ APP_NAME = "mnemograph"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # Characters a scope name may hold (mirrors scopes' validation, which has the final word).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
+_PRINCIPAL = re.compile(r"[A-Za-z0-9._@-]{1,64}")
 
 
 class SettingsError(ValueError):
@@ -55,6 +61,8 @@ class Settings:
     port: int = 8765
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    principal: str = "local"
+    no_auth: bool = False
     idle_timeout: float = 600.0
     engine_wait: float = 120.0
     spawn_timeout: float = 60.0
@@ -75,6 +83,16 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     scopes = pick("default_scopes", "DEFAULT_SCOPE")
     default_scopes = _scopes(scopes) if scopes is not None else (login_scope(env),)
     hosts, origins = pick("allowed_hosts"), pick("allowed_origins")
+    principal = str(pick("principal") or "local")
+    if not _PRINCIPAL.fullmatch(principal):
+        raise SettingsError(f"{PREFIX}PRINCIPAL must be 1-64 of A-Z a-z 0-9 . _ @ -, got {principal[:70]!r}")
+    no_auth = bool(given.get("no_auth", False))
+    if no_auth and not _is_loopback(host):
+        raise SettingsError(
+            f"--no-auth is refused on {host}: anyone who can reach that address could read and change every "
+            "memory. Serve on 127.0.0.1 without auth, or create tokens with `mnemograph token create` and "
+            "drop --no-auth"
+        )
     level = str(pick("log_level") or "INFO").upper()
     if level not in LOG_LEVELS:
         raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
@@ -84,6 +102,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         default_scopes=default_scopes,
         host=host,
         port=_number(pick("port"), "port", int, 0, 65535, 8765),
+        principal=principal,
+        no_auth=no_auth,
         allowed_hosts=_list(hosts) if hosts is not None else default_allowed_hosts(host),
         allowed_origins=_list(origins) if origins is not None else default_allowed_origins(host),
         idle_timeout=_number(pick("idle_timeout"), "idle_timeout", float, 1.0, 86_400.0 * 365, 600.0),

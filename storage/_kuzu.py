@@ -783,6 +783,15 @@ class GraphStore:
             {"cs": [{"seq": c.seq, "op": c.op, "mid": c.memory_id} for c in changes], "at": at},
         )
 
+    def unlink(self, conn: kuzu.Connection, memory_id: str, scope: str) -> None:
+        """Remove ``memory_id`` from ``scope``: the CONTAINS edge and the entry in its scope list."""
+        _exec(
+            conn,
+            "MATCH (s:Scope {id: $s})-[r:CONTAINS]->(m:Memory {id: $id}) DELETE r",
+            {"s": scope, "id": memory_id},
+        )
+        self.unlink_all(conn, scope, [memory_id])
+
     def unlink_all(self, conn: kuzu.Connection, scope: str, shared: Sequence[str]) -> None:
         """Remove ``scope`` from the scope lists of memories that stay in other scopes."""
         for mid in shared:

@@ -381,6 +381,9 @@ def snapshot(engine: Engine, dest: Path | str) -> SnapshotSummary:
         ignore = shutil.ignore_patterns("*.lock", "*.tmp", ".export-*")
         for name in ("graph", "text", "vectors"):
             shutil.copytree(engine.data_dir / name, partial / name, ignore=ignore)
+        for extra in engine.data_dir.iterdir():  # the token file and the audit log travel with the stores
+            if extra.is_file() and extra.suffix in (".json", ".jsonl"):
+                shutil.copy2(extra, partial / extra.name)
         with engine.graph.read() as conn:  # counted while writes are still paused
             memories = len(engine.graph.all_ids(conn))
         result.append((memories, engine.reconciler.committed_seq))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import dataclasses
 import fcntl
 import hashlib
 import os
@@ -19,15 +20,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from scopes import LOCAL_PRINCIPAL, Principal, ScopeId, visible_scopes, would_cycle
+from scopes import (
+    LOCAL_PRINCIPAL,
+    Level,
+    Principal,
+    ScopeId,
+    readable,
+    visible_scopes,
+    would_cycle,
+)
+from scopes import descendants as subtree
 from storage import _validate as v
 from storage import backup as snapshots
 from storage import recall as recall_path
 from storage._kuzu import Connection, GraphStore, NewMemory
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
+from storage.audit import AUDIT_FILE, AuditLog
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-from storage.errors import Conflict, InvalidInput, Locked, NotFound, StorageUnavailable
+from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
 from storage.extraction import EntityLexicon, extract
 from storage.graph_lane import GraphLane
 from storage.intent import analyse
@@ -36,6 +47,7 @@ from storage.models import (
     EntityIn,
     EraseReceipt,
     Hit,
+    LinkReceipt,
     Memory,
     MemoryKind,
     MemoryRecord,
@@ -99,6 +111,7 @@ class Engine:
         self.text = TextIndex(data_dir / "text")
         self.reconciler = Reconciler(self.graph, self.vectors, self.text)
         self.lexicon = EntityLexicon()
+        self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
@@ -178,7 +191,7 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- scopes ------------------------------------------------------------------------------------
+    # -- scopes and access ------------------------------------------------------------------------
 
     def _reload_tree(self) -> None:
         with self.graph.read() as conn:
@@ -187,48 +200,237 @@ class Engine:
             self._scopes = set(scopes)
             self._parents = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
 
+    def _tree(self) -> dict[ScopeId, ScopeId]:
+        with self._tree_lock:
+            return dict(self._parents)
+
     def _require_scope(self, scope: ScopeId) -> None:
         if str(scope) not in self._scopes:
             raise NotFound(f"no scope {scope}", hint="call list_scopes to see the scopes that exist")
 
-    def create_scope(self, scope: str, parent: str | None = None) -> ScopeInfo:
-        """Create ``scope`` (or move it) under ``parent``; both are created if missing."""
+    def _authorize(
+        self,
+        principal: Principal,
+        scopes: Sequence[ScopeId],
+        need: Level,
+        action: str,
+        tree: Mapping[ScopeId, ScopeId] | None = None,
+    ) -> None:
+        """The one access check: raise ScopeDenied unless ``principal`` holds ``need`` on every scope.
+
+        A grant covers its scope's subtree, so the check reads the scope tree. It never depends on whether a
+        scope exists, so a denial tells a curious caller nothing about other principals' scopes.
+        """
+        if principal.unrestricted:
+            return
+        parents = self._tree() if tree is None else tree
+        for sid in scopes:
+            if not principal.may(need, sid, parents):
+                raise ScopeDenied(
+                    f"{principal.name} may not {action} in {sid}",
+                    hint=f"this needs a '{need.label}' grant on {sid} or on a scope it sits inside; "
+                    "call list_scopes to see the scopes you can use",
+                )
+
+    def _can_read(self, principal: Principal, m: Memory, tree: Mapping[ScopeId, ScopeId]) -> bool:
+        return principal.unrestricted or any(
+            principal.may(Level.READ, ScopeId.parse(s), tree) for s in m.scopes
+        )
+
+    def _seen_by(self, principal: Principal, m: Memory, tree: Mapping[ScopeId, ScopeId]) -> Memory:
+        """``m`` as ``principal`` sees it: only the scopes it may read are named."""
+        if principal.unrestricted:
+            return m
+        shown = tuple(s for s in m.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+        return dataclasses.replace(m, scopes=shown)
+
+    def _require_writable(
+        self, principal: Principal, m: Memory | None, mid: str, action: str, hint: str
+    ) -> Memory:
+        """The memory, if ``principal`` may change it: write access on every scope it belongs to.
+
+        A memory the principal cannot read at all is reported as not found, so its existence is not confirmed.
+        """
+        tree = self._tree()
+        if m is None or not self._can_read(principal, m, tree):
+            raise NotFound(f"no memory with id {mid}", hint=hint)
+        if not principal.unrestricted and not all(
+            principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in m.scopes
+        ):
+            raise ScopeDenied(
+                f"{principal.name} may not {action} memory {mid}: it belongs to scopes you cannot write",
+                hint="changing a shared memory needs a 'w' grant on every scope it is in; write a new memory "
+                "in your own scope instead",
+            )
+        return m
+
+    def create_scope(
+        self, scope: str, parent: str | None = None, *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> ScopeInfo:
+        """Create ``scope`` (or move it) under ``parent``; both are created if missing.
+
+        Needs ``admin`` on the parent (or on the scope itself when it has no parent), and ``admin`` on the
+        scope where it is now when it already exists.
+        """
         sid = v.scope(scope)
         pid = v.scope(parent) if parent is not None else None
+        return self._place(sid, pid, principal, must_exist=False)
 
-        def intent(tx: Tx) -> None:
+    def move_scope(
+        self, scope: str, parent: str | None, *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> ScopeInfo:
+        """Move an existing scope under ``parent`` (None: to the top). Same grants as ``create_scope``."""
+        sid = v.scope(scope)
+        pid = v.scope(parent) if parent is not None else None
+        return self._place(sid, pid, principal, must_exist=True)
+
+    def _place(
+        self, sid: ScopeId, pid: ScopeId | None, principal: Principal, *, must_exist: bool
+    ) -> ScopeInfo:
+        self._authorize(principal, [pid or sid], Level.ADMIN, "manage scopes")
+        exists = str(sid) in self._scopes
+        if exists:
+            self._authorize(principal, [sid], Level.ADMIN, "manage scopes")
+        elif must_exist:
+            self._require_scope(sid)
+
+        def intent(tx: Tx) -> bool:
             _, parents = self.graph.scope_parents(tx.conn)
             tree = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
             if pid is not None and would_cycle(sid, pid, tree):
-                raise InvalidInput(f"placing {sid} under {pid} would make a scope its own ancestor")
+                raise InvalidInput(
+                    f"placing {sid} under {pid} would make a scope its own ancestor",
+                    hint=f"move {pid} elsewhere first, or pick another parent",
+                )
+            if (str(tree[sid]) if sid in tree else None) == (str(pid) if pid else None) and exists:
+                return False
             self.graph.ensure_scopes(tx.conn, [str(s) for s in (sid, pid) if s is not None], tx.now)
             self.graph.set_parent(tx.conn, str(sid), str(pid) if pid else None)
+            return True
 
-        self.reconciler.submit(intent)
+        changed = self.reconciler.submit(intent)
         self._reload_tree()
+        if changed:
+            op = "scope_move" if exists else "scope_create"
+            self.audit.record(
+                op,
+                principal=principal.name,
+                client=principal.client,
+                scopes=[str(sid)],
+                parent=str(pid or ""),
+            )
         counts = self._counts()
         return ScopeInfo(str(sid), str(pid) if pid else None, counts.get(str(sid), 0))
 
-    def list_scopes(self) -> list[ScopeInfo]:
-        """Every scope with its parent and its number of current memories."""
-        counts = self._counts()
+    def list_scopes(
+        self, root: str | None = None, *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> builtins.list[ScopeInfo]:
+        """The scopes ``principal`` may read (every scope when unrestricted), with their parents and their
+        numbers of current memories; with ``root``, only that scope and its subtree. A parent the principal
+        may not read is shown as None."""
+        tree = self._tree()
         with self._tree_lock:
-            return [
-                ScopeInfo(
-                    s,
-                    str(self._parents[ScopeId.parse(s)]) if ScopeId.parse(s) in self._parents else None,
-                    counts.get(s, 0),
-                )
-                for s in sorted(self._scopes)
-            ]
+            known = sorted(self._scopes)
+        chosen = [ScopeId.parse(s) for s in known]
+        if root is not None:
+            rid = v.scope(root)
+            self._authorize(principal, [rid], Level.READ, "list scopes")
+            self._require_scope(rid)
+            chosen = [rid, *subtree(rid, tree)]
+        seen = {s for s in chosen if principal.may(Level.READ, s, tree)}
+        counts = self._counts()
+        out = []
+        for s in sorted(seen):
+            parent = tree.get(s)
+            shown = str(parent) if parent is not None and principal.may(Level.READ, parent, tree) else None
+            out.append(ScopeInfo(str(s), shown, counts.get(str(s), 0)))
+        return out
 
     def _counts(self) -> dict[str, int]:
         with self.graph.read() as conn:
             return self.graph.scope_counts(conn)
 
-    def visible(self, scopes: Sequence[ScopeId], *, descendants: bool = False) -> list[str]:
-        with self._tree_lock:
-            return [str(s) for s in visible_scopes(scopes, self._parents, include_descendants=descendants)]
+    def visible(
+        self,
+        scopes: Sequence[ScopeId],
+        *,
+        descendants: bool = False,
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> builtins.list[str]:
+        """The scopes a recall in ``scopes`` reads: each, its ancestors and (with ``descendants``) its subtree,
+        keeping only those ``principal`` may read. Inheritance never widens a grant."""
+        tree = self._tree()
+        found = visible_scopes(scopes, tree, include_descendants=descendants)
+        return [str(s) for s in found if principal.may(Level.READ, s, tree)]
+
+    def link(self, id: str, scope: str, *, principal: Principal = LOCAL_PRINCIPAL) -> LinkReceipt:
+        """Add a current memory to another scope (no copy: the same memory then belongs to both).
+
+        Needs ``w`` on ``scope``; the memory must be one the principal can read. Linking it where it already
+        is changes nothing (``changed`` is False).
+        """
+        mid = self._resolve_id(v.memory_id(id))
+        sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.WRITE, "link memories")
+
+        def intent(tx: Tx) -> LinkReceipt:
+            m = self.graph.fetch(tx.conn, [mid]).get(mid)
+            if m is None or not self._can_read(principal, m, self._tree()):
+                raise NotFound(f"no memory with id {mid}", hint="call recall to find the memory to link")
+            self._require_current(m, "link")
+            if str(sid) in m.scopes:
+                return LinkReceipt(mid, m.scopes, changed=False)
+            self.graph.ensure_scopes(tx.conn, [str(sid)], tx.now)
+            self.graph.link(tx.conn, mid, [str(sid)], tx.now)
+            tx.record("link", mid)
+            return LinkReceipt(mid, tuple(sorted({*m.scopes, str(sid)})), changed=True)
+
+        receipt = self.reconciler.submit(intent)
+        self._after_write([str(sid)], ())
+        if receipt.changed:
+            self.audit.record(
+                "link", principal=principal.name, client=principal.client, ids=[mid], scopes=[str(sid)]
+            )
+        return self._shown_receipt(receipt, principal)
+
+    def unlink(self, id: str, scope: str, *, principal: Principal = LOCAL_PRINCIPAL) -> LinkReceipt:
+        """Remove a memory from one of its scopes; it stays in the others. Needs ``w`` on ``scope``.
+
+        Refused for the memory's last scope: use ``retire`` (or ``purge`` the scope) to drop it.
+        """
+        mid = self._resolve_id(v.memory_id(id))
+        sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.WRITE, "unlink memories")
+
+        def intent(tx: Tx) -> LinkReceipt:
+            m = self.graph.fetch(tx.conn, [mid]).get(mid)
+            if m is None or not self._can_read(principal, m, self._tree()):
+                raise NotFound(f"no memory with id {mid}", hint="call recall to find the memory to unlink")
+            if str(sid) not in m.scopes:
+                raise NotFound(
+                    f"memory {mid} is not in {sid}", hint="memory_read shows the scopes a memory belongs to"
+                )
+            if len(m.scopes) == 1:
+                raise Conflict(
+                    f"{sid} is the only scope of memory {mid}; a memory must belong to at least one scope",
+                    hint="retire the memory to drop it from recall, or purge the scope to erase it",
+                )
+            self.graph.unlink(tx.conn, mid, str(sid))
+            tx.record("unlink", mid)
+            return LinkReceipt(mid, tuple(s for s in m.scopes if s != str(sid)), changed=True)
+
+        receipt = self.reconciler.submit(intent)
+        self.audit.record(
+            "unlink", principal=principal.name, client=principal.client, ids=[mid], scopes=[str(sid)]
+        )
+        return self._shown_receipt(receipt, principal)
+
+    def _shown_receipt(self, receipt: LinkReceipt, principal: Principal) -> LinkReceipt:
+        if principal.unrestricted:
+            return receipt
+        tree = self._tree()
+        shown = tuple(s for s in receipt.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+        return dataclasses.replace(receipt, scopes=shown)
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -286,11 +488,38 @@ class Engine:
             [e for p in prepared for e in p.entities],
             [r for p in prepared for r in p.relations],
         )
-        return receipts
+        changed = [r for r in receipts if r.status != "duplicate"]
+        if changed:
+            self.audit.record(
+                "write",
+                principal=principal.name,
+                client=principal.client,
+                ids=[r.id for r in changed],
+                scopes=sorted({s for p in prepared for s in p.scopes}),
+                added=sum(r.status == "added" for r in changed),
+                linked=sum(r.status == "linked" for r in changed),
+            )
+        return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
+
+    def _shown_write(
+        self, receipt: WriteReceipt, targets: Sequence[str], principal: Principal
+    ) -> WriteReceipt:
+        """The receipt as ``principal`` may see it: scopes it cannot read are left out, and content that was
+        only stored where it cannot read is reported as ``added`` (not confirming someone else wrote it)."""
+        if principal.unrestricted:
+            return receipt
+        tree = self._tree()
+        shown = tuple(s for s in receipt.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+        status = receipt.status
+        if status == "linked" and set(shown) <= set(targets):
+            status = "added"
+        return dataclasses.replace(receipt, scopes=shown, status=status)
 
     def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
         text = v.content(item.content)
-        targets = [str(s) for s in v.scope_list(item.scopes)]
+        target_ids = v.scope_list(item.scopes)
+        self._authorize(principal, target_ids, Level.WRITE, "write")
+        targets = [str(s) for s in target_ids]
         mkind = v.kind(item.kind)
         ev = v.when(item.event_time, "event_time")
         vf, vt = v.when(item.valid_from, "valid_from"), v.when(item.valid_to, "valid_to")
@@ -426,9 +655,13 @@ class Engine:
         vector = None if exists else [float(x) for x in self.embedder.embed([text])[0]]
 
         def intent(tx: Tx) -> AmendReceipt:
-            old = self.graph.fetch(tx.conn, [old_id]).get(old_id)
-            if old is None:
-                raise NotFound(f"no memory with id {old_id}", hint="call recall to find the memory to amend")
+            old = self._require_writable(
+                principal,
+                self.graph.fetch(tx.conn, [old_id]).get(old_id),
+                old_id,
+                "amend",
+                "call recall to find the memory to amend",
+            )
             self._require_current(old, "amend")
             if old.content == text:
                 raise Conflict("the new content is identical to the current version", hint="nothing to amend")
@@ -468,6 +701,13 @@ class Engine:
 
         receipt = self.reconciler.submit(intent)
         self._after_write((), found.entities)
+        self.audit.record(
+            "amend",
+            principal=principal.name,
+            client=principal.client,
+            ids=[receipt.id, receipt.supersedes],
+            scopes=receipt.scopes,
+        )
         return receipt
 
     def retire(
@@ -479,9 +719,13 @@ class Engine:
         when = v.when(at, "at")
 
         def intent(tx: Tx) -> RetireReceipt:
-            m = self.graph.fetch(tx.conn, [mid]).get(mid)
-            if m is None:
-                raise NotFound(f"no memory with id {mid}", hint="call recall to find the memory to retire")
+            m = self._require_writable(
+                principal,
+                self.graph.fetch(tx.conn, [mid]).get(mid),
+                mid,
+                "retire",
+                "call recall to find the memory to retire",
+            )
             if m.retired_at is not None:
                 raise Conflict(f"memory {mid} was already retired at {m.retired_at.isoformat()}")
             end = when or tx.now
@@ -493,7 +737,9 @@ class Engine:
             tx.record("retire", mid)
             return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
 
-        return self.reconciler.submit(intent)
+        receipt = self.reconciler.submit(intent)
+        self.audit.record("retire", principal=principal.name, client=principal.client, ids=[mid])
+        return receipt
 
     def _require_current(self, m: Memory, action: str) -> None:
         if m.status is Status.SUPERSEDED:
@@ -509,6 +755,7 @@ class Engine:
         removed from disk; memories shared with other scopes just lose this scope. Child scopes move up
         to the purged scope's parent."""
         sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.ADMIN, "purge")
         if confirm != str(sid):
             raise InvalidInput(f"confirm must equal the scope id {str(sid)!r}", hint="nothing was deleted")
         self._require_scope(sid)
@@ -535,6 +782,16 @@ class Engine:
             "lancedb": before["lancedb"] - self.vectors.count(),
             "tantivy": before["tantivy"] - self.text.count(),
         }
+        # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
+        self.audit.record(
+            "purge",
+            principal=principal.name,
+            client=principal.client,
+            scopes=[str(sid)],
+            memories_deleted=len(only),
+            memories_unlinked=len(shared),
+            entities_deleted=entities,
+        )
         return PurgeReceipt(str(sid), len(only), len(shared), entities, per_store)
 
     def erase(
@@ -550,7 +807,7 @@ class Engine:
         if confirm != mid:
             raise InvalidInput(f"confirm must equal the memory's full id {mid!r}", hint="nothing was erased")
         v.reason(reason)
-        # ADMIN CHECK: erase is admin-only; require an admin grant for `principal` here (LOCAL_PRINCIPAL may).
+        self._authorize_erase(principal, mid)
         self.reconciler.wait_projected()
         before = {"lancedb": self.vectors.count(), "tantivy": self.text.count()}
         (self.data_dir / VACUUM_MARKER).touch()
@@ -575,7 +832,25 @@ class Engine:
             "lancedb": before["lancedb"] - self.vectors.count(),
             "tantivy": before["tantivy"] - self.text.count(),
         }
+        # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
+        self.audit.record(
+            "erase", principal=principal.name, client=principal.client, memories_deleted=len(family)
+        )
         return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
+
+    def _authorize_erase(self, principal: Principal, mid: str) -> None:
+        """Erase is admin-only: ``admin`` on every scope any version of the memory belongs to. A memory the
+        principal cannot read is reported as not found."""
+        if principal.unrestricted:
+            return
+        tree = self._tree()
+        with self.graph.read() as conn:
+            members = self.graph.fetch(conn, self._version_family(conn, mid))
+        target = members.get(mid)
+        if target is None or not self._can_read(principal, target, tree):
+            raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
+        scopes = sorted({s for m in members.values() for s in m.scopes})
+        self._authorize(principal, [ScopeId.parse(s) for s in scopes], Level.ADMIN, "erase")
 
     def _version_family(self, conn: Connection, mid: str) -> list[str]:
         """``mid`` and every memory holding a version of its content: the SUPERSEDES chain in both directions
@@ -663,22 +938,37 @@ class Engine:
             )
         return matches[0]
 
-    def read(self, id: str) -> MemoryRecord:
-        """The full record and its version chain (oldest first). Accepts a unique prefix of >= 8 hex chars."""
+    def read(self, id: str, *, principal: Principal = LOCAL_PRINCIPAL) -> MemoryRecord:
+        """The full record and its version chain (oldest first). Accepts a unique prefix of >= 8 hex chars.
+
+        A memory the principal may not read is reported as not found; so are versions of it, which are left
+        out of the chain.
+        """
         mid = self._resolve_id(v.memory_id(id))
         with self.graph.read() as conn:
             ids = [mid, *self.graph.chain(conn, mid)]
             records = self.graph.fetch(conn, ids)
-        if mid not in records:
+        tree = self._tree()
+        if mid not in records or not self._can_read(principal, records[mid], tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
-        versions = sorted(records.values(), key=lambda m: (m.recorded_at, m.id))
-        return MemoryRecord(records[mid], tuple(versions))
+        shown = [
+            self._seen_by(principal, m, tree) for m in records.values() if self._can_read(principal, m, tree)
+        ]
+        versions = sorted(shown, key=lambda m: (m.recorded_at, m.id))
+        return MemoryRecord(self._seen_by(principal, records[mid], tree), tuple(versions))
 
     def list(
-        self, scope: str, *, cursor: str | None = None, include_retired: bool = False, limit: int = 50
+        self,
+        scope: str,
+        *,
+        cursor: str | None = None,
+        include_retired: bool = False,
+        limit: int = 50,
+        principal: Principal = LOCAL_PRINCIPAL,
     ) -> Page:
         """Memories directly in ``scope``, oldest first, ``limit`` at a time; pass ``next_cursor`` back."""
         sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.READ, "list memories")
         self._require_scope(sid)
         if not 1 <= limit <= 500:
             raise InvalidInput("limit must be from 1 to 500")
@@ -688,14 +978,15 @@ class Engine:
                 conn, str(sid), after=after, live_only=not include_retired, limit=limit + 1
             )
             records = self.graph.fetch(conn, ids[:limit])
-        items = tuple(records[i] for i in ids[:limit] if i in records)
+        tree = self._tree()
+        items = tuple(self._seen_by(principal, records[i], tree) for i in ids[:limit] if i in records)
         nxt = _encode_cursor(items[-1]) if len(ids) > limit and items else None
         return Page(items, nxt)
 
     def recall(
         self,
         query: str,
-        scopes: Sequence[str],
+        scopes: Sequence[str] | None,
         *,
         k: int = 10,
         as_of: datetime | None = None,
@@ -719,17 +1010,29 @@ class Engine:
         memories whose event time falls in that window. It does not move validity (that is ``as_of``).
         ``recipe`` is a name from ``RECIPES`` or a ``Recipe``. ``token_budget`` keeps results, best first,
         while their estimated tokens (characters / 4) fit.
+
+        Naming a scope the principal may not read is refused (ScopeDenied); ancestors and descendants it may
+        not read are skipped. ``scopes=None`` reads every scope the principal may read.
         """
         text = v.query(query)
-        requested = v.scope_list(scopes)
         chosen = resolve(recipe)
         ref = v.reference_time(now)
         budget = v.token_budget(token_budget)
+        tree = self._tree()
+        if scopes is None:
+            if principal.grants is None:
+                with self._tree_lock:
+                    requested = [ScopeId.parse(s) for s in sorted(self._scopes)]
+            else:
+                requested = readable(principal.grants, tree)
+        else:
+            requested = v.scope_list(scopes)
+            self._authorize(principal, requested, Level.READ, "recall", tree)
         intent = analyse(text, ref or _now(), chosen.time)
         history = bool(include_history) or (chosen.history_questions and intent.change is not None)
         q = recall_path.Query(
             text=text,
-            scopes=tuple(self.visible(requested, descendants=descendants)),
+            scopes=tuple(self.visible(requested, descendants=descendants, principal=principal)),
             k=v.k(k),
             now=_now(),
             as_of=v.when(as_of, "as_of"),
@@ -742,7 +1045,12 @@ class Engine:
             token_budget=budget,
         )
         self.reconciler.wait_projected()
-        return recall_path.run(q, self._lanes, self.graph, chosen, self._lane_pool)
+        if not q.scopes:
+            return []
+        hits = recall_path.run(q, self._lanes, self.graph, chosen, self._lane_pool)
+        if principal.unrestricted:
+            return hits
+        return [dataclasses.replace(h, memory=self._seen_by(principal, h.memory, tree)) for h in hits]
 
     # -- consistency -------------------------------------------------------------------------------
 

@@ -137,6 +137,15 @@ class AmendReceipt:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkReceipt:
+    """A link or unlink: the memory and every scope it now belongs to (those the caller may see)."""
+
+    id: str
+    scopes: tuple[str, ...]
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RetireReceipt:
     id: str
     retired_at: datetime

@@ -4,8 +4,10 @@ import re
 from pathlib import Path
 
 from scopes import MAX_SCOPE_NAME
+from server._tokens import MAX_TOKEN_CHARS
 from server._uds import MAX_MESSAGE_BYTES
 from storage import models
+from tools import ALL_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +28,7 @@ def test_limits_page_matches_the_code() -> None:
         "scope id": f"1–{MAX_SCOPE_NAME}",
         "one MCP message (stdio line, HTTP request body)": f"{MAX_MESSAGE_BYTES} bytes",
         "recall result": f"at most `k` (≤ {models.MAX_K}) memories, each at most {models.MAX_CONTENT_CHARS} characters",
+        "bearer token": f"over {MAX_TOKEN_CHARS} characters",
     }
     rows = dict(re.findall(r"^\| (.+?) \| (.+?) \|$", page, flags=re.M))
     for name, value in expected.items():
@@ -34,7 +37,7 @@ def test_limits_page_matches_the_code() -> None:
 
 def test_readme_names_every_tool_and_both_setup_commands() -> None:
     readme = (ROOT / "README.md").read_text()
-    for tool in ("memory_write", "recall", "amend", "retire", "purge", "erase", "memory_read", "list_scopes"):
+    for tool in (spec.name for spec in ALL_TOOLS):
         assert f"`{tool}`" in readme, f"README does not mention the {tool} tool"
     assert "make serve" in readme
     assert "make test" in readme

@@ -6,7 +6,18 @@ the MCP SDK; the server adapts specs to it.
 
 from typing import Any
 
-from tools import amend, erase, list_scopes, memory_read, memory_write, purge, recall, retire
+from tools import (
+    amend,
+    create_scope,
+    erase,
+    link_memory,
+    list_scopes,
+    memory_read,
+    memory_write,
+    purge,
+    recall,
+    retire,
+)
 from tools._instructions import INSTRUCTIONS
 from tools._spec import Caller, Hints, ToolSpec
 
@@ -17,6 +28,9 @@ ALL_TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     retire.SPEC,
     memory_read.SPEC,
     list_scopes.SPEC,
+    create_scope.SPEC,
+    link_memory.LINK,
+    link_memory.UNLINK,
     purge.SPEC,
     erase.SPEC,
 )

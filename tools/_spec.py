@@ -50,6 +50,13 @@ class Caller:
         """The scopes a call names, or the session's default scopes when it names none."""
         return list(scopes) if scopes else list(self.default_scopes)
 
+    def read_scopes(self, scopes: list[str] | None) -> list[str] | None:
+        """The scopes a read names; when it names none, the session's defaults for the local principal, and
+        None (every scope it may read) for a principal with grants, whose session defaults are not its own."""
+        if scopes:
+            return list(scopes)
+        return list(self.default_scopes) if self.principal.unrestricted else None
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec(Generic[In, Out]):

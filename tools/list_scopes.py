@@ -19,7 +19,9 @@ class ListScopesIn(WireModel):
 
 class ScopeView(BaseModel):
     id: str = Field(description="The scope id, e.g. 'user:ana'.")
-    parent: str | None = Field(description="The scope it sits inside, whose memories it also reads.")
+    parent: str | None = Field(
+        description="The scope it sits inside, whose memories it also reads (null if none, or not yours to see)."
+    )
     memories: int = Field(description="How many current memories it holds.")
 
 
@@ -29,8 +31,8 @@ class ListScopesOut(BaseModel):
 
 
 async def list_scopes(engine: Engine, caller: Caller, args: ListScopesIn) -> ListScopesOut:
-    """Every scope, sorted by id."""
-    infos = await blocking(engine.list_scopes)
+    """Every scope the caller may read, sorted by id."""
+    infos = await blocking(engine.list_scopes, principal=caller.principal)
     return ListScopesOut(
         default_scopes=list(caller.default_scopes),
         scopes=[ScopeView(id=s.id, parent=s.parent, memories=s.memories) for s in infos],
@@ -41,8 +43,9 @@ SPEC = ToolSpec(
     name="list_scopes",
     title="List scopes",
     description=(
-        "List the memory scopes (user:…, project:…, agent:…, team:…), how they nest and how many memories each "
-        "holds, plus the default scope of this session. Use it to pick the right scope before writing or recalling."
+        "List the memory scopes you may read (user:…, project:…, agent:…, team:…), how they nest and how many "
+        "memories each holds, plus the default scope of this session. Use it to pick the right scope before "
+        "writing or recalling."
     ),
     input_model=ListScopesIn,
     output_model=ListScopesOut,

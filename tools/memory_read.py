@@ -26,7 +26,7 @@ class MemoryReadOut(BaseModel):
 
 async def memory_read(engine: Engine, caller: Caller, args: MemoryReadIn) -> MemoryReadOut:
     """Read the record; works for superseded and retired memories too."""
-    record = await blocking(engine.read, args.id)
+    record = await blocking(engine.read, args.id, principal=caller.principal)
     return MemoryReadOut(
         memory=MemoryView.of(record.memory), versions=[MemoryView.of(m) for m in record.versions]
     )

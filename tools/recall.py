@@ -18,7 +18,7 @@ from storage.models import (
     TimeMatch,
 )
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, LocalIsoTime, ScopeIdStr, WireModel
+from tools._wire import IsoTime, LocalIsoTime, ProvenanceView, ScopeIdStr, WireModel
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -35,7 +35,11 @@ class RecallIn(WireModel):
         min_length=1,
         max_length=MAX_SCOPES_PER_CALL,
         description="Scopes to search (each also reads the scopes it sits inside). Omit for this session's "
-        "default scope.",
+        "default scope (or, with an access token, every scope you may read).",
+    )
+    descendants: bool = Field(
+        default=False,
+        description="Also search every scope placed inside the given ones (e.g. a team's agents).",
     )
     k: int = Field(default=10, ge=1, le=MAX_K, description="How many results at most.")
     as_of: IsoTime | None = Field(
@@ -111,6 +115,7 @@ class RecallItem(BaseModel):
         description="Entity-graph statements that led here, e.g. 'Hotel Aria —located_in→ Lisbon —in→ Portugal'."
     )
     collapsed: list[str] = Field(description="Ids of near-duplicate memories folded into this result.")
+    provenance: ProvenanceView = Field(description="Who wrote the memory, and through which client.")
 
     @classmethod
     def of(cls, hit: Hit) -> RecallItem:
@@ -132,6 +137,9 @@ class RecallItem(BaseModel):
             time=TimeRuleView.of(hit.time) if hit.time else None,
             paths=list(hit.paths),
             collapsed=list(hit.collapsed),
+            provenance=ProvenanceView(
+                principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source
+            ),
         )
 
 
@@ -144,13 +152,14 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     hits = await blocking(
         engine.recall,
         args.query,
-        caller.scopes_or_default(args.scopes),
+        caller.read_scopes(args.scopes),
         k=args.k,
         as_of=args.as_of,
         include_history=args.include_history,
         kinds=[k.value for k in args.kinds] if args.kinds else None,
         since=args.since,
         until=args.until,
+        descendants=args.descendants,
         now=args.now,
         token_budget=args.token_budget,
         principal=caller.principal,

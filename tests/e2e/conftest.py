@@ -76,10 +76,11 @@ class Store:
     paths: RuntimePaths
 
     def env(self, **extra: str) -> dict[str, str]:
-        """Environment for a front-end process on this store. A PYTHONPATH is passed on (the SDK's stdio client
-        gives servers only a minimal environment), so a source tree under test runs its own code."""
-        inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
-        return {**inherited, "MNEMOGRAPH_IDLE_TIMEOUT": IDLE_TIMEOUT, "MNEMOGRAPH_LOG_LEVEL": "INFO", **extra}
+        """Environment for a front-end process on this store."""
+        # PYTHONPATH goes through so that processes started by clients (whose environment the SDK trims) run
+        # the code under test, also from a checkout that shadows an installed copy.
+        inherited = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}
+        return {"MNEMOGRAPH_IDLE_TIMEOUT": IDLE_TIMEOUT, "MNEMOGRAPH_LOG_LEVEL": "INFO", **inherited, **extra}
 
     def owner_pid(self) -> int | None:
         try:
@@ -132,9 +133,11 @@ def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 
 class HttpServer:
-    """A ``mnemograph serve --transport http`` process."""
+    """A ``mnemograph serve --transport http`` process; ``--no-auth`` (loopback) unless ``auth``."""
 
-    def __init__(self, store: Store, port: int, *extra_args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, store: Store, port: int, *extra_args: str, env: dict[str, str] | None = None, auth: bool = False
+    ) -> None:
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.base = f"http://127.0.0.1:{port}"
         command = [
@@ -148,7 +151,7 @@ class HttpServer:
             str(store.data_dir),
         ]
         self.process = subprocess.Popen(
-            [*command, *extra_args],
+            [*command, *extra_args, *(() if auth else ("--no-auth",))],
             env={**os.environ, **store.env(), **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -176,10 +179,12 @@ class HttpServer:
 
 @asynccontextmanager
 async def http_server(
-    store: Store, *extra_args: str, env: dict[str, str] | None = None
+    store: Store, *extra_args: str, env: dict[str, str] | None = None, auth: bool = False
 ) -> AsyncIterator[HttpServer]:
-    """Run the HTTP front on a free port until the block ends; yields once /healthz answers 200."""
-    server = HttpServer(store, free_port(), *extra_args, env=env)
+    """Run the HTTP front on a free port until the block ends; yields once /healthz answers 200.
+
+    Without ``auth`` it runs with ``--no-auth`` (it binds loopback), as the tests of other features need."""
+    server = HttpServer(store, free_port(), *extra_args, env=env, auth=auth)
     try:
         await await_for(server.healthy, within=60, what="the HTTP server's /healthz")
         yield server

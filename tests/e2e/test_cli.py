@@ -65,3 +65,28 @@ async def test_a_second_owner_for_a_served_directory_steps_aside(store: Store) -
         assert done.returncode == 0
         assert b"another process owns" in done.stderr
         assert store.owner_pid() == owner
+
+
+async def test_scope_commands_with_and_without_a_running_owner(store: Store) -> None:
+    created = await _cli(store, "scope", "create", "project:site", "--parent", "user:ana", "--json")
+    assert created.returncode == 0, created.stderr
+    assert json.loads(created.stdout) == [{"id": "project:site", "parent": "user:ana", "memories": 0}]
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Ana's site uses Hugo.", "scopes": ["project:site"]})
+        moved = await _cli(store, "scope", "move", "project:site", "--parent", "team:web")
+        assert moved.returncode == 0, moved.stderr
+        listing = await _cli(store, "scope", "list", "team:web")
+        assert listing.stdout.decode().split() == [
+            "project:site", "1", "memories", "(inside", "team:web)", "team:web", "0", "memories",
+        ]  # fmt: skip
+        scopes = {s["id"]: s["parent"] for s in (await call(client, "list_scopes", {}))["scopes"]}
+        assert scopes["project:site"] == "team:web"
+        cycle = await _cli(store, "scope", "move", "team:web", "--parent", "project:site")
+        assert cycle.returncode == 2
+        assert b"its own ancestor" in cycle.stderr
+    store.kill_owner(signal.SIGTERM)
+    missing = await _cli(store, "scope", "move", "project:nope")
+    assert missing.returncode == 2
+    assert b"no scope project:nope" in missing.stderr
+    top = await _cli(store, "scope", "move", "project:site", "--json")
+    assert json.loads(top.stdout)[0]["parent"] is None

@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from tests.e2e.conftest import MNEMOGRAPH, Store, http_server
+from tools import ALL_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.slow]
 
@@ -45,9 +46,7 @@ def _stdio_target(store: Store) -> list[str]:
 
 async def _exercise(inspector: list[str], target: list[str], scope: str) -> None:
     listed = await _run([*inspector, *target, "--method", "tools/list", "--strict"])
-    assert [t["name"] for t in listed["tools"]] == [
-        "memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge", "erase"
-    ]  # fmt: skip
+    assert [t["name"] for t in listed["tools"]] == [spec.name for spec in ALL_TOOLS]
     assert all(t["annotations"]["openWorldHint"] is False for t in listed["tools"])
 
     def call(tool: str, *args: str) -> list[str]:

@@ -6,6 +6,7 @@ import pytest
 from mcp import Client, MCPError
 
 from tests.e2e.conftest import Store, call, error_text
+from tools import ALL_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -17,16 +18,7 @@ async def test_every_tool_over_stdio(shared_store: Store, mode: str) -> None:
         assert client.instructions
         assert "long-term memory" in client.instructions
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == [
-            "memory_write",
-            "recall",
-            "amend",
-            "retire",
-            "memory_read",
-            "list_scopes",
-            "purge",
-            "erase",
-        ]
+        assert names == [spec.name for spec in ALL_TOOLS]
 
         written = await call(client, "memory_write", {"content": "Ada Lovelace wrote the first program."})
         assert written["scopes"] == [scope]  # the session's default scope, sent by the front-end

@@ -16,7 +16,19 @@ from tools import ALL_TOOLS, INSTRUCTIONS
 
 pytestmark = pytest.mark.anyio
 
-TOOL_NAMES = ["memory_write", "recall", "amend", "retire", "memory_read", "list_scopes", "purge", "erase"]
+TOOL_NAMES = [
+    "memory_write",
+    "recall",
+    "amend",
+    "retire",
+    "memory_read",
+    "list_scopes",
+    "create_scope",
+    "link_memory",
+    "unlink_memory",
+    "purge",
+    "erase",
+]
 
 
 def _server_over(engine: Engine) -> Any:
@@ -42,6 +54,9 @@ async def test_tools_are_listed_with_truthful_annotations(engine: Engine) -> Non
         "retire": (False, False, True),
         "memory_read": (True, False, True),
         "list_scopes": (True, False, True),
+        "create_scope": (False, False, True),
+        "link_memory": (False, False, True),
+        "unlink_memory": (False, False, False),
         "purge": (False, True, True),
         "erase": (False, True, True),
     }

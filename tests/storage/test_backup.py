@@ -167,6 +167,7 @@ def test_backup_while_writes_go_on_opens_as_a_data_dir_and_verifies(
             assert report.canonical_memories == summary.memories
             assert report.canonical_seq == summary.seq
             assert copy.recall("Lisbon trip", ["user:ana"])
+            assert (Path(summary.path) / "audit.jsonl").read_text().startswith('{"')  # the audit log travels
     with pytest.raises(InvalidInput, match="not an empty directory"):
         engine.backup(tmp_path / "backup-0")
     with pytest.raises(InvalidInput, match="outside the data directory"):

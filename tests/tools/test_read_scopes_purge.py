@@ -55,3 +55,25 @@ async def test_purging_an_unknown_scope_is_an_error_result(client: Client) -> No
     code, text = await fails(client, "purge", {"scope": "run:never", "confirm": "run:never"})
     assert code == "not_found"
     assert "call list_scopes" in text
+
+
+async def test_create_scope_link_and_unlink_over_mcp(client: Client) -> None:
+    placed = await ok(client, "create_scope", {"scope": "project:site", "parent": "user:ana"})
+    assert placed == {"id": "project:site", "parent": "user:ana", "memories": 0}
+    mem = await ok(client, "memory_write", {"content": "Ana owns the site.", "scopes": ["user:ana"]})
+    linked = await ok(client, "link_memory", {"id": mem["id"], "scope": "team:web"})
+    assert linked == {"id": mem["id"], "scopes": ["team:web", "user:ana"], "changed": True}
+    found = await ok(client, "recall", {"query": "who owns the site", "scopes": ["team:web"]})
+    assert found["results"][0]["provenance"] == {"principal": "local", "client": CLIENT_NAME, "source": ""}
+    below = await ok(
+        client, "recall", {"query": "who owns the site", "scopes": ["user:ana"], "descendants": True}
+    )
+    assert [r["id"] for r in below["results"]] == [mem["id"]]
+    unlinked = await ok(client, "unlink_memory", {"id": mem["id"], "scope": "user:ana"})
+    assert unlinked["scopes"] == ["team:web"]
+    code, text = await fails(client, "unlink_memory", {"id": mem["id"], "scope": "team:web"})
+    assert code == "conflict"
+    assert "retire" in text
+    code, text = await fails(client, "create_scope", {"scope": "user:ana", "parent": "project:site"})
+    assert code == "invalid_input"
+    assert "its own ancestor" in text

@@ -1,0 +1,231 @@
+"""Access control in the domain layer: every Engine operation checks the principal's grants, in one place.
+
+Real stores in tmp_path, real model. Denials change nothing; memories a principal may not read look absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from scopes import Grant, Principal
+from storage import Conflict, Engine, InvalidInput, NotFound, ScopeDenied
+
+
+def principal(name: str, *grants: str) -> Principal:
+    return Principal(name, client="tests", grants=tuple(Grant.parse(g) for g in grants))
+
+
+A = principal("A", "agent:a=w", "team:t=w")
+B = principal("B", "agent:b=w", "team:t=w")
+R = principal("R", "team:t=r")
+ADMIN = principal("Admin", "team:t=admin")
+
+
+@pytest.fixture
+def seeded(engine: Engine) -> tuple[Engine, str, str]:
+    private = engine.write("Agent A hides the spare key in the red box.", ["agent:a"], principal=A).id
+    shared = engine.write("Team T deploys every Tuesday.", ["team:t"], principal=A).id
+    return engine, private, shared
+
+
+def test_recall_reads_only_granted_scopes(seeded: tuple[Engine, str, str]) -> None:
+    engine, private, shared = seeded
+    assert engine.recall("spare key red box", None, principal=A, k=5)[0].memory.id == private
+    assert private not in [h.memory.id for h in engine.recall("spare key red box", None, principal=B, k=20)]
+    with pytest.raises(ScopeDenied, match="B may not recall in agent:a") as denied:
+        engine.recall("key", ["agent:a"], principal=B)
+    assert "'r' grant on agent:a" in denied.value.hint
+    with pytest.raises(ScopeDenied):  # one forbidden scope among allowed ones is enough to refuse
+        engine.recall("key", ["team:t", "agent:a"], principal=B)
+    hits = engine.recall("when does the team deploy", ["team:t"], principal=R)
+    assert hits[0].memory.id == shared
+    assert hits[0].memory.provenance.principal == "A"
+    assert hits[0].memory.provenance.client == "tests"
+    # A denial does not depend on whether the scope exists.
+    with pytest.raises(ScopeDenied):
+        engine.recall("key", ["agent:never-created"], principal=B)
+
+
+def test_shared_memories_show_only_the_scopes_the_reader_may_see(seeded: tuple[Engine, str, str]) -> None:
+    engine, private, _ = seeded
+    engine.link(private, "team:t", principal=A)
+    hit = engine.recall("spare key red box", ["team:t"], principal=B)[0]
+    assert hit.memory.id == private
+    assert hit.memory.scopes == ("team:t",)
+    assert engine.read(private, principal=B).memory.scopes == ("team:t",)
+    assert engine.read(private).memory.scopes == ("agent:a", "team:t")
+    # Changing it needs w on every scope it is in.
+    with pytest.raises(ScopeDenied, match="belongs to scopes you cannot write"):
+        engine.retire(private, principal=B)
+    with pytest.raises(ScopeDenied):
+        engine.amend(private, "Poisoned.", principal=B)
+    engine.retire(private, principal=A)
+
+
+def test_invisible_memories_look_absent(seeded: tuple[Engine, str, str]) -> None:
+    engine, private, _ = seeded
+    ops: list[Callable[[], Any]] = [
+        lambda: engine.read(private, principal=B),
+        lambda: engine.amend(private, "B rewrites A's note.", principal=B),
+        lambda: engine.retire(private, principal=B),
+        lambda: engine.link(private, "agent:b", principal=B),
+        lambda: engine.unlink(private, "team:t", principal=B),
+    ]
+    for op in ops:
+        with pytest.raises(NotFound) as exc:
+            op()
+        assert exc.value.message == f"no memory with id {private}"
+    assert engine.read(private).memory.status.value == "current"
+
+
+def test_reader_cannot_change_anything(seeded: tuple[Engine, str, str]) -> None:
+    engine, _, shared = seeded
+    before = engine.verify()
+    for op in (
+        lambda: engine.write("R writes.", ["team:t"], principal=R),
+        lambda: engine.amend(shared, "Team T deploys on Fridays.", principal=R),
+        lambda: engine.retire(shared, principal=R),
+        lambda: engine.link(shared, "team:t", principal=R),
+        lambda: engine.unlink(shared, "team:t", principal=R),
+        lambda: engine.create_scope("agent:r", "team:t", principal=R),
+        lambda: engine.purge("team:t", confirm="team:t", principal=R),
+    ):
+        with pytest.raises(ScopeDenied):
+            op()
+    after = engine.verify()
+    assert (after.canonical_memories, after.canonical_seq) == (
+        before.canonical_memories,
+        before.canonical_seq,
+    )
+    assert engine.read(shared).memory.status.value == "current"
+
+
+def test_purge_and_scope_management_need_admin(seeded: tuple[Engine, str, str]) -> None:
+    engine, _, _ = seeded
+    with pytest.raises(ScopeDenied, match="A may not purge in team:t"):
+        engine.purge("team:t", confirm="team:t", principal=A)
+    with pytest.raises(ScopeDenied):
+        engine.create_scope("agent:x", "team:t", principal=A)
+    with pytest.raises(ScopeDenied):  # admin on team:t does not reach a scope outside it
+        engine.create_scope("agent:a", "team:t", principal=ADMIN)
+    with pytest.raises(ScopeDenied):  # nor may it place its scopes inside someone else's
+        engine.create_scope("agent:y", "agent:a", principal=ADMIN)
+    engine.create_scope("agent:x", "team:t", principal=ADMIN)
+    assert engine.purge("team:t", confirm="team:t", principal=ADMIN).memories_deleted == 1
+    assert engine.verify().ok
+
+
+def test_write_receipts_do_not_confirm_content_stored_elsewhere(seeded: tuple[Engine, str, str]) -> None:
+    engine, private, _ = seeded
+    probe = engine.write("Agent A hides the spare key in the red box.", ["agent:b"], principal=B)
+    assert probe.status == "added"  # not "linked": B must not learn that A wrote the same words
+    assert probe.scopes == ("agent:b",)
+    assert engine.read(private).memory.scopes == ("agent:a", "agent:b")
+
+
+def test_list_scopes_and_subtrees_are_filtered(seeded: tuple[Engine, str, str]) -> None:
+    engine, _, _ = seeded
+    engine.create_scope("agent:planner", "team:t")
+    engine.create_scope("team:t", "org:acme")
+    assert [s.id for s in engine.list_scopes(principal=R)] == ["agent:planner", "team:t"]
+    team = {s.id: s for s in engine.list_scopes(principal=R)}["team:t"]
+    assert team.parent is None  # org:acme is not R's to see
+    assert team.memories == 1
+    assert [s.id for s in engine.list_scopes("org:acme")] == ["agent:planner", "org:acme", "team:t"]
+    assert [s.id for s in engine.list_scopes("team:t", principal=R)] == ["agent:planner", "team:t"]
+    with pytest.raises(ScopeDenied):
+        engine.list_scopes("org:acme", principal=R)
+    with pytest.raises(ScopeDenied):
+        engine.list("agent:a", principal=B)
+    assert [m.id for m in engine.list("team:t", principal=R).items]
+
+
+def test_inheritance_reads_ancestors_and_descendants_on_request(engine: Engine) -> None:
+    engine.create_scope("project:site", parent="user:ana")
+    up = engine.write("Ana prefers tabs over spaces.", ["user:ana"]).id
+    down = engine.write("The site deploys from the main branch.", ["project:site"]).id
+    assert up in [h.memory.id for h in engine.recall("tabs or spaces", ["project:site"])]
+    assert down not in [h.memory.id for h in engine.recall("site deploys main branch", ["user:ana"])]
+    assert down in [
+        h.memory.id for h in engine.recall("site deploys main branch", ["user:ana"], descendants=True)
+    ]
+    # Inheritance never widens a grant: a principal with r on the child only does not read the parent.
+    child_only = principal("site-bot", "project:site=r")
+    assert up not in [
+        h.memory.id for h in engine.recall("tabs or spaces", ["project:site"], principal=child_only)
+    ]
+
+
+def test_link_and_unlink_keep_the_projections_in_step(engine: Engine) -> None:
+    mid = engine.write("The office wifi password rotates monthly.", ["user:ana"]).id
+    linked = engine.link(mid, "team:ops")
+    assert (linked.scopes, linked.changed) == (("team:ops", "user:ana"), True)
+    assert not engine.link(mid, "team:ops").changed
+    assert [h.memory.id for h in engine.recall("wifi password", ["team:ops"])] == [mid]
+    assert engine.verify().ok
+    unlinked = engine.unlink(mid, "user:ana")
+    assert unlinked.scopes == ("team:ops",)
+    assert engine.recall("wifi password", ["user:ana"]) == []
+    assert [h.memory.id for h in engine.recall("wifi password", ["team:ops"])] == [mid]
+    with pytest.raises(Conflict, match="only scope") as last:
+        engine.unlink(mid, "team:ops")
+    assert "retire" in last.value.hint
+    with pytest.raises(NotFound, match="is not in user:ana"):
+        engine.unlink(mid, "user:ana")
+    report = engine.verify()
+    assert report.ok
+    assert engine.reindex().ok
+    assert [h.memory.id for h in engine.recall("wifi password", ["team:ops"])] == [mid]
+
+
+def test_moving_scopes(engine: Engine) -> None:
+    engine.create_scope("project:site", parent="user:ana")
+    moved = engine.move_scope("project:site", "team:web")
+    assert moved.parent == "team:web"
+    assert engine.move_scope("project:site", None).parent is None
+    with pytest.raises(NotFound):
+        engine.move_scope("project:nope", "team:web")
+    engine.create_scope("team:web", parent="project:site")
+    with pytest.raises(InvalidInput, match="its own ancestor"):
+        engine.move_scope("project:site", "team:web")
+
+
+def test_the_audit_log_records_who_did_what_without_content(seeded: tuple[Engine, str, str]) -> None:
+    engine, private, shared = seeded
+    engine.amend(shared, "Team T deploys every Wednesday.", principal=B)
+    engine.retire(private, principal=A)
+    engine.purge("team:t", confirm="team:t", principal=ADMIN)
+    events = engine.audit.events()
+    assert [(e["op"], e["principal"]) for e in events] == [
+        ("write", "A"),
+        ("write", "A"),
+        ("amend", "B"),
+        ("retire", "A"),
+        ("purge", "Admin"),
+    ]
+    assert events[0]["ids"] == [private]
+    assert events[0]["client"] == "tests"
+    assert events[-1]["memories_deleted"] == 2
+    assert events[-1]["ids"] == []
+    text = engine.audit.path.read_text()
+    assert "Tuesday" not in text
+    assert "Wednesday" not in text
+
+
+def test_erase_needs_admin_on_every_scope_of_every_version(seeded: tuple[Engine, str, str]) -> None:
+    engine, private, shared = seeded
+    newer = engine.amend(shared, "Team T deploys every Thursday.", principal=A).id
+    for who in (A, B, R):
+        with pytest.raises(ScopeDenied, match="may not erase in team:t"):
+            engine.erase(newer, confirm=newer, principal=who)
+    with pytest.raises(NotFound):  # the admin of team:t cannot see agent:a: the memory looks absent
+        engine.erase(private, confirm=private, principal=ADMIN)
+    assert engine.read(shared).memory.id == shared  # nothing was erased by the refused calls
+    receipt = engine.erase(newer, confirm=newer, principal=ADMIN)
+    assert set(receipt.erased) == {shared, newer}
+    assert engine.audit.events()[-1]["op"] == "erase"
+    assert "Thursday" not in engine.audit.path.read_text()
+    assert engine.read(private).memory.id == private
