@@ -1,9 +1,9 @@
 """A ledger of acknowledged operations, kept by the load tests (soak and concurrency), and the check that the
 store holds exactly what it acknowledged.
 
-The operation mix is a table (``OPS``): name, weight, and the coroutine that runs it for one worker. ``link``
-is for now "write identical content into a second scope" (status ``linked``); a ``link_memory`` tool can be
-added as one more row.
+The operation mix is a table (``OPS``): name, weight, and the coroutine that runs it for one worker. Sharing
+goes both ways the tools offer it: ``link_memory`` into a shared scope, and writing identical content into
+another scope (status ``linked``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from storage import content_id
 from tests.e2e.conftest import MNEMOGRAPH, Store
 
 SHARED = "team:shared"
+LINKED = "team:linked"
 
 
 class CallFailed(Exception):
@@ -134,13 +135,25 @@ async def op_link(w: Worker) -> None:
     return None
 
 
+async def op_link_tool(w: Worker) -> None:
+    if not w.live:
+        return await op_write(w)
+    mid = w.rng.choice(w.live)
+    out = await w.call("link_memory", {"id": mid, "scope": LINKED})
+    assert out["id"] == mid
+    assert LINKED in out["scopes"], out
+    w.ledger.linked.setdefault(mid, set()).add(LINKED)
+    return None
+
+
 Op = Callable[[Worker], Awaitable[None]]
 OPS: list[tuple[str, float, Op]] = [
     ("write", 0.35, op_write),
     ("amend", 0.15, op_amend),
     ("retire", 0.10, op_retire),
     ("recall", 0.30, op_recall),
-    ("link", 0.10, op_link),
+    ("link", 0.05, op_link),
+    ("link_memory", 0.05, op_link_tool),
 ]
 
 
