@@ -76,6 +76,24 @@ _PREPARED: weakref.WeakKeyDictionary[kuzu.Connection, dict[str, kuzu.PreparedSta
 )
 
 
+def _memory_params(m: Memory | NewMemory) -> dict[str, Any]:
+    """The parameters every ``CREATE (:Memory ...)`` shares: content, provenance and both time axes."""
+    return {
+        "id": m.id,
+        "content": m.content,
+        "kind": m.kind.value,
+        "principal": m.provenance.principal,
+        "client": m.provenance.client,
+        "source": m.provenance.source,
+        "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
+        "event_time": m.event_time,
+        "ets": m.event_time_source,
+        "valid_from": m.valid_from,
+        "valid_to": m.valid_to,
+        "recorded_at": m.recorded_at,
+    }
+
+
 def _exec(conn: kuzu.Connection, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
     cache = _PREPARED.setdefault(conn, {})
     stmt = cache.get(query)
@@ -430,18 +448,7 @@ class GraphStore:
             "retire_reason: $retire_reason, supersedes: $supersedes, superseded_by: $superseded_by, "
             "vector: $vector, scopes: CAST($scopes AS STRING[]), entity_names: CAST($entities AS STRING[])})",
             {
-                "id": m.id,
-                "content": m.content,
-                "kind": m.kind.value,
-                "principal": m.provenance.principal,
-                "client": m.provenance.client,
-                "source": m.provenance.source,
-                "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
-                "event_time": m.event_time,
-                "ets": m.event_time_source,
-                "valid_from": m.valid_from,
-                "valid_to": m.valid_to,
-                "recorded_at": m.recorded_at,
+                **_memory_params(m),
                 "retired_at": m.retired_at,
                 "retire_reason": m.retire_reason,
                 "supersedes": m.supersedes,
@@ -689,18 +696,7 @@ class GraphStore:
             "supersedes: $supersedes, vector: $vector, scopes: CAST($scopes AS STRING[]), "
             "entity_names: CAST($entities AS STRING[])})",
             {
-                "id": m.id,
-                "content": m.content,
-                "kind": m.kind.value,
-                "principal": m.provenance.principal,
-                "client": m.provenance.client,
-                "source": m.provenance.source,
-                "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
-                "event_time": m.event_time,
-                "ets": m.event_time_source,
-                "valid_from": m.valid_from,
-                "valid_to": m.valid_to,
-                "recorded_at": m.recorded_at,
+                **_memory_params(m),
                 "supersedes": m.supersedes,
                 "vector": list(map(float, m.vector)),
                 "scopes": list(scopes),

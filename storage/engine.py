@@ -775,13 +775,7 @@ class Engine:
 
         only, shared, entities = self.reconciler.submit(intent)
         self._vacuum()
-        self._reload_tree()
-        self._reload_lexicon()
-        per_store = {
-            "kuzu": len(only),
-            "lancedb": before["lancedb"] - self.vectors.count(),
-            "tantivy": before["tantivy"] - self.text.count(),
-        }
+        per_store = self._after_erasure(before, len(only))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
         self.audit.record(
             "purge",
@@ -825,18 +819,22 @@ class Engine:
             family, entities = self.reconciler.submit(intent)
         finally:
             self._vacuum()  # also when nothing was deleted: the marker must not outlive this call
-        self._reload_tree()
-        self._reload_lexicon()
-        per_store = {
-            "kuzu": len(family),
-            "lancedb": before["lancedb"] - self.vectors.count(),
-            "tantivy": before["tantivy"] - self.text.count(),
-        }
+        per_store = self._after_erasure(before, len(family))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
         self.audit.record(
             "erase", principal=principal.name, client=principal.client, memories_deleted=len(family)
         )
         return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
+
+    def _after_erasure(self, before: Mapping[str, int], deleted: int) -> dict[str, int]:
+        """After a purge or an erase: reload what the engine caches from the graph; the records removed per store."""
+        self._reload_tree()
+        self._reload_lexicon()
+        return {
+            "kuzu": deleted,
+            "lancedb": before["lancedb"] - self.vectors.count(),
+            "tantivy": before["tantivy"] - self.text.count(),
+        }
 
     def _authorize_erase(self, principal: Principal, mid: str) -> None:
         """Erase is admin-only: ``admin`` on every scope any version of the memory belongs to. A memory the
