@@ -331,9 +331,27 @@ def at_size(tmp: Path, size: int, texts: list[str], vectors: np.ndarray, kit: Ki
 # -- the run and the report ---------------------------------------------------------------------------------
 
 
-def embed_corpus(bare: MiniLMEmbedder, texts: list[str], pool: int | None) -> tuple[np.ndarray, str]:
-    """Vectors for the corpus: every text embedded for real, or a pool whose vectors are reused cyclically."""
+def embed_corpus(
+    bare: MiniLMEmbedder, texts: list[str], pool: int | None, cache: Path | None = None
+) -> tuple[np.ndarray, str]:
+    """Vectors for the corpus: every text embedded for real, or a pool whose vectors are reused cyclically.
+
+    With ``cache``, corpus vectors come from (and go to) a persistent embedding cache: the corpus is seeded, so a
+    rerun skips embedding it. The texts that are timed (single writes, queries) never come from the cache.
+    """
     n = len(texts) if pool is None else min(pool, len(texts))
+    if cache is not None:
+        from _embcache import DiskCache
+
+        disk = DiskCache(cache, bare)
+        todo = len(disk.missing(texts[:n]))
+        log(f"corpus vectors from {disk.dir}: {n - todo:,} cached, embedding {todo:,}")
+        disk.fill(texts[:n])
+        vectors = disk.vectors(texts[:n]).astype(np.float32)
+        return vectors[np.arange(len(texts)) % n], (
+            f"The {n:,} corpus vectors came from the embedding cache `{cache}` ({todo:,} embedded in this run, "
+            "for real, by the bare embedder); the timed writes and queries are embedded afresh."
+        )
     log(f"embedding {n:,} corpus texts with the bare embedder")
     start = time.perf_counter()
     vectors = np.concatenate([bare.embed(texts[lo : min(lo + 10_000, n)]) for lo in range(0, n, 10_000)])
@@ -349,7 +367,7 @@ def embed_corpus(bare: MiniLMEmbedder, texts: list[str], pool: int | None) -> tu
     )
 
 
-def run(plan: Plan) -> Results:
+def run(plan: Plan, cache: Path | None = None) -> Results:
     src = Sentences(SEED)
     bare, model = MiniLMEmbedder(), MiniLMEmbedder()
     bare.warm()
@@ -364,7 +382,7 @@ def run(plan: Plan) -> Results:
             log("bulk writes")
             res.rates += bulk_writes(e, bare, src, plan)
         texts = src.memories(max(plan.sizes))
-        vectors, note = embed_corpus(bare, texts, plan.pool)
+        vectors, note = embed_corpus(bare, texts, plan.pool, cache)
         res.notes.append(note)
         kit = Kit(plan, src, bare, model)
         for n in plan.sizes:
@@ -510,6 +528,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--out", type=Path, help="markdown report (default: docs/benchmarks/core.md, none with --quick)"
     )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="persistent cache for the (seeded) corpus vectors, e.g. ~/.cache/mnemograph-bench; reruns skip "
+        "embedding the corpus",
+    )
     args = parser.parse_args(argv)
     # A plain `kill` should still remove the temporary data directories.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -519,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = args.out if args.out else (None if args.quick else DOC)
     command = shlex.join(["python", "bench/core.py", *(argv if argv is not None else sys.argv[1:])])
     started, load_start = datetime.now(UTC), load()
-    res = run(plan)
+    res = run(plan, args.cache)
     print(table(res))
     print("\n".join(verdicts(res)))
     if out is not None:

@@ -1,7 +1,11 @@
 """The vector projection: one LanceDB table of (id, vector, scopes, live, kind, event_time).
 
 It holds no content. Flat (exact) search below ``ann_threshold`` rows; above it an IVF index answers, and
-a refine step re-ranks the candidates by exact distance so the top results stay right.
+a refine step re-ranks the candidates by exact distance so the top results stay right. From
+``SCALAR_THRESHOLD`` rows on, the columns every search filters on carry scalar indexes (a label-list index on
+``scopes``, a bitmap on ``live``), so the prefilter reads an index instead of every row: at 100,000 rows that
+took an IVF_PQ search with a scope filter from 14.5 to 10 ms at the median and 21 to 12 ms at p95, and a flat
+one from 146 to 94 ms (``bench/lance_filter.py``).
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import IvfPq
+from lancedb.index import Bitmap, IvfPq, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
 from storage._kuzu import ProjectionRow
 from storage._watermark import Watermark
 
 TABLE = "memories"
+SCALAR_THRESHOLD = 5_000
+SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
 
 
 def _sql_str(value: str) -> str:
@@ -30,11 +36,19 @@ def _sql_str(value: str) -> str:
 
 
 class VectorIndex:
-    def __init__(self, directory: Path, *, dim: int, ann_threshold: int = 50_000) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        dim: int,
+        ann_threshold: int = 50_000,
+        scalar_threshold: int = SCALAR_THRESHOLD,
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
         self._dim = dim
         self._ann_threshold = ann_threshold
+        self._scalar_threshold = scalar_threshold
         self._schema = pa.schema(
             [
                 ("id", pa.string()),
@@ -51,7 +65,14 @@ class VectorIndex:
         else:
             self._table = self._db.create_table(TABLE, schema=self._schema)
         self.watermark = Watermark(directory / "WATERMARK")
-        self._has_index = any(ix.index_type.upper().startswith("IVF") for ix in self._table.list_indices())
+        self._has_index, self._has_scalar = self._indexes()
+
+    def _indexes(self) -> tuple[bool, bool]:
+        """Whether the table has its vector index, and every scalar index, already."""
+        found = self._table.list_indices()
+        vector = any(ix.index_type.upper().startswith("IVF") for ix in found)
+        columns = {column for ix in found for column in ix.columns}
+        return vector, all(column in columns for column, _ in SCALAR_INDEXES)
 
     # -- writes (projector thread only) ------------------------------------------------------------
 
@@ -90,15 +111,19 @@ class VectorIndex:
         if TABLE in self._db.list_tables().tables:
             self._db.drop_table(TABLE)
         self._table = self._db.create_table(TABLE, schema=self._schema)
-        self._has_index = False
+        self._has_index = self._has_scalar = False
         for start in range(0, len(rows), 10_000):
             self._table.add(self._arrow(rows[start : start + 10_000]))
         self.maintain(force_index=True)
         self.vacuum()
 
     def maintain(self, *, force_index: bool = False) -> None:
-        """Compact fragments, fold new rows into the ANN index, build it once the table is large enough."""
+        """Compact fragments, fold new rows into the indexes, build them once the table is large enough."""
         rows = self._table.count_rows()
+        if rows >= self._scalar_threshold and not self._has_scalar:
+            for column, kind in SCALAR_INDEXES:
+                self._table.create_index(column, config=kind(), replace=True)
+            self._has_scalar = True
         if rows >= self._ann_threshold and (not self._has_index or force_index):
             partitions = max(16, int(np.sqrt(rows)))
             config = IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=self._dim // 8)
@@ -171,6 +196,10 @@ class VectorIndex:
     @property
     def has_ann_index(self) -> bool:
         return self._has_index
+
+    @property
+    def has_scalar_indexes(self) -> bool:
+        return self._has_scalar
 
     def count(self) -> int:
         return int(self._table.count_rows())

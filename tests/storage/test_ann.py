@@ -1,10 +1,13 @@
 """Above the size threshold the vector lane answers from an IVF-PQ index, refined so top results stay exact."""
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from storage import CachedEmbedder, Engine, WriteItem
+from storage._kuzu import ProjectionRow
+from storage._lance import VectorIndex
 
 
 def test_ann_index_keeps_exact_top_results(data_dir: Path, embedder: CachedEmbedder) -> None:
@@ -30,3 +33,45 @@ def test_ann_index_keeps_exact_top_results(data_dir: Path, embedder: CachedEmbed
         assert eng.verify().ok
     with Engine.open(data_dir, embedder=embedder, warm=False, ann_threshold=400) as eng:
         assert eng.vectors.has_ann_index  # the index is found again after a restart
+
+
+def test_scalar_indexes_filter_exactly_like_a_scan(tmp_path: Path) -> None:
+    """Scope and liveness filters answer the same with the scalar indexes as without, also for rows whose scopes
+    or liveness changed after the indexes were built, and the indexes are found again on reopen."""
+    rng = np.random.default_rng(3)
+    scopes = [("user:a",), ("user:b",), ("team:t",), ("user:a", "team:t")]
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def row(
+        i: int, vec: np.ndarray, *, scope: tuple[str, ...] | None = None, live: bool = True
+    ) -> ProjectionRow:
+        return ProjectionRow(
+            f"{i:032x}", "", "note", scope or scopes[i % 4], live, now, [float(x) for x in vec]
+        )
+
+    vecs = rng.standard_normal((400, 8)).astype(np.float32)
+    rows = [row(i, vecs[i], live=i % 7 != 0) for i in range(400)]
+    queries = rng.standard_normal((12, 8)).astype(np.float32)
+
+    def answers(index: VectorIndex) -> list[list[str]]:
+        out = []
+        for q in queries:
+            for wanted in (["user:a"], ["user:b", "team:t"]):
+                for live_only in (True, False):
+                    hits = index.search(q, scopes=wanted, k=15, live_only=live_only, kinds=None)
+                    out.append([mid for mid, _ in hits])
+        return out
+
+    plain = VectorIndex(tmp_path / "plain", dim=8, scalar_threshold=10**9)
+    indexed = VectorIndex(tmp_path / "indexed", dim=8, scalar_threshold=100)
+    for index in (plain, indexed):
+        index.apply(rows, [], fresh=[r.id for r in rows])
+        index.maintain()
+    assert indexed.has_scalar_indexes
+    assert not plain.has_scalar_indexes
+    assert answers(indexed) == answers(plain)
+    changed = [row(i, vecs[i], scope=("user:b",), live=i % 3 == 0) for i in range(0, 400, 5)]
+    for index in (plain, indexed):
+        index.apply(changed, [rows[1].id])
+    assert answers(indexed) == answers(plain)
+    assert VectorIndex(tmp_path / "indexed", dim=8, scalar_threshold=100).has_scalar_indexes
