@@ -1,11 +1,11 @@
 """The vector projection: one LanceDB table of (id, vector, scopes, live, kind, event_time).
 
 It holds no content. Flat (exact) search below ``ann_threshold`` rows; above it an IVF index answers, and
-a refine step re-ranks the candidates by exact distance so the top results stay right. From
-``SCALAR_THRESHOLD`` rows on, the columns every search filters on carry scalar indexes (a label-list index on
-``scopes``, a bitmap on ``live``), so the prefilter reads an index instead of every row: at 100,000 rows that
-took an IVF_PQ search with a scope filter from 14.5 to 10 ms at the median and 21 to 12 ms at p95, and a flat
-one from 146 to 94 ms (``bench/lance_filter.py``).
+a refine step re-ranks the candidates by exact distance so the top results stay right. With the IVF index, the
+columns every search filters on also get scalar indexes (a label-list index on ``scopes``, a bitmap on
+``live``): an IVF_PQ search with a scope filter then reads an index instead of every row (0.79× the median and
+0.86× the p95 at 100,000 rows), while a flat search gets slower with them (3.6×), so they come only with the IVF
+index (``bench/lance_filter.py``, docs/benchmarks/lance-filter.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from storage._kuzu import ProjectionRow
 from storage._watermark import Watermark
 
 TABLE = "memories"
-SCALAR_THRESHOLD = 5_000
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
 
 
@@ -42,13 +41,13 @@ class VectorIndex:
         *,
         dim: int,
         ann_threshold: int = 50_000,
-        scalar_threshold: int = SCALAR_THRESHOLD,
+        scalar_threshold: int | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
         self._dim = dim
         self._ann_threshold = ann_threshold
-        self._scalar_threshold = scalar_threshold
+        self._scalar_threshold = ann_threshold if scalar_threshold is None else scalar_threshold
         self._schema = pa.schema(
             [
                 ("id", pa.string()),

@@ -19,8 +19,10 @@ def test_ann_index_keeps_exact_top_results(data_dir: Path, embedder: CachedEmbed
         ids = [r.id for r in eng.write_many(items)]
         eng.reconciler.wait_projected()
         assert not eng.vectors.has_ann_index
+        assert not eng.vectors.has_scalar_indexes
         eng.reconciler.on_projector(eng.vectors.maintain)
         assert eng.vectors.has_ann_index
+        assert eng.vectors.has_scalar_indexes  # they come with the IVF index (they slow a flat search down)
         for probe in (0, 123, 599):
             found = eng.vectors.search(vecs[probe], scopes=["user:a"], k=5, live_only=True, kinds=None)
             assert found[0][0] == ids[probe]
