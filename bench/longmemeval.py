@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +36,7 @@ from tqdm import tqdm
 
 from storage import Engine, MiniLMEmbedder, WriteItem, content_id
 from storage.models import MAX_CONTENT_CHARS, MAX_K
+from storage.recipes import RECIPES, Recipe
 from storage.rerank import SessionRecipe, rank_sessions
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
@@ -129,8 +130,40 @@ def scope(q: Question, granularity: str) -> str:
     return f"run:lme-{content_id(q.id)[:12]}-{granularity}"
 
 
+# The recalls each question runs: name -> (recipe, granularities). ``s-*`` lanes see the query with its time
+# expression stripped (as the default recipe's lanes do) but get no boost; ``g-*`` are one lane each, grouped
+# by session in the engine (the lane's whole candidate list collapsed to sessions): offline tuning fuses these
+# and applies time rules (see ``--save-lists``).
+_STRIP = {"enabled": True, "boost": 0.0}
+BOTH = "turn+session"  # one recall over the turn and the session-digest scopes together
+
+
+def _lane(lane: str, prefix: str, **changes: object) -> Recipe:
+    return RECIPES["default"].with_(
+        name=f"{prefix}-{lane}", weights={lane: 1.0}, time=_STRIP, dedup_cosine=None, **changes
+    )
+
+
+RECALLS: dict[str, tuple[str | Recipe, tuple[str, ...]]] = {
+    "bm25": ("bm25", ("turn",)),
+    "vector": ("vector", ("turn",)),
+    "hybrid": ("hybrid", ("turn",)),
+    "default": ("default", ("turn",)),
+    "s-bm25": (_lane("bm25", "s", history_questions=False), ("turn",)),
+    "s-vector": (_lane("vector", "s", history_questions=False), ("turn",)),
+    "s-graph": (_lane("graph", "s", history_questions=False), ("turn",)),
+    "g-bm25": (_lane("bm25", "g", group={"key": "session"}), ("turn", "session", BOTH)),
+    "g-vector": (_lane("vector", "g", group={"key": "session"}), ("turn", BOTH)),
+    "g-graph": (_lane("graph", "g", group={"key": "session"}), ("turn",)),
+}
+
+
 def ask(
-    q: Question, cache: DiskCache, root: Path, granularities: Sequence[str], recipes: Sequence[str]
+    q: Question,
+    cache: DiskCache,
+    root: Path,
+    granularities: Sequence[str],
+    recalls: Mapping[str, tuple[str | Recipe, tuple[str, ...]]],
 ) -> Asked:
     """Ingest ``q``'s haystack into a fresh data directory, run every (recipe, granularity) recall, close."""
     path = root / content_id(q.id)[:12]
@@ -165,10 +198,12 @@ def ask(
         e.reconciler.wait_projected()
         mid_write = time.perf_counter()
         lists = {}
-        for g in granularities:
-            for r in recipes:
-                hits = e.recall(q.text, [scope(q, g)], k=MAX_K, recipe=r)
-                lists[f"{r}:{g}"] = [h.memory.id for h in hits]
+        for name, (recipe, gs) in recalls.items():
+            for g in gs:
+                if set(g.split("+")) <= set(granularities):
+                    scopes = [scope(q, x) for x in g.split("+")]
+                    hits = e.recall(q.text, scopes, k=MAX_K, recipe=recipe, now=q.date)
+                    lists[f"{name}:{g}"] = [h.memory.id for h in hits]
         end = time.perf_counter()
     finally:
         e.close()
@@ -283,6 +318,10 @@ def variants(full: SessionRecipe) -> dict[str, tuple[str, Ranker]]:
         "bm25": ("engine recipe `bm25`, turn units", engine_recipe("bm25")),
         "vector": ("engine recipe `vector`, turn units", engine_recipe("vector")),
         "hybrid": ("engine recipe `hybrid` (plain BM25 + vector RRF), turn units", engine_recipe("hybrid")),
+        "default": (
+            "engine recipe `default` (BM25 + vector + graph, time rule, now = question date), turn units",
+            engine_recipe("default"),
+        ),
         "full": ("session recipe: all lists collapsed to sessions, fused, time rules", session_recipe(full)),
     }
     for name, w in full.weights.items():
@@ -350,11 +389,10 @@ def run(args: argparse.Namespace) -> Run:
         table = {k: v for k, v in table.items() if k in keep}
     r.scores = {name: [] for name in table}
     root = Path(tempfile.mkdtemp(prefix="lme-", dir=args.work))
-    recipes = ("bm25", "vector", "hybrid")
     saved: list[Asked] = []
     try:
         for q in tqdm(scored, desc=f"questions ({args.split})", unit="q"):
-            a = ask(q, cache, root, GRANULARITIES, recipes)
+            a = ask(q, cache, root, GRANULARITIES, RECALLS)
             r.write_s += a.write_s
             r.recall_s += a.recall_s
             r.units += sum(1 for _ in a.sessions_of)

@@ -51,6 +51,24 @@ class GraphRule:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupRule:
+    """Rank groups of memories (the turns of one conversation, say) instead of single memories.
+
+    With ``key`` set, each lane's list is collapsed to groups (a memory's group is ``metadata[key]``; a memory
+    without it is its own group) and a group takes the rank of its best member in that lane; the collapsed
+    lists are fused by weighted RRF with ``Recipe.rrf_k``, and the time rule multiplies a group's score by the
+    factor of its best member's event time. The first ``head`` places go to the groups of the best memories
+    of plain memory-level fusion (one strongly matching memory should win); the collapsed order fills the
+    rest. The answer lists each group's best ``per_group`` members (by memory-level fused score), group by
+    group. Measured on LongMemEval_S (docs/benchmarks/longmemeval.md).
+    """
+
+    key: str | None = None
+    head: int = 0
+    per_group: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class Recipe:
     """How lanes are weighted and fused, and what happens to the fused list. Named recipes live in RECIPES.
 
@@ -65,6 +83,7 @@ class Recipe:
     description: str = ""
     time: TimeRule = field(default_factory=TimeRule)
     graph: GraphRule = field(default_factory=GraphRule)
+    group: GroupRule = field(default_factory=GroupRule)
     history_questions: bool = True  # "what did I use before", "used to", ... include superseded versions
     dedup_cosine: float | None = 0.97  # fold results this similar to a better one (None: text equality only)
 
@@ -76,13 +95,16 @@ class Recipe:
             raise InvalidInput(f"recipe {self.name!r}: weights must be >= 0 and at least one > 0")
         if self.rrf_k < 0 or self.depth < 1:
             raise InvalidInput(f"recipe {self.name!r}: rrf_k must be >= 0 and depth >= 1")
+        if self.group.head < 0 or self.group.per_group < 1:
+            raise InvalidInput(f"recipe {self.name!r}: group.head must be >= 0 and group.per_group >= 1")
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
 
     def with_(self, **changes: Any) -> Recipe:
-        """A copy with some fields changed; ``time`` and ``graph`` also accept a dict of their own fields."""
-        for key in ("time", "graph"):
+        """A copy with some fields changed; ``time``, ``graph`` and ``group`` also accept a dict of their own
+        fields."""
+        for key in ("time", "graph", "group"):
             if isinstance(changes.get(key), Mapping):
                 changes[key] = replace(getattr(self, key), **changes[key])
         return replace(self, **changes)
