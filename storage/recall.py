@@ -174,6 +174,7 @@ class _Candidate:
     paths: tuple[str, ...] = ()
     collapsed: list[str] = field(default_factory=list)
     unit: np.ndarray | None = None  # the stored vector, unit length, when the vector lane returned it
+    group: str | None = None  # the recipe's group (GroupRule.key) this memory belongs to, if it has one
 
     def hit(self) -> Hit:
         return Hit(self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed))
@@ -210,9 +211,8 @@ def run(
     want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
         if recipe.group.key is not None:
-            # No near-duplicate folding across groups: two conversations that repeat each other (a
-            # re-pasted chat on another day) are two answers, each with its own date.
-            kept = _grouped(q, graph, conn, found, fused, recipe, paths, vectors)
+            grouped = _grouped(q, graph, conn, found, fused, recipe, paths, vectors)
+            kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only:
                 kept = _chains(kept, q, graph, conn)
             hits = [c.hit() for c in kept[: q.k]]
@@ -296,9 +296,12 @@ def _grouped(
     records = graph.fetch(conn, [m for m, _, _ in fused])
     mem = {m: r for m, r in records.items() if admissible(r, q)}
 
-    def group_of(mid: str) -> str:
+    def label(mid: str) -> str | None:
         value = mem[mid].metadata.get(rule.key or "")
-        return f"{value}" if isinstance(value, str | int) and value != "" else f"\x00{mid}"
+        return f"{value}" if isinstance(value, str | int) and value != "" else None
+
+    def group_of(mid: str) -> str:
+        return label(mid) or f"\x00{mid}"  # no group: a group of its own
 
     members: dict[str, list[tuple[str, float, dict[str, int]]]] = {}
     for entry in fused:  # fused order: each group's best member first
@@ -335,7 +338,7 @@ def _grouped(
     for g in order:
         for mid, _, lanes in members[g][: rule.per_group]:
             c = _Candidate(mem[mid], score[g], lanes, times.get(g), tuple(paths.get(mid, ())))
-            c.unit = vectors.get(mid)
+            c.unit, c.group = vectors.get(mid), label(mid)
             out.append(c)
     return out
 
@@ -367,6 +370,8 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
     text only: a near-duplicate of a result is, in practice, found by the vector lane next to it.
 
     Versions of one chain, and memories of different status, are never folded: a history answer shows each.
+    Nor are memories of different groups (``Recipe.group``): two conversations that repeat each other (a chat
+    pasted again on another day) are two answers, each with its own date.
     """
     kept: list[_Candidate] = []
     by_text: dict[str, _Candidate] = {}
@@ -385,6 +390,7 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
                     break
         if (
             twin is not None
+            and twin.group == c.group
             and twin.memory.status is c.memory.status
             and not _same_chain(twin.memory, c.memory)
         ):
