@@ -4,13 +4,15 @@
     python bench/longmemeval.py ../shared/bench-data/ --split report   # reporting split: the headline
     python bench/longmemeval.py ../shared/bench-data/ --limit 3 --out /tmp/lme.md   # smoke (CI)
 
-Each question's haystack goes into its own data directory and scope (``run:lme-<n>``): every turn, every
-round (a user turn with the assistant reply) and a per-session digest become memories with the session date
-as event time and a precomputed vector (user text embedded once per machine, in a disk cache). The question
-is then recalled lane by lane and granularity by granularity through ``Engine.recall``, and each variant
-(baselines, the full pipeline, ablations) turns those unit lists into a session ranking. Metrics count a
-session as retrieved when any of its units is (LongMemEval's ``recall_any``); abstention questions are left
-out. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``--out`` says otherwise.
+Each question's haystack goes into its own data directory: every turn (scope ``run:lme-<n>-turn``) and a
+per-session digest of the user turns (``run:lme-<n>-session``) become memories with ``metadata.session``, the
+session date as event time and a precomputed vector (user text embedded once per machine, in a disk cache;
+assistant turns carry the vector of the user turn they answer). Every variant is one ``Engine.recall``
+(``now`` = the question date): the baselines over the turns, ``full`` = the engine's ``default`` recipe over
+turns and digests, ablations = that recipe with one thing changed. A session ranks where its first unit
+appears in the hits. Metrics count a session as retrieved when any of its units is (LongMemEval's
+``recall_any``); abstention questions are left out. ``--save-lists`` also keeps per-lane lists for offline
+tuning. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``--out`` says otherwise.
 """
 
 from __future__ import annotations
