@@ -4,13 +4,15 @@
     python bench/longmemeval.py ../shared/bench-data/ --split report   # reporting split: the headline
     python bench/longmemeval.py ../shared/bench-data/ --limit 3 --out /tmp/lme.md   # smoke (CI)
 
-Each question's haystack goes into its own data directory and scope (``run:lme-<n>``): every turn, every
-round (a user turn with the assistant reply) and a per-session digest become memories with the session date
-as event time and a precomputed vector (user text embedded once per machine, in a disk cache). The question
-is then recalled lane by lane and granularity by granularity through ``Engine.recall``, and each variant
-(baselines, the full pipeline, ablations) turns those unit lists into a session ranking. Metrics count a
-session as retrieved when any of its units is (LongMemEval's ``recall_any``); abstention questions are left
-out. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``--out`` says otherwise.
+Each question's haystack goes into its own data directory: every turn (scope ``run:lme-<n>-turn``) and a
+per-session digest of the user turns (``run:lme-<n>-session``) become memories with ``metadata.session``, the
+session date as event time and a precomputed vector (user text embedded once per machine, in a disk cache;
+assistant turns carry the vector of the user turn they answer). Every variant is one ``Engine.recall``
+(``now`` = the question date): the baselines over the turns, ``full`` = the engine's ``default`` recipe over
+turns and digests, ablations = that recipe with one thing changed. A session ranks where its first unit
+appears in the hits. Metrics count a session as retrieved when any of its units is (LongMemEval's
+``recall_any``); abstention questions are left out. ``--save-lists`` also keeps per-lane lists for offline
+tuning. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``--out`` says otherwise.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from tqdm import tqdm
 
 from storage import Engine, MiniLMEmbedder, WriteItem, content_id
 from storage.models import MAX_CONTENT_CHARS, MAX_K
-from storage.rerank import SessionRecipe, rank_sessions
+from storage.recipes import RECIPES, Recipe
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
 CACHE = Path.home() / ".cache" / "mnemograph-bench"
@@ -129,8 +131,75 @@ def scope(q: Question, granularity: str) -> str:
     return f"run:lme-{content_id(q.id)[:12]}-{granularity}"
 
 
+# The engine's default recipe as it was merged (graph lane, time boost x1.5, memory-level RRF k 60, no
+# grouping): measured beside the tuned default so the change shows in the same run.
+MERGED_DEFAULT = Recipe("merged-default", {"bm25": 1.0, "vector": 1.0, "graph": 1.0})
+BOTH = "turn+session"  # one recall over the turn and the session-digest scopes together
+_DEFAULT = RECIPES["default"]
+
+# Every variant is one Engine.recall: name -> (what it is, recipe, granularities searched). Sessions rank by
+# the first appearance of one of their units in the hits.
+VARIANTS: dict[str, tuple[str, str | Recipe, str]] = {
+    "bm25": ("engine recipe `bm25`, turn units", "bm25", "turn"),
+    "vector": ("engine recipe `vector`, turn units", "vector", "turn"),
+    "hybrid": ("engine recipe `hybrid` (plain BM25 + vector RRF), turn units", "hybrid", "turn"),
+    "default as merged": ("the engine's default recipe before tuning, turn units", MERGED_DEFAULT, "turn"),
+    "full": ("the engine's `default` recipe, turns + session digests", "default", BOTH),
+    # ablations: the default recipe with one thing changed
+    "full − graph": (
+        "no graph lane",
+        _DEFAULT.with_(weights={k: w for k, w in _DEFAULT.weights.items() if k != "graph"}),
+        BOTH,
+    ),
+    "full − time rule": ("time expressions ignored", _DEFAULT.with_(time={"enabled": False}), BOTH),
+    "full − grouping": ("memory-level fusion (no group rule)", _DEFAULT.with_(group={"key": None}), BOTH),
+    "full − session digest": ("turn units only", "default", "turn"),
+    "full + 3 per session": (
+        "up to 3 members per session listed (same session order)",
+        _DEFAULT.with_(group={"per_group": 3}),
+        BOTH,
+    ),
+}
+
+# Extra lists for offline tuning (--save-lists), one lane each. ``s-*`` see the query with its time
+# expression stripped (as the default recipe's lanes do) but get no boost; ``g-*`` are grouped by session in
+# the engine (the lane's whole candidate list collapsed to sessions): the tuner fuses these itself.
+_STRIP = {"enabled": True, "boost": 0.0}
+
+
+def _lane(lane: str, prefix: str, **changes: object) -> Recipe:
+    return _DEFAULT.with_(
+        name=f"{prefix}-{lane}",
+        weights={lane: 1.0},
+        time=_STRIP,
+        dedup_cosine=None,
+        history_questions=False,
+        **changes,
+    )
+
+
+TUNING: dict[str, tuple[str | Recipe, tuple[str, ...]]] = {
+    "s-bm25": (_lane("bm25", "s", group={"key": None}), ("turn",)),
+    "s-vector": (_lane("vector", "s", group={"key": None}), ("turn",)),
+    "s-graph": (_lane("graph", "s", group={"key": None}), ("turn",)),
+    "g-bm25": (_lane("bm25", "g", group={"key": "session"}), ("turn", "session", BOTH)),
+    "g-vector": (_lane("vector", "g", group={"key": "session"}), ("turn", BOTH)),
+    "g-graph": (_lane("graph", "g", group={"key": "session"}), ("turn",)),
+}
+
+
+def recalls(variants: Sequence[str], tuning: bool) -> dict[str, tuple[str | Recipe, tuple[str, ...]]]:
+    """The recalls a question needs: list name -> (recipe, granularities); lists are keyed ``name:gran``."""
+    out = {name: (VARIANTS[name][1], (VARIANTS[name][2],)) for name in variants}
+    return out | TUNING if tuning else out
+
+
 def ask(
-    q: Question, cache: DiskCache, root: Path, granularities: Sequence[str], recipes: Sequence[str]
+    q: Question,
+    cache: DiskCache,
+    root: Path,
+    granularities: Sequence[str],
+    recalls: Mapping[str, tuple[str | Recipe, tuple[str, ...]]],
 ) -> Asked:
     """Ingest ``q``'s haystack into a fresh data directory, run every (recipe, granularity) recall, close."""
     path = root / content_id(q.id)[:12]
@@ -165,10 +234,12 @@ def ask(
         e.reconciler.wait_projected()
         mid_write = time.perf_counter()
         lists = {}
-        for g in granularities:
-            for r in recipes:
-                hits = e.recall(q.text, [scope(q, g)], k=MAX_K, recipe=r)
-                lists[f"{r}:{g}"] = [h.memory.id for h in hits]
+        for name, (recipe, gs) in recalls.items():
+            for g in gs:
+                if set(g.split("+")) <= set(granularities):
+                    scopes = [scope(q, x) for x in g.split("+")]
+                    hits = e.recall(q.text, scopes, k=MAX_K, recipe=recipe, now=q.date)
+                    lists[f"{name}:{g}"] = [h.memory.id for h in hits]
         end = time.perf_counter()
     finally:
         e.close()
@@ -200,97 +271,23 @@ def _first_sessions(a: Asked, units: Sequence[str]) -> list[str]:
 
 
 def _turn_keys(a: Asked, units: Sequence[str]) -> list[str]:
+    """The turns retrieved, in hit order; session digests are not turns and are skipped."""
     out: dict[str, None] = {}
     for u in units:
-        for t in a.turns_of.get(u, ()):
-            out.setdefault(t, None)
+        if a.role_of.get(u) != "session":
+            for t in a.turns_of.get(u, ()):
+                out.setdefault(t, None)
     return list(out)
 
 
-def engine_recipe(recipe: str, granularity: str = "turn") -> Ranker:
-    """A plain engine recipe on one granularity; a session ranks where its best unit does."""
+def engine_ranker(name: str) -> Ranker:
+    """A variant's engine recall; a session ranks where its first unit in the hits does."""
 
     def rank(a: Asked) -> Ranked:
-        units = a.lists[f"{recipe}:{granularity}"]
+        units = a.lists[f"{name}:{VARIANTS[name][2]}"]
         return Ranked(_first_sessions(a, units), _turn_keys(a, units))
 
     return rank
-
-
-def session_recipe(recipe: SessionRecipe) -> Ranker:
-    """The full pipeline: every unit list collapsed to sessions, fused, then the time rules. Turns are
-    ranked by their own fused unit score, lifted by their session's score."""
-
-    def rank(a: Asked) -> Ranked:
-        lists = {k: v for k, v in a.lists.items() if recipe.weights.get(k, 0.0) > 0}
-        ranked = rank_sessions(
-            lists,
-            recipe,
-            sessions_of=lambda u: a.sessions_of.get(u, ()),
-            session_time=a.session_time,
-            query=a.q.text,
-            now=a.q.date,
-        )
-        sessions = [s for s, _ in ranked]
-        top = ranked[0][1] if ranked else 1.0
-        sscore = dict(ranked)
-        unit: dict[str, float] = {}
-        for name in ("bm25:turn", "vector:turn"):
-            for r, u in enumerate(a.lists.get(name, ()), start=1):
-                unit[u] = unit.get(u, 0.0) + 1.0 / (60 + r)
-
-        def turn_score(u: str) -> float:
-            s = max((sscore.get(x, 0.0) for x in a.sessions_of.get(u, ())), default=0.0)
-            return unit[u] * (1.0 + TURN_LIFT * s / top)
-
-        turns = sorted(unit, key=lambda u: -turn_score(u))
-        return Ranked(sessions, _turn_keys(a, turns))
-
-    return rank
-
-
-TURN_LIFT = 4.0
-
-# Chosen on 38 development questions (docs/benchmarks/longmemeval.md, notes): turn lists from both lanes plus
-# BM25 over a per-session digest of the user turns, each collapsed to sessions by their best unit, fused with
-# a small RRF k (a session's first place in a list matters more than its tail). Rounds, session vectors,
-# multi-unit sums, the time window and the recency prior did not help there; they stay measurable below.
-FULL = SessionRecipe(
-    weights={"bm25:turn": 1.0, "vector:turn": 1.0, "bm25:session": 1.0},
-    rrf_k=10,
-    unit_k=10,
-    aggregate="max",
-    top_n=1,
-    time_boost=0.0,
-    recency=0.0,
-)
-TRIED = {
-    "full + vector:session": replace(FULL, weights={**FULL.weights, "vector:session": 0.5}),
-    "full + multi-unit sum": replace(FULL, aggregate="sum", top_n=3),
-    "full + time window": replace(FULL, time_boost=0.5),
-    "full + recency": replace(FULL, recency=0.3),
-    "full, rrf k 60": replace(FULL, rrf_k=60, unit_k=60),
-}
-
-
-def _drop(name: str) -> SessionRecipe:
-    return replace(FULL, weights={k: (0.0 if k == name else w) for k, w in FULL.weights.items()})
-
-
-def variants(full: SessionRecipe) -> dict[str, tuple[str, Ranker]]:
-    """name -> (what it is, how to rank). Baselines first, then the full pipeline, then ablations."""
-    out: dict[str, tuple[str, Ranker]] = {
-        "bm25": ("engine recipe `bm25`, turn units", engine_recipe("bm25")),
-        "vector": ("engine recipe `vector`, turn units", engine_recipe("vector")),
-        "hybrid": ("engine recipe `hybrid` (plain BM25 + vector RRF), turn units", engine_recipe("hybrid")),
-        "full": ("session recipe: all lists collapsed to sessions, fused, time rules", session_recipe(full)),
-    }
-    for name, w in full.weights.items():
-        if w > 0:
-            out[f"full − {name}"] = (f"full without the `{name}` list", session_recipe(_drop(name)))
-    for name, recipe in TRIED.items():
-        out[name] = ("a lever tried on dev and left out of `full`", session_recipe(recipe))
-    return out
 
 
 # -- the run ---------------------------------------------------------------------------------------------------
@@ -302,6 +299,7 @@ class Run:
     questions: list[Question]
     scores: dict[str, list[tuple[Question, Scores]]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    described: dict[str, str] = field(default_factory=dict)
     write_s: float = 0.0
     recall_s: float = 0.0
     embed_s: float = 0.0
@@ -344,17 +342,16 @@ def run(args: argparse.Namespace) -> Run:
     with tqdm(total=len(todo), desc="embed", unit="text", disable=not todo) as bar:
         cache.fill(todo, bar.update)
     r = Run(args.split, scored, embed_s=time.perf_counter() - t0, embedded=len(todo))
-    table = variants(FULL)
-    if args.variants:
-        keep = set(args.variants.split(","))
-        table = {k: v for k, v in table.items() if k in keep}
+    names = [n for n in VARIANTS if not args.variants or n in set(args.variants.split(","))]
+    table = {n: (VARIANTS[n][0], engine_ranker(n)) for n in names}
+    wanted = recalls(names, bool(args.save_lists))
     r.scores = {name: [] for name in table}
+    r.described = {name: what for name, (what, _) in table.items()}
     root = Path(tempfile.mkdtemp(prefix="lme-", dir=args.work))
-    recipes = ("bm25", "vector", "hybrid")
     saved: list[Asked] = []
     try:
         for q in tqdm(scored, desc=f"questions ({args.split})", unit="q"):
-            a = ask(q, cache, root, GRANULARITIES, recipes)
+            a = ask(q, cache, root, GRANULARITIES, wanted)
             r.write_s += a.write_s
             r.recall_s += a.recall_s
             r.units += sum(1 for _ in a.sessions_of)

@@ -174,6 +174,7 @@ class _Candidate:
     paths: tuple[str, ...] = ()
     collapsed: list[str] = field(default_factory=list)
     unit: np.ndarray | None = None  # the stored vector, unit length, when the vector lane returned it
+    group: str | None = None  # the recipe's group (GroupRule.key) this memory belongs to, if it has one
 
     def hit(self) -> Hit:
         return Hit(self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed))
@@ -209,6 +210,13 @@ def run(
     # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
     want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
+        if recipe.group.key is not None:
+            grouped = _grouped(q, graph, conn, found, fused, recipe, paths, vectors)
+            kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
+            if not q.live_only:
+                kept = _chains(kept, q, graph, conn)
+            hits = [c.hit() for c in kept[: q.k]]
+            return _fit(hits, q.token_budget) if q.token_budget is not None else hits
         pool = _Pool(q, graph, conn, fused, paths, vectors)
         cands = pool.take(want)
         if timed:
@@ -255,15 +263,84 @@ class _Pool:
         return out
 
 
-def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
-    f, where = factor(c.memory.event_time, q.intervals, recipe.time)
+def _time_match(t: datetime, q: Query, recipe: Recipe) -> tuple[float, TimeMatch | None]:
+    f, where = factor(t, q.intervals, recipe.time)
     if where is None:
-        return
-    inside = where.distance(c.memory.event_time).total_seconds() == 0
-    c.score *= f
+        return 1.0, None
+    inside = where.distance(t).total_seconds() == 0
     shown = round(f, 4)
     rule: _Rule = "in_interval" if inside else "near_interval" if shown > 1 else "outside_interval"
-    c.time = TimeMatch(rule, where.expression, (where.lo, where.hi), shown)
+    return f, TimeMatch(rule, where.expression, (where.lo, where.hi), shown)
+
+
+def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
+    f, match = _time_match(c.memory.event_time, q, recipe)
+    if match is not None:
+        c.score *= f
+        c.time = match
+
+
+def _grouped(
+    q: Query,
+    graph: GraphStore,
+    conn: Connection,
+    found: Mapping[str, Found],
+    fused: list[tuple[str, float, dict[str, int]]],
+    recipe: Recipe,
+    paths: Mapping[str, Sequence[str]],
+    vectors: Mapping[str, np.ndarray],
+) -> list[_Candidate]:
+    """``recipe.group``: collapse each lane's list to groups, fuse the groups, apply the time rule per group,
+    let memory-level fusion pick the first ``head`` groups, and list each group's best members."""
+    rule = recipe.group
+    records = graph.fetch(conn, [m for m, _, _ in fused])
+    mem = {m: r for m, r in records.items() if admissible(r, q)}
+
+    def label(mid: str) -> str | None:
+        value = mem[mid].metadata.get(rule.key or "")
+        return f"{value}" if isinstance(value, str | int) and value != "" else None
+
+    def group_of(mid: str) -> str:
+        return label(mid) or f"\x00{mid}"  # no group: a group of its own
+
+    members: dict[str, list[tuple[str, float, dict[str, int]]]] = {}
+    for entry in fused:  # fused order: each group's best member first
+        if entry[0] in mem:
+            members.setdefault(group_of(entry[0]), []).append(entry)
+    score: dict[str, float] = {}
+    for lane, f in found.items():
+        weight = recipe.weights.get(lane, 0.0)
+        if weight <= 0:
+            continue
+        seen: set[str] = set()
+        for mid in f.ids:
+            g = group_of(mid) if mid in mem else None
+            if g is not None and g not in seen:
+                seen.add(g)
+                score[g] = score.get(g, 0.0) + weight / (recipe.rrf_k + len(seen))
+    times: dict[str, TimeMatch | None] = {}
+    unit = {m: s for m, s, _ in fused}
+    if q.intervals and recipe.time.enabled:
+        for g in score:
+            factor_g, times[g] = _time_match(mem[members[g][0][0]].event_time, q, recipe)
+            score[g] *= factor_g
+        for m in mem:
+            unit[m] *= _time_match(mem[m].event_time, q, recipe)[0]
+    head: list[str] = []
+    for m in sorted(mem, key=lambda m: (-unit[m], m)):
+        if len(head) >= rule.head:
+            break
+        if group_of(m) not in head:
+            head.append(group_of(m))
+    place = {g: i for i, g in enumerate(members)}  # ties go to the group memory-level fusion ranks higher
+    order = head + sorted((g for g in score if g not in head), key=lambda g: (-score[g], place[g]))
+    out = []
+    for g in order:
+        for mid, _, lanes in members[g][: rule.per_group]:
+            c = _Candidate(mem[mid], score[g], lanes, times.get(g), tuple(paths.get(mid, ())))
+            c.unit, c.group = vectors.get(mid), label(mid)
+            out.append(c)
+    return out
 
 
 _Rule = Literal["in_interval", "near_interval", "outside_interval"]
@@ -293,6 +370,8 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
     text only: a near-duplicate of a result is, in practice, found by the vector lane next to it.
 
     Versions of one chain, and memories of different status, are never folded: a history answer shows each.
+    Nor are memories of different groups (``Recipe.group``): two conversations that repeat each other (a chat
+    pasted again on another day) are two answers, each with its own date.
     """
     kept: list[_Candidate] = []
     by_text: dict[str, _Candidate] = {}
@@ -311,6 +390,7 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
                     break
         if (
             twin is not None
+            and twin.group == c.group
             and twin.memory.status is c.memory.status
             and not _same_chain(twin.memory, c.memory)
         ):

@@ -42,7 +42,7 @@ def test_fusion_reports_every_lane_and_rank(stocked: Engine) -> None:
     assert top.memory.content == FACTS[4]
     assert top.lanes.get("bm25") == 1
     assert top.lanes.get("vector") == 1
-    assert top.score == pytest.approx(2 / 61)
+    assert top.score == pytest.approx(2 / (RECIPES["default"].rrf_k + 1))  # first in both lanes
     assert len(hits) == 3
 
 

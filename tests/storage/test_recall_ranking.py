@@ -38,7 +38,7 @@ def test_memory_in_the_queried_window_outranks_an_equal_text_match(lamps: Engine
     assert (may[0].time.rule, may[0].time.expression, may[0].time.factor) == (
         "in_interval",
         "last Tuesday",
-        1.5,
+        1 + RECIPES["default"].time.boost,  # 1.25
     )
     assert may[0].time.interval == (datetime(2023, 5, 23, tzinfo=UTC), datetime(2023, 5, 24, tzinfo=UTC))
     assert may[1].time is not None
@@ -170,7 +170,7 @@ def test_recipes_are_validated_and_named() -> None:
     assert set(RECIPES) >= {"default", "hybrid", "bm25", "vector", "graph", "no_time"}
     assert dict(RECIPES["hybrid"].weights) == {"bm25": 1.0, "vector": 1.0}
     assert RECIPES["default"].with_(time={"boost": 2.0}).time.boost == 2.0
-    assert RECIPES["default"].time.boost == 0.5  # with_ copies, never mutates
+    assert RECIPES["default"].time.boost == 0.25  # with_ copies, never mutates
     with pytest.raises(InvalidInput, match="unknown lane"):
         Recipe("x", {"bm25": 1.0, "keyword": 1.0})
     with pytest.raises(InvalidInput, match="weights"):
@@ -179,3 +179,48 @@ def test_recipes_are_validated_and_named() -> None:
         Recipe("x", {"bm25": 0.0})
     with pytest.raises(TypeError):
         RECIPES["default"].weights["bm25"] = 3.0  # type: ignore[index]
+
+
+GROUPED = RECIPES["hybrid"].with_(group={"key": "session"})
+LAMP_CHAT = ("I bought a brass desk lamp.", "The brass desk lamp has a dimmer.", "Where should the lamp go?")
+OTHER_CHAT = ("My desk lamp broke yesterday.", "Shall we talk about gardening instead?")
+LONE = "A desk lamp note outside any conversation."
+
+
+@pytest.fixture
+def chats(engine: Engine) -> Engine:
+    for i, text in enumerate(LAMP_CHAT):
+        engine.write(text, ["user:ana"], metadata={"session": "lamp", "turn": i})
+    for i, text in enumerate(OTHER_CHAT):
+        engine.write(text, ["user:ana"], metadata={"session": "other", "turn": i})
+    engine.write(LONE, ["user:ana"])
+    return engine
+
+
+def test_group_rule_returns_each_conversation_once_best_member_first(chats: Engine) -> None:
+    flat = chats.recall("brass desk lamp dimmer", ["user:ana"], recipe="hybrid")
+    hits = chats.recall("brass desk lamp dimmer", ["user:ana"], recipe=GROUPED)
+    assert len(flat) == 6
+    groups = [h.memory.metadata.get("session") for h in hits]
+    assert sorted(map(str, groups)) == ["None", "lamp", "other"]  # one each; an ungrouped memory is its own
+    assert hits[0].memory.metadata["session"] == "lamp"
+    # the group's representative is its best member in memory-level fusion
+    best_lamp = next(h for h in flat if h.memory.metadata.get("session") == "lamp")
+    assert hits[0].memory.id == best_lamp.memory.id
+
+
+def test_group_rule_lists_per_group_members_together(chats: Engine) -> None:
+    two = GROUPED.with_(group={"per_group": 2})
+    hits = chats.recall("brass desk lamp dimmer", ["user:ana"], recipe=two)
+    groups = [h.memory.metadata.get("session") for h in hits]
+    assert groups[:2] == ["lamp", "lamp"]
+    assert groups.count("other") == 2
+    assert groups.count(None) == 1
+    assert groups[groups.index("other") + 1] == "other"  # a group's members are listed together
+
+
+def test_group_rule_is_validated() -> None:
+    with pytest.raises(InvalidInput, match="group"):
+        RECIPES["default"].with_(group={"head": -1})
+    with pytest.raises(InvalidInput, match="group"):
+        RECIPES["default"].with_(group={"per_group": 0})
