@@ -524,6 +524,15 @@ class GraphStore:
                 out[mid] = _memory(r[:-2], tuple(sorted(r[-2] or ())), tuple(sorted(r[-1] or ())))
         return out
 
+    def has_metadata_key(self, conn: kuzu.Connection, key: str) -> bool:
+        """Whether any memory's metadata has ``key`` (a scan, stopped at the first match; may say yes for a
+        value that merely contains the key's JSON text)."""
+        needle = json.dumps(key, ensure_ascii=False) + ":"
+        rows = _rows(
+            conn, "MATCH (m:Memory) WHERE contains(m.metadata, $n) RETURN m.id LIMIT 1", {"n": needle}
+        )
+        return bool(rows)
+
     def ids_with_prefix(self, conn: kuzu.Connection, prefix: str, limit: int = 2) -> list[str]:
         rows = _rows(
             conn,

@@ -62,7 +62,7 @@ from storage.models import (
     WriteItem,
     WriteReceipt,
 )
-from storage.recipes import Recipe, resolve
+from storage.recipes import GROUP_KEYS, Recipe, resolve
 from storage.reconciler import Reconciler, Tx
 
 VACUUM_MARKER = "VACUUM_PENDING"
@@ -115,6 +115,7 @@ class Engine:
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
+        self._group_keys: set[str] = set()
         self._closed = False
         # Lanes of one recall run side by side; sized for a few concurrent recalls.
         self._lane_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemograph-lane")
@@ -171,6 +172,7 @@ class Engine:
         self.reconciler.start()
         self._reload_tree()
         self._reload_lexicon()
+        self._reload_group_keys()
         if (self.data_dir / VACUUM_MARKER).exists():
             self._vacuum()  # a purge was interrupted before its files were rewritten
 
@@ -483,6 +485,7 @@ class Engine:
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
         receipts = self.reconciler.submit_many([self._write_intent(p) for p in prepared])
+        self._group_keys.update(key for p in prepared for key in GROUP_KEYS if key in p.metadata)
         self._after_write(
             [s for p in prepared for s in p.scopes],
             [e for p in prepared for e in p.entities],
@@ -872,6 +875,13 @@ class Engine:
                 again = content_id(m.content, salt=again)
         return list(seen)
 
+    def _reload_group_keys(self) -> None:
+        """Which recipes' group keys (``metadata.session``) some memory carries. Grouping fetches the record of
+        every lane candidate, so recall in a store where no memory has the key skips it (plain weighted fusion:
+        each memory would be a group of its own anyway)."""
+        with self.graph.read() as conn:
+            self._group_keys = {key for key in GROUP_KEYS if self.graph.has_metadata_key(conn, key)}
+
     def _reload_lexicon(self) -> None:
         self.lexicon.clear()
         with self.graph.read() as conn:
@@ -1014,6 +1024,8 @@ class Engine:
         """
         text = v.query(query)
         chosen = resolve(recipe)
+        if chosen.group.key in GROUP_KEYS and chosen.group.key not in self._group_keys:
+            chosen = chosen.with_(group={"key": None, "head": 0})
         ref = v.reference_time(now)
         budget = v.token_budget(token_budget)
         tree = self._tree()

@@ -167,6 +167,10 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
+GROUP_KEYS = frozenset(r.group.key for r in RECIPES.values() if r.group.key)
+"""The metadata keys the named recipes group by; the engine tracks which of them any memory carries."""
+
+
 def resolve(recipe: str | Recipe) -> Recipe:
     """A Recipe given itself or its name; an unknown name is an InvalidInput that lists the known ones."""
     if isinstance(recipe, Recipe):

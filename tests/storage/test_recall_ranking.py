@@ -4,10 +4,11 @@ and recipes that change the order as declared. Real stores, real model."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
-from storage import RECIPES, Engine, InvalidInput, Recipe
+from storage import RECIPES, CachedEmbedder, Engine, InvalidInput, Recipe
 from storage.recall import estimate_tokens
 
 NOW = datetime(2023, 5, 30, 12, tzinfo=UTC)  # a Tuesday
@@ -224,3 +225,32 @@ def test_group_rule_is_validated() -> None:
         RECIPES["default"].with_(group={"head": -1})
     with pytest.raises(InvalidInput, match="group"):
         RECIPES["default"].with_(group={"per_group": 0})
+
+
+def test_the_default_groups_only_once_some_memory_carries_its_key(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """Grouping costs a record fetch per candidate, so the default skips it in a store where no memory has a
+    session; from the first such write on (and after a restart) conversations come back once each."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        engine.write(LONE, ["user:ana"])
+        assert engine._group_keys == set()
+        assert engine.recall("desk lamp", ["user:ana"])[0].memory.content == LONE
+        for i, text in enumerate(LAMP_CHAT):
+            engine.write(text, ["user:ana"], metadata={"session": "lamp", "turn": i})
+        assert engine._group_keys == {"session"}
+        once = [
+            h.memory.metadata.get("session") for h in engine.recall("brass desk lamp", ["user:ana"], k=10)
+        ]
+        assert once.count("lamp") == 1
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        assert engine._group_keys == {"session"}
+        again = [
+            h.memory.metadata.get("session") for h in engine.recall("brass desk lamp", ["user:ana"], k=10)
+        ]
+        assert again.count("lamp") == 1
+        flat = [
+            h.memory.metadata.get("session")
+            for h in engine.recall("brass desk lamp", ["user:ana"], recipe="hybrid")
+        ]
+        assert flat.count("lamp") == 3  # without grouping every turn is its own result
