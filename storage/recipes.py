@@ -125,40 +125,28 @@ DEFAULT = Recipe(
     description="all lanes, conversations ranked as a whole, time rule, history questions",
 )
 
+
+def _baseline(name: str, weights: dict[str, float], description: str) -> Recipe:
+    """A plain RRF baseline (k 60) over ``weights``' lanes: no grouping, time rule, history questions or folding."""
+    return DEFAULT.with_(
+        name=name,
+        weights=weights,
+        rrf_k=60,
+        group={"key": None, "head": 0},
+        time={"enabled": False},
+        history_questions=False,
+        dedup_cosine=None,
+        description=description,
+    )
+
+
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in (
         DEFAULT,
-        DEFAULT.with_(
-            name="hybrid",
-            weights={"bm25": 1.0, "vector": 1.0},
-            rrf_k=60,
-            group={"key": None, "head": 0},
-            time={"enabled": False},
-            history_questions=False,
-            dedup_cosine=None,
-            description="plain BM25 + vector RRF (baseline)",
-        ),
-        DEFAULT.with_(
-            name="bm25",
-            weights={"bm25": 1.0},
-            rrf_k=60,
-            group={"key": None, "head": 0},
-            time={"enabled": False},
-            history_questions=False,
-            dedup_cosine=None,
-            description="BM25 lane only (baseline)",
-        ),
-        DEFAULT.with_(
-            name="vector",
-            weights={"vector": 1.0},
-            rrf_k=60,
-            group={"key": None, "head": 0},
-            time={"enabled": False},
-            history_questions=False,
-            dedup_cosine=None,
-            description="vector lane only (baseline)",
-        ),
+        _baseline("hybrid", {"bm25": 1.0, "vector": 1.0}, "plain BM25 + vector RRF (baseline)"),
+        _baseline("bm25", {"bm25": 1.0}, "BM25 lane only (baseline)"),
+        _baseline("vector", {"vector": 1.0}, "vector lane only (baseline)"),
         DEFAULT.with_(name="graph", weights={"graph": 1.0}, description="entity-graph lane only"),
         DEFAULT.with_(
             name="no_time", time={"enabled": False}, description="all lanes, time expressions ignored"

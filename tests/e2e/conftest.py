@@ -60,6 +60,20 @@ def free_port() -> int:
         return port
 
 
+# A raw JSON-RPC initialize, for tests that speak HTTP without the SDK client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "1"},
+    },
+}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

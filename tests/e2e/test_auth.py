@@ -16,21 +16,18 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.conftest import MNEMOGRAPH, HttpServer, Store, call, free_port, http_server
+from tests.e2e.conftest import (
+    HEADERS,
+    INITIALIZE,
+    MNEMOGRAPH,
+    HttpServer,
+    Store,
+    call,
+    free_port,
+    http_server,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "curl", "version": "1"},
-    },
-}
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 async def cli(store: Store, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -6,22 +6,10 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 
-from tests.e2e.conftest import Store, call, error_text, http_server
+from tests.e2e.conftest import HEADERS, INITIALIZE, Store, call, error_text, http_server
 from tools import ALL_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "curl", "version": "1"},
-    },
-}
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
