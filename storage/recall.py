@@ -326,17 +326,20 @@ def _grouped(
             score[g] *= factor_g
         for m in mem:
             unit[m] *= _time_match(mem[m].event_time, q, recipe)[0]
+    by_unit = sorted(mem, key=lambda m: (-unit[m], m))  # plain memory-level fusion, time rule applied
     head: list[str] = []
-    for m in sorted(mem, key=lambda m: (-unit[m], m)):
+    for m in by_unit:
         if len(head) >= rule.head:
             break
         if group_of(m) not in head:
             head.append(group_of(m))
     place = {g: i for i, g in enumerate(members)}  # ties go to the group memory-level fusion ranks higher
     order = head + sorted((g for g in score if g not in head), key=lambda g: (-score[g], place[g]))
+    top = set(by_unit[: q.k]) if rule.keep_top else set()
     out = []
     for g in order:
-        for mid, _, lanes in members[g][: rule.per_group]:
+        listed = [e for i, e in enumerate(members[g]) if i < rule.per_group or e[0] in top]
+        for mid, _, lanes in listed:
             c = _Candidate(mem[mid], score[g], lanes, times.get(g), tuple(paths.get(mid, ())))
             c.unit, c.group = vectors.get(mid), label(mid)
             out.append(c)

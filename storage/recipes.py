@@ -59,13 +59,16 @@ class GroupRule:
     lists are fused by weighted RRF with ``Recipe.rrf_k``, and the time rule multiplies a group's score by the
     factor of its best member's event time. The first ``head`` places go to the groups of the best memories
     of plain memory-level fusion (one strongly matching memory should win); the collapsed order fills the
-    rest. The answer lists each group's best ``per_group`` members (by memory-level fused score), group by
-    group. Measured on LongMemEval_S (docs/benchmarks/longmemeval.md).
+    rest. The answer lists, group by group, each group's best ``per_group`` members (by memory-level fused
+    score) and, with ``keep_top``, also every other member that plain memory-level fusion ranks among the
+    query's first ``k``: grouping reorders and gathers what ungrouped recall would show, it never hides it.
+    Measured on LongMemEval_S (docs/benchmarks/longmemeval.md).
     """
 
     key: str | None = None
     head: int = 0
     per_group: int = 1
+    keep_top: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -388,7 +388,20 @@ def _r_recent(m: re.Match[str], c: _Ctx) -> _Res | None:
     return c.days(c.today - timedelta(days=14), c.today + timedelta(days=1), "week")
 
 
+# A bare weekday that names a habit or modifies a noun is no date: "every Sunday", "my Sunday group rides",
+# "on Saturday mornings" (a plural time of day after it).
+_HABIT_LEFT_RX = _rx(
+    rf"{_B}(?:every|each|most|many|some|all|usual|typical|weekly|my|our|your|his|her|their|a|the){_S}\Z"
+)
+_HABIT_RIGHT_RX = _rx(r"\s+(?:mornings|afternoons|evenings|nights|lunches|dinners)\b")
+
+
 def _r_bare_weekday(m: re.Match[str], c: _Ctx) -> _Res | None:
+    text = m.string
+    if _HABIT_LEFT_RX.search(text, max(0, m.start() - 20), m.start()) or _HABIT_RIGHT_RX.match(
+        text, m.end(), m.end() + 20
+    ):
+        return None
     d = c.today - timedelta(days=(c.today.weekday() - _WEEKDAYS[m["wd"][:3].lower()]) % 7)
     return c.days(d, d + timedelta(days=1), "day")
 

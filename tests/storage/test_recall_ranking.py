@@ -182,7 +182,7 @@ def test_recipes_are_validated_and_named() -> None:
         RECIPES["default"].weights["bm25"] = 3.0  # type: ignore[index]
 
 
-GROUPED = RECIPES["hybrid"].with_(group={"key": "session"})
+GROUPED = RECIPES["hybrid"].with_(group={"key": "session", "keep_top": False})
 LAMP_CHAT = ("I bought a brass desk lamp.", "The brass desk lamp has a dimmer.", "Where should the lamp go?")
 OTHER_CHAT = ("My desk lamp broke yesterday.", "Shall we talk about gardening instead?")
 LONE = "A desk lamp note outside any conversation."
@@ -220,6 +220,23 @@ def test_group_rule_lists_per_group_members_together(chats: Engine) -> None:
     assert groups[groups.index("other") + 1] == "other"  # a group's members are listed together
 
 
+def test_group_rule_keeps_what_ungrouped_recall_ranks_in_the_first_k(chats: Engine) -> None:
+    """``keep_top``: every memory plain fusion puts in the first k is still listed, gathered under its group
+    (a conversation's best member first), so grouping reorders but never hides a top result."""
+    keep = GROUPED.with_(group={"keep_top": True})
+    query = "brass desk lamp dimmer"
+    for k in (2, 3, 4):
+        flat = [h.memory.id for h in chats.recall(query, ["user:ana"], k=k, recipe="hybrid")]
+        hits = chats.recall(query, ["user:ana"], k=10, recipe=keep)
+        top_flat = chats.recall(query, ["user:ana"], k=k, recipe=keep)
+        assert set(flat) <= {h.memory.id for h in hits}
+        assert {h.memory.id for h in top_flat} >= set(flat[:1])
+        groups = [h.memory.metadata.get("session") for h in top_flat]
+        assert groups == sorted(groups, key=groups.index)  # a group's members stay together
+    one = chats.recall(query, ["user:ana"], k=10, recipe=GROUPED)
+    assert len(hits) > len(one) == 3  # without keep_top: one member per conversation
+
+
 def test_group_rule_is_validated() -> None:
     with pytest.raises(InvalidInput, match="group"):
         RECIPES["default"].with_(group={"head": -1})
@@ -232,6 +249,7 @@ def test_the_default_groups_only_once_some_memory_carries_its_key(
 ) -> None:
     """Grouping costs a record fetch per candidate, so the default skips it in a store where no memory has a
     session; from the first such write on (and after a restart) conversations come back once each."""
+    once_each = RECIPES["default"].with_(group={"keep_top": False})
     with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
         engine.write(LONE, ["user:ana"])
         assert engine._group_keys == set()
@@ -240,13 +258,15 @@ def test_the_default_groups_only_once_some_memory_carries_its_key(
             engine.write(text, ["user:ana"], metadata={"session": "lamp", "turn": i})
         assert engine._group_keys == {"session"}
         once = [
-            h.memory.metadata.get("session") for h in engine.recall("brass desk lamp", ["user:ana"], k=10)
+            h.memory.metadata.get("session")
+            for h in engine.recall("brass desk lamp", ["user:ana"], k=10, recipe=once_each)
         ]
         assert once.count("lamp") == 1
     with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
         assert engine._group_keys == {"session"}
         again = [
-            h.memory.metadata.get("session") for h in engine.recall("brass desk lamp", ["user:ana"], k=10)
+            h.memory.metadata.get("session")
+            for h in engine.recall("brass desk lamp", ["user:ana"], k=10, recipe=once_each)
         ]
         assert again.count("lamp") == 1
         flat = [

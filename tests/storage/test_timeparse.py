@@ -176,6 +176,8 @@ def test_relative_forms(text: str, lo: datetime, hi: datetime, gran: str) -> Non
 def test_on_weekday_is_most_recent_on_or_before_ref() -> None:
     t = one("we spoke on Tuesday")
     assert (t.text, t.lo) == ("Tuesday", at(2023, 5, 30))
+    t = one("on Tuesday evening we met")  # one evening is a day, plural evenings a habit
+    assert (t.text, t.lo) == ("Tuesday", at(2023, 5, 30))
 
 
 @pytest.mark.parametrize(
@@ -282,6 +284,10 @@ def test_case_insensitive(text: str, lo: datetime) -> None:
         "those 5 may help",
         "The batteries last a week",
         "We meet on Tuesdays",
+        "What time do I wake up on Saturday mornings?",  # a habit, not a day
+        "my Sunday group rides keep getting faster",  # a weekday that modifies a noun
+        "every Sunday I jog",
+        "see you on Monday evenings",
         "Junior staff",
         "two weeks",
         "in 1500 pieces",
