@@ -154,9 +154,9 @@ VARIANTS: dict[str, tuple[str, str | Recipe, str]] = {
     "full − time rule": ("time expressions ignored", _DEFAULT.with_(time={"enabled": False}), BOTH),
     "full − grouping": ("memory-level fusion (no group rule)", _DEFAULT.with_(group={"key": None}), BOTH),
     "full − session digest": ("turn units only", "default", "turn"),
-    "full + 3 per session": (
-        "up to 3 members per session listed (same session order)",
-        _DEFAULT.with_(group={"per_group": 3}),
+    "full − keep top": (
+        "each session listed by its best member only (`keep_top` 0)",
+        _DEFAULT.with_(group={"keep_top": 0}),
         BOTH,
     ),
 }

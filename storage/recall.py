@@ -335,7 +335,7 @@ def _grouped(
             head.append(group_of(m))
     place = {g: i for i, g in enumerate(members)}  # ties go to the group memory-level fusion ranks higher
     order = head + sorted((g for g in score if g not in head), key=lambda g: (-score[g], place[g]))
-    top = set(by_unit[: q.k]) if rule.keep_top else set()
+    top = set(by_unit[: rule.keep_top])
     out = []
     for g in order:
         listed = [e for i, e in enumerate(members[g]) if i < rule.per_group or e[0] in top]

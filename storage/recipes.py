@@ -60,15 +60,15 @@ class GroupRule:
     factor of its best member's event time. The first ``head`` places go to the groups of the best memories
     of plain memory-level fusion (one strongly matching memory should win); the collapsed order fills the
     rest. The answer lists, group by group, each group's best ``per_group`` members (by memory-level fused
-    score) and, with ``keep_top``, also every other member that plain memory-level fusion ranks among the
-    query's first ``k``: grouping reorders and gathers what ungrouped recall would show, it never hides it.
+    score) and also every other member that plain memory-level fusion ranks among its first ``keep_top``
+    (0: none): grouping gathers and reorders the best results ungrouped recall would show, it does not hide them.
     Measured on LongMemEval_S (docs/benchmarks/longmemeval.md).
     """
 
     key: str | None = None
     head: int = 0
     per_group: int = 1
-    keep_top: bool = True
+    keep_top: int = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +98,10 @@ class Recipe:
             raise InvalidInput(f"recipe {self.name!r}: weights must be >= 0 and at least one > 0")
         if self.rrf_k < 0 or self.depth < 1:
             raise InvalidInput(f"recipe {self.name!r}: rrf_k must be >= 0 and depth >= 1")
-        if self.group.head < 0 or self.group.per_group < 1:
-            raise InvalidInput(f"recipe {self.name!r}: group.head must be >= 0 and group.per_group >= 1")
+        if self.group.head < 0 or self.group.per_group < 1 or self.group.keep_top < 0:
+            raise InvalidInput(
+                f"recipe {self.name!r}: group.head and group.keep_top must be >= 0 and group.per_group >= 1"
+            )
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))

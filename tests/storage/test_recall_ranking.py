@@ -182,7 +182,7 @@ def test_recipes_are_validated_and_named() -> None:
         RECIPES["default"].weights["bm25"] = 3.0  # type: ignore[index]
 
 
-GROUPED = RECIPES["hybrid"].with_(group={"key": "session", "keep_top": False})
+GROUPED = RECIPES["hybrid"].with_(group={"key": "session", "keep_top": 0})
 LAMP_CHAT = ("I bought a brass desk lamp.", "The brass desk lamp has a dimmer.", "Where should the lamp go?")
 OTHER_CHAT = ("My desk lamp broke yesterday.", "Shall we talk about gardening instead?")
 LONE = "A desk lamp note outside any conversation."
@@ -220,21 +220,20 @@ def test_group_rule_lists_per_group_members_together(chats: Engine) -> None:
     assert groups[groups.index("other") + 1] == "other"  # a group's members are listed together
 
 
-def test_group_rule_keeps_what_ungrouped_recall_ranks_in_the_first_k(chats: Engine) -> None:
-    """``keep_top``: every memory plain fusion puts in the first k is still listed, gathered under its group
-    (a conversation's best member first), so grouping reorders but never hides a top result."""
-    keep = GROUPED.with_(group={"keep_top": True})
+def test_group_rule_keeps_what_ungrouped_recall_ranks_first(chats: Engine) -> None:
+    """``keep_top``: every memory plain fusion ranks in its first ``keep_top`` is still listed, gathered under
+    its group (a conversation's best member first), so grouping reorders but never hides a top result."""
     query = "brass desk lamp dimmer"
-    for k in (2, 3, 4):
-        flat = [h.memory.id for h in chats.recall(query, ["user:ana"], k=k, recipe="hybrid")]
-        hits = chats.recall(query, ["user:ana"], k=10, recipe=keep)
-        top_flat = chats.recall(query, ["user:ana"], k=k, recipe=keep)
-        assert set(flat) <= {h.memory.id for h in hits}
-        assert {h.memory.id for h in top_flat} >= set(flat[:1])
-        groups = [h.memory.metadata.get("session") for h in top_flat]
-        assert groups == sorted(groups, key=groups.index)  # a group's members stay together
+    flat = [h.memory.id for h in chats.recall(query, ["user:ana"], k=10, recipe="hybrid")]
     one = chats.recall(query, ["user:ana"], k=10, recipe=GROUPED)
-    assert len(hits) > len(one) == 3  # without keep_top: one member per conversation
+    assert len(one) == 3  # keep_top 0: one member per conversation
+    for n in (2, 3, 4, 6):
+        hits = chats.recall(query, ["user:ana"], k=10, recipe=GROUPED.with_(group={"keep_top": n}))
+        ids = [h.memory.id for h in hits]
+        assert set(flat[:n]) <= set(ids)
+        assert len(ids) == len(set(flat[:n]) | {h.memory.id for h in one})
+        groups = [h.memory.metadata.get("session") for h in hits]
+        assert groups == sorted(groups, key=groups.index)  # a group's members stay together
 
 
 def test_group_rule_is_validated() -> None:
@@ -242,6 +241,8 @@ def test_group_rule_is_validated() -> None:
         RECIPES["default"].with_(group={"head": -1})
     with pytest.raises(InvalidInput, match="group"):
         RECIPES["default"].with_(group={"per_group": 0})
+    with pytest.raises(InvalidInput, match="group"):
+        RECIPES["default"].with_(group={"keep_top": -1})
 
 
 def test_the_default_groups_only_once_some_memory_carries_its_key(
@@ -249,7 +250,7 @@ def test_the_default_groups_only_once_some_memory_carries_its_key(
 ) -> None:
     """Grouping costs a record fetch per candidate, so the default skips it in a store where no memory has a
     session; from the first such write on (and after a restart) conversations come back once each."""
-    once_each = RECIPES["default"].with_(group={"keep_top": False})
+    once_each = RECIPES["default"].with_(group={"keep_top": 0})
     with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
         engine.write(LONE, ["user:ana"])
         assert engine._group_keys == set()
