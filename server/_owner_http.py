@@ -80,15 +80,23 @@ def owner_app(
     )
 
     async def healthz(request: Request) -> JSONResponse:
-        body = {
+        body: dict[str, object] = {
             "status": {"ready": "ok", "opening": "starting", "failed": "failed"}[holder.state],
             "engine": holder.state,
-            "problem": holder.problem,
-            "pid": os.getpid(),
-            "data_dir": str(data_dir),
             "version": VERSION,
-            "clients": activity.busy,
         }
+        if ALLOWED_HOSTS_HEADER in request.headers:
+            # Relayed by a public HTTP front, so anyone who can reach the port may ask: no process id, path,
+            # client count or error text (which can name files). The owner's private socket shows them.
+            if holder.problem:
+                body["problem"] = "the store failed to open or stopped; the server's log says why"
+        else:
+            body |= {
+                "problem": holder.problem,
+                "pid": os.getpid(),
+                "data_dir": str(data_dir),
+                "clients": activity.busy,
+            }
         return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
 
     async def admin(request: Request) -> Response:

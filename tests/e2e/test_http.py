@@ -43,7 +43,13 @@ async def test_dns_rebinding_protection_and_healthz(shared_store: Store) -> None
     async with http_server(shared_store) as server, httpx2.AsyncClient(base_url=server.base) as http:
         health = (await http.get("/healthz")).json()
         assert health["status"] in ("ok", "starting")
-        assert health["pid"] == shared_store.owner_pid()
+        # Anyone who reaches the port may ask /healthz: no process id, data directory or client count there.
+        assert not {"pid", "data_dir", "clients"} & set(health)
+        owner = httpx2.AsyncHTTPTransport(uds=str(shared_store.paths.http_socket))
+        async with httpx2.AsyncClient(transport=owner, base_url="http://owner") as private:
+            detail = (await private.get("/healthz")).json()
+        assert detail["pid"] == shared_store.owner_pid()
+        assert detail["data_dir"] == str(shared_store.data_dir)
         ok = await http.post("/mcp", json=INITIALIZE, headers=HEADERS)
         assert ok.status_code == 200
         evil_host = await http.post("/mcp", json=INITIALIZE, headers={**HEADERS, "Host": "evil.example:80"})
