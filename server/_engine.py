@@ -62,6 +62,16 @@ class EngineHolder:
         return str(error) if error is not None else None
 
     @property
+    def projections(self) -> dict[str, object] | None:
+        """The projections' progress against the canonical store, once open: sequence numbers committed and
+        projected, and why the last projection attempt failed while they have not caught up since."""
+        engine = self._engine
+        if engine is None:
+            return None
+        r = engine.reconciler
+        return {"committed": r.committed_seq, "projected": r.projected_seq, "error": r.projection_error}
+
+    @property
     def failed(self) -> bool:
         """True once the open engine's canonical store failed a commit: the process must reopen it."""
         return self._engine is not None and self._engine.failed

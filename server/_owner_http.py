@@ -80,11 +80,11 @@ def owner_app(
     )
 
     async def healthz(request: Request) -> JSONResponse:
-        body: dict[str, object] = {
-            "status": {"ready": "ok", "opening": "starting", "failed": "failed"}[holder.state],
-            "engine": holder.state,
-            "version": VERSION,
-        }
+        projections = holder.projections
+        status = {"ready": "ok", "opening": "starting", "failed": "failed"}[holder.state]
+        if status == "ok" and projections is not None and projections["error"] is not None:
+            status = "degraded"  # answering, but recall may miss the newest writes until the retry succeeds
+        body: dict[str, object] = {"status": status, "engine": holder.state, "version": VERSION}
         if ALLOWED_HOSTS_HEADER in request.headers:
             # Relayed by a public HTTP front, so anyone who can reach the port may ask: no process id, path,
             # client count or error text (which can name files). The owner's private socket shows them.
@@ -96,6 +96,7 @@ def owner_app(
                 "pid": os.getpid(),
                 "data_dir": str(data_dir),
                 "clients": activity.busy,
+                "projections": projections,
             }
         return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
 

@@ -32,6 +32,7 @@ MAX_BATCH = 256
 PROJECT_BATCH = 2_000
 PRUNE_EVERY = 5_000
 MAINTAIN_EVERY = 2_000  # changes between LanceDB compactions / ANN index refreshes
+RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0  # a failed projection is retried after this, doubling up to the cap
 
 
 @dataclass
@@ -71,6 +72,8 @@ class Reconciler:
         self._last_maintained = self._projected
         self._closed = False
         self._projector_error: BaseException | None = None
+        self._retry_s = RETRY_FIRST_S
+        self._retry: threading.Timer | None = None
         # After a projection is rebuilt from a snapshot, rows past its watermark may already be in it.
         self._replay_next = False
         self._writer = threading.Thread(target=self._write_loop, name="mnemograph-writer", daemon=True)
@@ -218,12 +221,33 @@ class Reconciler:
                 self._catch_up(replay=self._replay_next)
                 self._replay_next = False
             except Exception as exc:
-                log.exception("projection failed; will retry on the next change")
+                log.exception("projection failed; retrying in %.2f s (and on the next change)", self._retry_s)
                 with self._cond:
                     self._projector_error = exc
                     self._cond.notify_all()
+                self._schedule_retry()
+            else:
+                self._retry_s = RETRY_FIRST_S
             if job is not _WAKE:
                 job()  # jobs report their own errors through their future
+
+    def _schedule_retry(self) -> None:
+        """Wake the projector again after a backoff: a transient fault (a full disk that was freed) must not
+        leave the projections behind until the next write happens to come."""
+        if self._closed:
+            return
+        if self._retry is not None:
+            self._retry.cancel()  # a no-op once it has fired; at most one retry is pending
+        self._retry = threading.Timer(self._retry_s, self._projector_jobs.put, args=(_WAKE,))
+        self._retry.daemon = True
+        self._retry.start()
+        self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
+
+    @property
+    def projection_error(self) -> str | None:
+        """Why the last projection attempt failed, while the projections have not caught up since."""
+        exc = self._projector_error
+        return None if exc is None else f"{type(exc).__name__}: {exc}"
 
     def _catch_up(self, *, replay: bool) -> None:
         """Apply every change past the projections' watermarks, in batches."""
@@ -289,6 +313,8 @@ class Reconciler:
             return
         self._queue.put(None)
         self._writer.join()
+        if self._retry is not None:
+            self._retry.cancel()
         self._projector_jobs.put(_WAKE)
         self._projector_jobs.put(None)
         self._projector.join()

@@ -50,6 +50,9 @@ async def test_dns_rebinding_protection_and_healthz(shared_store: Store) -> None
             detail = (await private.get("/healthz")).json()
         assert detail["pid"] == shared_store.owner_pid()
         assert detail["data_dir"] == str(shared_store.data_dir)
+        if detail["engine"] == "ready":
+            assert detail["projections"]["error"] is None
+            assert detail["projections"]["committed"] >= detail["projections"]["projected"] >= 0
         ok = await http.post("/mcp", json=INITIALIZE, headers=HEADERS)
         assert ok.status_code == 200
         evil_host = await http.post("/mcp", json=INITIALIZE, headers={**HEADERS, "Host": "evil.example:80"})

@@ -167,3 +167,37 @@ def test_deleted_projection_directories_are_rebuilt_at_open_or_by_reindex(
         hits = eng.recall("tulips late", ["user:g"], k=1)
         assert hits[0].memory.id == ids[-1]
         assert all(eng.read(i).memory.id == i for i in ids)
+
+
+def test_a_failed_projection_is_retried_without_waiting_for_another_write(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """The vector projection's file system turns read-only after a write was acknowledged: the write stays
+    acknowledged (canonical), the projector reports why it is behind, and once the fault is gone its own
+    retry catches up, with no further write to wake it."""
+    data = tmp_path / "data"
+    vectors = data / "vectors"
+    vectors.mkdir(parents=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(vectors)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs (needs root with CAP_SYS_ADMIN): {done.stderr.decode()}")
+    try:
+        with Engine.open(data, embedder=embedder, warm=False) as eng:
+            eng.write("The greenhouse thermometer reads twenty degrees.", ["user:retry"])
+            assert eng.reconciler.wait_projected()
+            _remount(vectors, "ro")
+            try:
+                receipt = eng.write("The canary fern needs water on Fridays.", ["user:retry"])
+                assert not eng.reconciler.wait_projected(timeout=3)
+                assert eng.reconciler.projection_error is not None
+            finally:
+                _remount(vectors, "rw")
+            assert eng.reconciler.wait_projected(timeout=60), "the projector did not retry by itself"
+            assert eng.reconciler.projection_error is None
+            hit = eng.recall("canary fern water", ["user:retry"], k=1, recipe="vector")[0]
+            assert hit.memory.id == receipt.id
+            assert eng.verify().ok
+    finally:
+        subprocess.run(["umount", "-l", str(vectors)], check=False)
