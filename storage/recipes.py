@@ -68,7 +68,7 @@ class GroupRule:
     key: str | None = None
     head: int = 0
     per_group: int = 1
-    keep_top: int = 10
+    keep_top: int = 20
 
 
 @dataclass(frozen=True, slots=True)
