@@ -309,7 +309,7 @@ def at_size(tmp: Path, size: int, texts: list[str], vectors: np.ndarray, kit: Ki
         flat_s, ann_s = reindex(flat), reindex(ann)
         lowered = "" if threshold == DEFAULT_ANN_THRESHOLD else ", lowered from the default"
         res.notes.append(
-            f"{size:,}: reindex without a vector index took {flat_s:.1f} s; with the IVF_PQ build "
+            f"{size:,}: reindex without a vector index took {flat_s:.1f} s; with the IVF_FLAT build "
             f"(ann_threshold {threshold:,}{lowered}) {ann_s:.1f} s."
         )
         log(f"{size:,}: recall, reindexed flat vs. ANN")
@@ -454,7 +454,7 @@ def verdicts(res: Results) -> list[str]:
         row(res, "recall bm25, as ingested", n).latency.p50 for n in sorted({r.size for r in res.rows} - {0})
     ]
     out.append(
-        f"- At {top:,}, the IVF_PQ index takes default recall p50 from {flat.latency.p50:.1f} ms (flat) to "
+        f"- At {top:,}, the IVF_FLAT index takes default recall p50 from {flat.latency.p50:.1f} ms (flat) to "
         f"{ann.latency.p50:.1f} ms ({ann.latency.p50 / flat.latency.p50:.2f}×). BM25-only recall p50 across "
         f"sizes: {' → '.join(f'{x:.1f}' for x in bm25)} ms."
     )
@@ -498,11 +498,11 @@ queried is distinct, so the engine's embedding cache (a `CachedEmbedder`) never 
 - **Recall**: `Engine.recall(k=10)` in one of 20 user scopes, all children of a shared team scope (about 10% of
   the memories), so each query searches one user's memories plus the team's. Recipes: `default` (all lanes),
   `hybrid` (BM25 + vector), `bm25`, `vector`. "As ingested" is the store as the engine leaves it after loading,
-  its own periodic maintenance included (compaction, and an IVF_PQ index once the table passes
+  its own periodic maintenance included (compaction, and an IVF_FLAT index once the table passes
   `ann_threshold`, {DEFAULT_ANN_THRESHOLD:,} by default). "Reindexed, flat" and "reindexed, ANN" are two copies of
   it rebuilt by `Engine.reindex()`, opened with an `ann_threshold` no table reaches and with the default one
-  (lowered to the store size below {DEFAULT_ANN_THRESHOLD:,}), so they differ only in the IVF_PQ index
-  (nprobes 32, refine ×8); they are queried side by side.
+  (lowered to the store size below {DEFAULT_ANN_THRESHOLD:,}), so they differ only in the IVF_FLAT index
+  (one partition per 2,048 rows at build, at least 16 probed); they are queried side by side.
 
 ## Results
 

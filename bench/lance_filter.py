@@ -5,7 +5,7 @@
 
 The table has the vector projection's own schema and is filled through ``VectorIndex`` (random unit vectors;
 scopes as in bench/core.py: 20 users, one row in ten in a shared team scope). Two copies differ only in the
-scalar indexes (label list on ``scopes``, bitmap on ``live``); each is searched flat and with its IVF_PQ index,
+scalar indexes (label list on ``scopes``, bitmap on ``live``); each is searched flat and with its IVF_FLAT index,
 queries alternating between the copies so machine noise hits both alike.
 """
 
@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     lines = []
     with tempfile.TemporaryDirectory(prefix="mnemograph-lance-") as tmp:
         for ann in (False, True):
-            search = "IVF_PQ" if ann else "flat"
+            search = "IVF_FLAT" if ann else "flat"
             indexes = {
                 f"{search}, {'scalar indexes' if scalar else 'no scalar index'}": fill(
                     Path(tmp) / f"{search}-{scalar}", args.rows, scalar=scalar, ann=ann

@@ -1,10 +1,14 @@
 """The vector projection: one LanceDB table of (id, vector, scopes, live, kind, event_time).
 
-It holds no content. Flat (exact) search below ``ann_threshold`` rows; above it an IVF index answers, and
-a refine step re-ranks the candidates by exact distance so the top results stay right. With the IVF index, the
-columns every search filters on also get scalar indexes (a label-list index on ``scopes``, a bitmap on
-``live``): an IVF_PQ search with a scope filter then reads an index instead of every row (0.79× the median and
-0.86× the p95 at 100,000 rows), while a flat search gets slower with them (3.6×), so they come only with the IVF
+It holds no content. Flat (exact) search below ``ann_threshold`` rows; above it an IVF_FLAT index answers: the
+query is compared with the partition centroids, then exactly with every row of the nearest partitions, so the
+distances it returns are exact and no refine step has to re-read rows from the table (reading 400 rows back for
+an IVF_PQ refine cost more than the search itself). Partitions are built about ``PARTITION_ROWS`` rows large
+because Lance's index optimisation (``optimize``, which ``maintain`` runs) joins much smaller partitions into a
+few huge ones: an IVF_PQ index built with sqrt(rows) = 316 partitions at 100,000 rows came out of it with 4, and
+every search then read all of them. With the IVF index, the columns every search filters on also get scalar
+indexes (a label-list index on ``scopes``, a bitmap on ``live``): a search with a scope filter then reads an
+index instead of every row, while a flat search gets slower with them (3.6×), so they come only with the IVF
 index (``bench/lance_filter.py``, docs/benchmarks/lance-filter.md).
 """
 
@@ -18,7 +22,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import Bitmap, IvfPq, LabelList
+from lancedb.index import Bitmap, IvfFlat, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
 from storage._kuzu import ProjectionRow
@@ -26,6 +30,14 @@ from storage._watermark import Watermark
 
 TABLE = "memories"
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
+VECTOR_INDEX = "IvfFlat"  # Lance's name for the index type ``maintain`` builds; any other is rebuilt
+# Rows per IVF partition at build time. Lance's optimisation joins partitions far below its own target size
+# (about 1,000 rows and fewer at 100,000 rows), so smaller partitions would not last past the next ``maintain``.
+PARTITION_ROWS = 2_048
+# Partitions searched at least; more only when the filter leaves fewer than ``k`` rows in them (a small scope).
+# At 100,000 MiniLM vectors (36 partitions after optimisation), 16 keep 99.7% of the exact top 10 and 98.9% of
+# the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions).
+NPROBES = 16
 
 
 def _sql_str(value: str) -> str:
@@ -42,12 +54,16 @@ class VectorIndex:
         dim: int,
         ann_threshold: int = 50_000,
         scalar_threshold: int | None = None,
+        partition_rows: int = PARTITION_ROWS,
+        nprobes: int = NPROBES,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
         self._dim = dim
         self._ann_threshold = ann_threshold
         self._scalar_threshold = ann_threshold if scalar_threshold is None else scalar_threshold
+        self._partition_rows = partition_rows
+        self._nprobes = nprobes
         self._schema = pa.schema(
             [
                 ("id", pa.string()),
@@ -64,14 +80,18 @@ class VectorIndex:
         else:
             self._table = self._db.create_table(TABLE, schema=self._schema)
         self.watermark = Watermark(directory / "WATERMARK")
-        self._has_index, self._has_scalar = self._indexes()
+        self._index_type, self._has_scalar = self._indexes()
 
-    def _indexes(self) -> tuple[bool, bool]:
-        """Whether the table has its vector index, and every scalar index, already."""
+    def _indexes(self) -> tuple[str | None, bool]:
+        """The type of the table's vector index (None without one), and whether every scalar index exists."""
         found = self._table.list_indices()
-        vector = any(ix.index_type.upper().startswith("IVF") for ix in found)
+        vector = next((ix.index_type for ix in found if "vector" in ix.columns), None)
         columns = {column for ix in found for column in ix.columns}
         return vector, all(column in columns for column, _ in SCALAR_INDEXES)
+
+    @property
+    def _has_index(self) -> bool:
+        return self._index_type == VECTOR_INDEX
 
     # -- writes (projector thread only) ------------------------------------------------------------
 
@@ -110,24 +130,26 @@ class VectorIndex:
         if TABLE in self._db.list_tables().tables:
             self._db.drop_table(TABLE)
         self._table = self._db.create_table(TABLE, schema=self._schema)
-        self._has_index = self._has_scalar = False
+        self._index_type, self._has_scalar = None, False
         for start in range(0, len(rows), 10_000):
             self._table.add(self._arrow(rows[start : start + 10_000]))
         self.maintain(force_index=True)
         self.vacuum()
 
     def maintain(self, *, force_index: bool = False) -> None:
-        """Compact fragments, fold new rows into the indexes, build them once the table is large enough."""
+        """Compact fragments, fold new rows into the indexes, build them once the table is large enough.
+
+        A vector index of another type (an IVF_PQ index of an older version) is replaced by an IVF_FLAT one.
+        """
         rows = self._table.count_rows()
         if rows >= self._scalar_threshold and not self._has_scalar:
             for column, kind in SCALAR_INDEXES:
                 self._table.create_index(column, config=kind(), replace=True)
             self._has_scalar = True
         if rows >= self._ann_threshold and (not self._has_index or force_index):
-            partitions = max(16, int(np.sqrt(rows)))
-            config = IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=self._dim // 8)
+            config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
             self._table.create_index("vector", config=config, replace=True)
-            self._has_index = True
+            self._index_type = VECTOR_INDEX
         self._table.optimize(cleanup_older_than=timedelta(minutes=5))
 
     def vacuum(self) -> None:
@@ -177,6 +199,10 @@ class VectorIndex:
         query = query.distance_type("cosine").where(" AND ".join(where), prefilter=True)
         query = query.select(["id", "_distance", "vector"] if vectors else ["id", "_distance"]).limit(k)
         if self._has_index:
+            query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)  # 0: no limit
+        elif self._index_type is not None:
+            # An IVF_PQ index left by an older version, until the next ``maintain`` replaces it: its distances
+            # are approximate, so the candidates are re-ranked by exact distance.
             query = query.nprobes(32).refine_factor(8)
         result = query.to_arrow()
         hits = list(zip(result["id"].to_pylist(), result["_distance"].to_pylist(), strict=True))

@@ -248,9 +248,10 @@ class _Pool:
 
     def take(self, n: int) -> list[_Candidate]:
         out: list[_Candidate] = []
-        step = max(20, 2 * self._q.k)  # records are fetched one key at a time: fetch only what may be needed
         while len(out) < n and self._next < len(self._fused):
-            chunk = self._fused[self._next : self._next + step]
+            # Records are fetched one key at a time (a larger batch saves nothing), so fetch only as many as are
+            # still missing: the lanes already filter on scope and liveness, so nearly every one is admitted.
+            chunk = self._fused[self._next : self._next + n - len(out)]
             records = self._graph.fetch(self._conn, [m for m, _, _ in chunk])
             for mid, score, lanes in chunk:
                 self._next += 1

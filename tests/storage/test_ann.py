@@ -1,9 +1,10 @@
-"""Above the size threshold the vector lane answers from an IVF-PQ index, refined so top results stay exact."""
+"""Above the size threshold the vector lane answers from an IVF_FLAT index: exact distances over the nearest partitions."""
 
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from lancedb.index import IvfPq
 
 from storage import CachedEmbedder, Engine, WriteItem
 from storage._kuzu import ProjectionRow
@@ -77,3 +78,54 @@ def test_scalar_indexes_filter_exactly_like_a_scan(tmp_path: Path) -> None:
         index.apply(changed, [rows[1].id])
     assert answers(indexed) == answers(plain)
     assert VectorIndex(tmp_path / "indexed", dim=8, scalar_threshold=100).has_scalar_indexes
+
+
+def _rows(vecs: np.ndarray, scopes: list[tuple[str, ...]]) -> list[ProjectionRow]:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        ProjectionRow(f"{i:032x}", "", "note", scopes[i], True, now, [float(x) for x in v])
+        for i, v in enumerate(vecs)
+    ]
+
+
+def test_ivf_search_finds_every_row_of_a_small_scope(tmp_path: Path) -> None:
+    """Probing only the nearest partitions must not lose a scope whose few rows sit in other partitions: the
+    search goes on to further partitions until the filter has let ``k`` rows through (or none are left), and it
+    then answers exactly like a flat search."""
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((8_000, 8)).astype(np.float32)
+    small = set(range(0, 8_000, 1_000))  # eight rows, spread over the partitions
+    scopes = [("user:small",) if i in small else ("user:big",) for i in range(len(vecs))]
+    rows = _rows(vecs, scopes)
+    flat = VectorIndex(tmp_path / "flat", dim=8, ann_threshold=10**9, scalar_threshold=10**9)
+    ivf = VectorIndex(tmp_path / "ivf", dim=8, ann_threshold=1_000, partition_rows=2_000, nprobes=1)
+    for index in (flat, ivf):
+        index.apply(rows, [], fresh=[r.id for r in rows])
+        index.maintain()
+    assert ivf.has_ann_index
+    assert not flat.has_ann_index
+    for q in rng.standard_normal((5, 8)).astype(np.float32):
+        found = ivf.search(q, scopes=["user:small"], k=20, live_only=True, kinds=None)
+        exact = flat.search(q, scopes=["user:small"], k=20, live_only=True, kinds=None)
+        assert [mid for mid, _ in found] == [mid for mid, _ in exact]
+        assert len(found) == len(small)
+        assert np.allclose([d for _, d in found], [d for _, d in exact], atol=1e-5)  # exact distances
+
+
+def test_an_older_ivf_pq_index_is_replaced(tmp_path: Path) -> None:
+    """A vector index of another type (IVF_PQ, which earlier versions built) keeps answering, re-ranked by exact
+    distance, until the next ``maintain`` replaces it with the IVF_FLAT index."""
+    rng = np.random.default_rng(9)
+    vecs = rng.standard_normal((1_200, 8)).astype(np.float32)
+    rows = _rows(vecs, [("user:a",)] * len(vecs))
+    index = VectorIndex(tmp_path / "v", dim=8, ann_threshold=10**9)
+    index.apply(rows, [], fresh=[r.id for r in rows])
+    config = IvfPq(distance_type="cosine", num_partitions=4, num_sub_vectors=2)
+    index._table.create_index("vector", config=config)  # what an older version left behind
+    reopened = VectorIndex(tmp_path / "v", dim=8, ann_threshold=1_000)
+    assert not reopened.has_ann_index
+    assert reopened.search(vecs[17], scopes=["user:a"], k=3, live_only=True, kinds=None)[0][0] == rows[17].id
+    reopened.maintain()
+    assert reopened.has_ann_index
+    assert [ix.index_type for ix in reopened._table.list_indices() if "vector" in ix.columns] == ["IvfFlat"]
+    assert reopened.search(vecs[17], scopes=["user:a"], k=3, live_only=True, kinds=None)[0][0] == rows[17].id
