@@ -38,6 +38,10 @@ PARTITION_ROWS = 2_048
 # At 100,000 MiniLM vectors (36 partitions after optimisation), 16 keep 99.7% of the exact top 10 and 98.9% of
 # the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions).
 NPROBES = 16
+# Each ``optimize`` adds the rows that came since as a new segment of the vector index, and Lance never merges
+# them: 23 segments after loading 100,000 rows made a search 4× slower (each segment is searched on its own).
+# Past this many, ``maintain`` rebuilds the index in one segment (IVF_FLAT: about 3 s at 100,000 rows).
+MAX_SEGMENTS = 4
 
 
 def _sql_str(value: str) -> str:
@@ -139,18 +143,26 @@ class VectorIndex:
     def maintain(self, *, force_index: bool = False) -> None:
         """Compact fragments, fold new rows into the indexes, build them once the table is large enough.
 
-        A vector index of another type (an IVF_PQ index of an older version) is replaced by an IVF_FLAT one.
+        A vector index of another type (an IVF_PQ index of an older version), or one split into more than
+        ``MAX_SEGMENTS`` segments, is rebuilt as one IVF_FLAT index.
         """
         rows = self._table.count_rows()
         if rows >= self._scalar_threshold and not self._has_scalar:
             for column, kind in SCALAR_INDEXES:
                 self._table.create_index(column, config=kind(), replace=True)
             self._has_scalar = True
-        if rows >= self._ann_threshold and (not self._has_index or force_index):
+        self._table.optimize(cleanup_older_than=timedelta(minutes=5))
+        if rows >= self._ann_threshold and (
+            not self._has_index or force_index or self.index_segments() > MAX_SEGMENTS
+        ):
             config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
             self._table.create_index("vector", config=config, replace=True)
             self._index_type = VECTOR_INDEX
-        self._table.optimize(cleanup_older_than=timedelta(minutes=5))
+
+    def index_segments(self) -> int:
+        """How many segments the vector index has (0 without one); each is searched on its own."""
+        found = (ix.num_segments or 1 for ix in self._table.list_indices() if "vector" in ix.columns)
+        return next(found, 0)
 
     def vacuum(self) -> None:
         """Compact and delete every old version now, so deleted rows leave no file behind."""

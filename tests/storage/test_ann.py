@@ -8,7 +8,7 @@ from lancedb.index import IvfPq
 
 from storage import CachedEmbedder, Engine, WriteItem
 from storage._kuzu import ProjectionRow
-from storage._lance import VectorIndex
+from storage._lance import MAX_SEGMENTS, VectorIndex
 
 
 def test_ann_index_keeps_exact_top_results(data_dir: Path, embedder: CachedEmbedder) -> None:
@@ -129,3 +129,27 @@ def test_an_older_ivf_pq_index_is_replaced(tmp_path: Path) -> None:
     assert reopened.has_ann_index
     assert [ix.index_type for ix in reopened._table.list_indices() if "vector" in ix.columns] == ["IvfFlat"]
     assert reopened.search(vecs[17], scopes=["user:a"], k=3, live_only=True, kinds=None)[0][0] == rows[17].id
+
+
+def test_maintain_keeps_the_vector_index_in_few_segments(tmp_path: Path) -> None:
+    """Every ``maintain`` folds the rows added since into the index as a new segment, searched on its own; past
+    ``MAX_SEGMENTS`` the index is rebuilt in one, and it still finds every row."""
+    rng = np.random.default_rng(13)
+    vecs = rng.standard_normal((2_400, 8)).astype(np.float32)
+    rows = _rows(vecs, [("user:a",)] * len(vecs))
+    index = VectorIndex(tmp_path / "v", dim=8, ann_threshold=1_000)
+    index.apply(rows[:1_000], [], fresh=[r.id for r in rows[:1_000]])
+    index.maintain()
+    assert index.index_segments() == 1
+    seen = set()
+    for lo in range(1_000, 2_400, 100):
+        index.apply(rows[lo : lo + 100], [], fresh=[r.id for r in rows[lo : lo + 100]])
+        index.maintain()
+        seen.add(index.index_segments())
+        assert 1 <= index.index_segments() <= MAX_SEGMENTS
+    assert len(seen) > 1  # segments did accumulate between rebuilds
+    for probe in (3, 1_500, 2_399):
+        assert (
+            index.search(vecs[probe], scopes=["user:a"], k=1, live_only=True, kinds=None)[0][0]
+            == rows[probe].id
+        )
