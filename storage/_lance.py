@@ -34,7 +34,8 @@ VECTOR_INDEX = "IvfFlat"  # Lance's name for the index type ``maintain`` builds;
 # Rows per IVF partition at build time. Lance's optimisation joins partitions far below its own target size
 # (about 1,000 rows and fewer at 100,000 rows), so smaller partitions would not last past the next ``maintain``.
 PARTITION_ROWS = 2_048
-# Partitions searched at least; more only when the filter leaves fewer than ``k`` rows in them (a small scope).
+# Partitions searched at least; more while the filter has let fewer than ``k`` rows through (a small scope) or
+# Lance cannot yet rule the next partitions out.
 # At 100,000 MiniLM vectors (36 partitions after optimisation), 16 keep 99.7% of the exact top 10 and 98.9% of
 # the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions).
 NPROBES = 16
