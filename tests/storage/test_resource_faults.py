@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,18 +23,26 @@ from storage import CachedEmbedder, Engine, StorageUnavailable
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 24 MiB tmpfs mounted for this test (unmounted after it)."""
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
+@contextmanager
+def _tmpfs(mnt: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``mnt`` (created if missing) until the block ends."""
+    mnt.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
+    )
     if done.returncode != 0:
         pytest.fail(f"cannot mount a tmpfs (needs root with CAP_SYS_ADMIN): {done.stderr.decode()}")
     try:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MiB tmpfs mounted for this test (unmounted after it)."""
+    with _tmpfs(tmp_path / "mnt", "24m") as mnt:
+        yield mnt
 
 
 def _remount(mnt: Path, options: str) -> None:
@@ -177,27 +186,18 @@ def test_a_failed_projection_is_retried_without_waiting_for_another_write(
     retry catches up, with no further write to wake it."""
     data = tmp_path / "data"
     vectors = data / "vectors"
-    vectors.mkdir(parents=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(vectors)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.fail(f"cannot mount a tmpfs (needs root with CAP_SYS_ADMIN): {done.stderr.decode()}")
-    try:
-        with Engine.open(data, embedder=embedder, warm=False) as eng:
-            eng.write("The greenhouse thermometer reads twenty degrees.", ["user:retry"])
-            assert eng.reconciler.wait_projected()
-            _remount(vectors, "ro")
-            try:
-                receipt = eng.write("The canary fern needs water on Fridays.", ["user:retry"])
-                assert not eng.reconciler.wait_projected(timeout=3)
-                assert eng.reconciler.projection_error is not None
-            finally:
-                _remount(vectors, "rw")
-            assert eng.reconciler.wait_projected(timeout=60), "the projector did not retry by itself"
-            assert eng.reconciler.projection_error is None
-            hit = eng.recall("canary fern water", ["user:retry"], k=1, recipe="vector")[0]
-            assert hit.memory.id == receipt.id
-            assert eng.verify().ok
-    finally:
-        subprocess.run(["umount", "-l", str(vectors)], check=False)
+    with _tmpfs(vectors, "64m"), Engine.open(data, embedder=embedder, warm=False) as eng:
+        eng.write("The greenhouse thermometer reads twenty degrees.", ["user:retry"])
+        assert eng.reconciler.wait_projected()
+        _remount(vectors, "ro")
+        try:
+            receipt = eng.write("The canary fern needs water on Fridays.", ["user:retry"])
+            assert not eng.reconciler.wait_projected(timeout=3)
+            assert eng.reconciler.projection_error is not None
+        finally:
+            _remount(vectors, "rw")
+        assert eng.reconciler.wait_projected(timeout=60), "the projector did not retry by itself"
+        assert eng.reconciler.projection_error is None
+        hit = eng.recall("canary fern water", ["user:retry"], k=1, recipe="vector")[0]
+        assert hit.memory.id == receipt.id
+        assert eng.verify().ok
