@@ -35,6 +35,9 @@ class GraphLane:
     lexicon: EntityLexicon
     name: str = "graph"
 
+    def prepare(self, q: Query) -> Query:
+        return q
+
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
         rule = recipe.graph
         matches = self.lexicon.match(q.text, limit=rule.max_entities, fuzzy=rule.fuzzy)

@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal, Protocol
 
@@ -63,6 +63,8 @@ class Query:
     search_text: str = ""  # the words given to BM25 and the vector lane (time expressions removed)
     intervals: tuple[Interval, ...] = ()  # time windows named in the query, resolved against the caller's now
     token_budget: int | None = None
+    # The query's embedding, once the vector lane has prepared it.
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def live_only(self) -> bool:
@@ -83,9 +85,15 @@ class Found:
 
 
 class Lane(Protocol):
-    """A search lane: at most ``depth`` ids within the query's scopes, best first."""
+    """A search lane: at most ``depth`` ids within the query's scopes, best first.
+
+    ``prepare`` does the lane's work that should not share the cores with other lanes, before they start; it
+    returns the query, completed with what it computed.
+    """
 
     name: str
+
+    def prepare(self, q: Query) -> Query: ...
 
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found: ...
 
@@ -94,6 +102,9 @@ class Lane(Protocol):
 class Bm25Lane:
     index: TextIndex
     name: str = "bm25"
+
+    def prepare(self, q: Query) -> Query:
+        return q
 
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
         kinds = [k.value for k in q.kinds] if q.kinds else None
@@ -107,8 +118,13 @@ class VectorLane:
     embedder: Embedder
     name: str = "vector"
 
+    def prepare(self, q: Query) -> Query:
+        """Embed the query. Alone on the cores: torch splits one query over both, and a thread that has to
+        wait for a core (another lane's search) stalls the whole step."""
+        return q if q.vector is not None else replace(q, vector=self.embedder.embed([q.words])[0])
+
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
-        vec = self.embedder.embed([q.words])[0]
+        vec = q.vector if q.vector is not None else self.embedder.embed([q.words])[0]
         kinds = [k.value for k in q.kinds] if q.kinds else None
         want = (
             recipe.dedup_cosine is not None
@@ -186,13 +202,15 @@ def run(
     """Run every weighted lane, fuse, keep what the canonical records admit, then apply the time rule,
     fold near-duplicates, order version chains (history answers) and fit the token budget.
 
-    With an ``executor`` the lanes run concurrently (the stores release the GIL while they search), so a
-    recall costs about its slowest lane rather than the sum of them.
+    With an ``executor`` the lanes' searches run concurrently (the stores release the GIL while they search),
+    so a recall costs its lanes' preparation (the query embedding) plus its slowest search, not the sum.
     """
     depth = max(recipe.depth, q.k * 5)
     if not q.live_only or q.since or q.until:
         depth *= 3  # filters applied after fusion drop candidates
     active = [lane for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0]
+    for lane in active:
+        q = lane.prepare(q)
     if executor is not None and len(active) > 1:
         futures = [(lane.name, executor.submit(lane.search, q, depth, recipe)) for lane in active[1:]]
         found = {active[0].name: active[0].search(q, depth, recipe)}
@@ -211,13 +229,13 @@ def run(
     want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
         if recipe.group.key is not None:
-            grouped = _grouped(q, graph, conn, found, fused, recipe, paths, vectors)
+            grouped = _grouped(q, graph, conn, found, fused, recipe, paths, vectors, executor)
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only:
                 kept = _chains(kept, q, graph, conn)
             hits = [c.hit() for c in kept[: q.k]]
             return _fit(hits, q.token_budget) if q.token_budget is not None else hits
-        pool = _Pool(q, graph, conn, fused, paths, vectors)
+        pool = _Pool(q, graph, conn, fused, paths, vectors, executor)
         cands = pool.take(want)
         if timed:
             for c in cands:
@@ -241,9 +259,10 @@ class _Pool:
         fused: list[tuple[str, float, dict[str, int]]],
         paths: Mapping[str, Sequence[str]],
         vectors: Mapping[str, np.ndarray],
+        executor: Executor | None = None,
     ) -> None:
         self._q, self._graph, self._conn, self._fused = q, graph, conn, fused
-        self._paths, self._vectors = paths, vectors
+        self._paths, self._vectors, self._executor = paths, vectors, executor
         self._next = 0
 
     def take(self, n: int) -> list[_Candidate]:
@@ -252,7 +271,7 @@ class _Pool:
             # Records are fetched one key at a time (a larger batch saves nothing), so fetch only as many as are
             # still missing: the lanes already filter on scope and liveness, so nearly every one is admitted.
             chunk = self._fused[self._next : self._next + n - len(out)]
-            records = self._graph.fetch(self._conn, [m for m, _, _ in chunk])
+            records = self._graph.fetch(self._conn, [m for m, _, _ in chunk], self._executor)
             for mid, score, lanes in chunk:
                 self._next += 1
                 mem = records.get(mid)
@@ -290,11 +309,12 @@ def _grouped(
     recipe: Recipe,
     paths: Mapping[str, Sequence[str]],
     vectors: Mapping[str, np.ndarray],
+    executor: Executor | None = None,
 ) -> list[_Candidate]:
     """``recipe.group``: collapse each lane's list to groups, fuse the groups, apply the time rule per group,
     let memory-level fusion pick the first ``head`` groups, and list each group's best members."""
     rule = recipe.group
-    records = graph.fetch(conn, [m for m, _, _ in fused])
+    records = graph.fetch(conn, [m for m, _, _ in fused], executor)
     mem = {m: r for m, r in records.items() if admissible(r, q)}
 
     def label(mid: str) -> str | None:

@@ -126,3 +126,19 @@ def test_fuse_is_weighted_reciprocal_rank() -> None:
     assert "z" not in scores  # a lane without weight contributes nothing
     assert [m for m, _, _ in fused] == ["b", "a", "c"]
     assert set(RECIPES) >= {"default", "bm25", "vector", "hybrid"}
+
+
+def test_a_fetch_split_over_two_connections_returns_every_record(stocked: Engine) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from storage._kuzu import PARALLEL_FETCH
+
+    with stocked.graph.read() as conn:
+        ids = sorted(stocked.graph.all_ids(conn))
+        wanted = [*ids, "0" * 64, ids[0]]  # an unknown id and a repeat
+        assert len(dict.fromkeys(wanted)) >= PARALLEL_FETCH
+        alone = stocked.graph.fetch(conn, wanted)
+        with ThreadPoolExecutor(1) as pool:
+            split = stocked.graph.fetch(conn, wanted, pool)
+    assert set(alone) == set(ids)
+    assert split == alone
