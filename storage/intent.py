@@ -40,6 +40,10 @@ class Interval:
             return t - self.hi
         return timedelta(0)
 
+    @property
+    def closed(self) -> bool:
+        return self.lo is not None and self.hi is not None
+
     def width(self) -> timedelta:
         if self.lo is None or self.hi is None:
             return timedelta(days=30)  # nominal width of an open window, for the decay scale
@@ -87,9 +91,13 @@ def factor(t: datetime, intervals: tuple[Interval, ...], rule: TimeRule) -> tupl
     """The score multiplier for an event at ``t`` and the window that gave it (the best one; None when
     there is no window). Far outside every window the multiplier is 1 (to float precision)."""
     best, where = 1.0, None
+    narrow = timedelta(days=rule.narrow_days)
     for iv in intervals:
+        boost = rule.boost
+        if rule.narrow_boost is not None and iv.closed and iv.width() <= narrow:
+            boost = rule.narrow_boost
         scale = max(iv.width().total_seconds() * rule.decay_width, rule.min_decay_days * 86_400)
-        f = 1.0 + rule.boost * math.exp(-iv.distance(t).total_seconds() / scale)
+        f = 1.0 + boost * math.exp(-iv.distance(t).total_seconds() / scale)
         if where is None or f > best:
             best, where = f, iv
     return best, where

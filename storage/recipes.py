@@ -26,10 +26,16 @@ class TimeRule:
     interval, ``1 + boost * exp(-distance / scale)``, where ``scale = max(width * decay_width, min_decay_days)``
     (so a wrong or loose parse costs a little ranking, never recall). ``window`` is how many fused candidates
     are re-scored (records are fetched one key at a time, so it bounds the cost).
+
+    A closed window of at most ``narrow_days`` ("5 days ago", "last Saturday", "two weeks ago": a day or a
+    week) names the time on purpose and holds few memories, so it boosts by ``narrow_boost`` instead (``None``:
+    ``boost``); a loose one ("in 2023", "recently") keeps the gentle ``boost``.
     """
 
     enabled: bool = True
     boost: float = 0.5
+    narrow_boost: float | None = None
+    narrow_days: float = 8.0
     decay_width: float = 0.5
     min_decay_days: float = 1.0
     window: int = 60
@@ -102,6 +108,11 @@ class Recipe:
             raise InvalidInput(
                 f"recipe {self.name!r}: group.head and group.keep_top must be >= 0 and group.per_group >= 1"
             )
+        t = self.time
+        if t.boost < 0 or (t.narrow_boost is not None and t.narrow_boost < 0) or t.narrow_days < 0:
+            raise InvalidInput(
+                f"recipe {self.name!r}: time.boost, time.narrow_boost and time.narrow_days must be >= 0"
+            )
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
@@ -118,14 +129,14 @@ class Recipe:
 # Chosen on the LongMemEval_S development split (113 questions; docs/benchmarks/longmemeval.md): conversation
 # memories (``metadata["session"]``) are ranked as conversations, each lane collapsed before fusion; a small
 # RRF k (a group's first place in a lane matters more than its tail); the memory-level winner keeps first
-# place; a gentle time boost; the graph lane at a quarter weight (at full weight it pulled fillers that name
+# place; a gentle time boost, stronger for a window of a day or a week; the graph lane at a quarter weight (at full weight it pulled fillers that name
 # the same entities to the top). Memories without a session are their own group, so for them this is plain
 # weighted RRF.
 DEFAULT = Recipe(
     "default",
     {"bm25": 1.0, "vector": 1.0, "graph": 0.25},
     rrf_k=5,
-    time=TimeRule(boost=0.25),
+    time=TimeRule(boost=0.25, narrow_boost=1.0),
     group=GroupRule(key="session", head=1),
     description="all lanes, conversations ranked as a whole, time rule, history questions",
 )

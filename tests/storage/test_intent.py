@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from storage.errors import InvalidInput
 from storage.intent import Interval, analyse, factor
-from storage.recipes import TimeRule
+from storage.recipes import RECIPES, TimeRule
 
 NOW = datetime(2023, 5, 30, 12, tzinfo=UTC)  # a Tuesday
 RULE = TimeRule()
@@ -91,3 +92,19 @@ def test_boost_is_full_inside_and_decays_outside() -> None:
     assert factor(datetime(2023, 5, 23, tzinfo=UTC), (), RULE) == (1.0, None)
     wide = (Interval(datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC), "in 2023"),)
     assert factor(datetime(2024, 1, 11, tzinfo=UTC), wide, RULE)[0] > 1.45  # scale grows with the window
+
+
+def test_a_narrow_window_boosts_by_its_own_amount() -> None:
+    rule = TimeRule(boost=0.25, narrow_boost=1.0, narrow_days=8)
+    day = Interval(datetime(2023, 5, 23, tzinfo=UTC), datetime(2023, 5, 24, tzinfo=UTC), "last Tuesday")
+    week = Interval(datetime(2023, 5, 15, tzinfo=UTC), datetime(2023, 5, 22, tzinfo=UTC), "two weeks ago")
+    month = Interval(datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 6, 1, tzinfo=UTC), "in May")
+    since = Interval(datetime(2023, 5, 23, tzinfo=UTC), None, "since last Tuesday")
+    t = datetime(2023, 5, 23, 15, tzinfo=UTC)
+    assert factor(t, (day,), rule)[0] == 2.0
+    assert factor(t - timedelta(days=4), (week,), rule)[0] == 2.0
+    assert factor(t, (month,), rule)[0] == 1.25  # a loose window keeps the gentle boost
+    assert factor(t, (since,), rule)[0] == 1.25  # an open one too
+    assert factor(t, (day,), TimeRule(boost=0.25))[0] == 1.25  # narrow_boost None: one boost for all
+    with pytest.raises(InvalidInput, match="narrow_boost"):
+        RECIPES["default"].with_(time={"narrow_boost": -1.0})

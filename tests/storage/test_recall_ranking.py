@@ -39,7 +39,7 @@ def test_memory_in_the_queried_window_outranks_an_equal_text_match(lamps: Engine
     assert (may[0].time.rule, may[0].time.expression, may[0].time.factor) == (
         "in_interval",
         "last Tuesday",
-        1 + RECIPES["default"].time.boost,  # 1.25
+        1 + (RECIPES["default"].time.narrow_boost or 0),  # 2.0: a one-day window is a narrow one
     )
     assert may[0].time.interval == (datetime(2023, 5, 23, tzinfo=UTC), datetime(2023, 5, 24, tzinfo=UTC))
     assert may[1].time is not None
