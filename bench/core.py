@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import torch
 from _common import PACKAGES, Latency, Sentences, load, machine
 
 from storage import CachedEmbedder, Engine, MiniLMEmbedder, WriteItem
@@ -470,6 +469,8 @@ def verdicts(res: Results) -> list[str]:
 def report(
     res: Results, plan: Plan, command: str, started: datetime, loads: tuple[str, str], previous: str
 ) -> str:
+    import torch  # loaded by then; imported here so that the embedder's OpenMP defaults apply to the run
+
     info = machine()
     versions = ", ".join(f"{k} {info[k]}" for k in PACKAGES)
     kept = previous.split(KEEP, 1)[1] if KEEP in previous else "\n"
