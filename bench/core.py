@@ -26,10 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import torch
 from _common import PACKAGES, Latency, Sentences, load, machine
 
 from storage import CachedEmbedder, Engine, MiniLMEmbedder, WriteItem
+from storage.reconciler import MAINTAIN_EVERY
 
 SEED = 7
 USERS = 20
@@ -51,13 +51,20 @@ class Plan:
     recalls: int
     writes_at_size: int
     pool: int | None = None  # embed only this many corpus texts and reuse their vectors (None: embed all)
+    mixed: int = 300  # rounds of "one single write, then a recall" per store at size
     warmup: int = 20
     batch: int = 256
 
 
 FULL = Plan(sizes=(10_000, 100_000), single_writes=300, bulk_batches=8, recalls=200, writes_at_size=100)
 QUICK = Plan(
-    sizes=(1_000, 5_000), single_writes=60, bulk_batches=2, recalls=40, writes_at_size=20, pool=1_000
+    sizes=(1_000, 5_000),
+    single_writes=60,
+    bulk_batches=2,
+    recalls=40,
+    writes_at_size=20,
+    pool=1_000,
+    mixed=40,
 )
 
 
@@ -324,8 +331,48 @@ def at_size(tmp: Path, size: int, texts: list[str], vectors: np.ndarray, kit: Ki
     if empty + empty2:
         res.notes.append(f"{size:,}: {empty + empty2} recalls returned no hit.")
     shutil.rmtree(path)
+    log(f"{size:,}: recall after single writes, compaction by fragments vs. every {MAINTAIN_EVERY:,} changes")
+    old_rule = tmp / f"n{size}-every-{MAINTAIN_EVERY}"
+    shutil.copytree(ann_path, old_rule)
+    with open_engine(ann_path, model, threshold) as now, open_engine(old_rule, model, threshold) as before:
+        before.reconciler.maintain_fragments = before.reconciler.idle_fragments = NEVER
+        engines = {
+            "recall default, a single write before each, compaction by fragments": now,
+            f"recall default, a single write before each, compaction every {MAINTAIN_EVERY:,} changes": before,
+        }
+        res.rows += mixed_rows(engines, bare, src, plan.mixed, size)
     shutil.rmtree(ann_path)
+    shutil.rmtree(old_rule)
     return res
+
+
+def mixed_rows(
+    engines: dict[str, Engine], bare: MiniLMEmbedder, src: Sentences, n: int, size: int
+) -> list[Row]:
+    """An agent's pattern: each round writes one memory into every store (projected before going on), then
+    times a default recall in each and a bare embedding, in a shuffled order. The write is not timed; the
+    recall pays for whatever the write left behind (a small LanceDB fragment, a maintenance run)."""
+    texts = {label: src.memories(n) for label in engines}
+    asked = {label: src.questions(n) for label in engines}
+    said = src.questions(n)
+    times: dict[str, list[float]] = {label: [] for label in [*engines, "embed"]}
+    rng = random.Random(size + 2)
+    for i in range(n):
+        for label, e in engines.items():
+            e.write(texts[label][i], [user(i)])
+        for e in engines.values():
+            settle(e)
+        order = list(times)
+        rng.shuffle(order)
+        for label in order:
+            start = time.perf_counter()
+            if label == "embed":
+                bare.embed([said[i]])
+            else:
+                engines[label].recall(asked[label][i], [user(i)], k=10)
+            times[label].append(time.perf_counter() - start)
+    embed = Latency.of(times.pop("embed"))
+    return [Row(label, size, Latency.of(t), embed) for label, t in times.items()]
 
 
 # -- the run and the report ---------------------------------------------------------------------------------
@@ -470,6 +517,8 @@ def verdicts(res: Results) -> list[str]:
 def report(
     res: Results, plan: Plan, command: str, started: datetime, loads: tuple[str, str], previous: str
 ) -> str:
+    import torch  # loaded by then; imported here so that the embedder's OpenMP defaults apply to the run
+
     info = machine()
     versions = ", ".join(f"{k} {info[k]}" for k in PACKAGES)
     kept = previous.split(KEEP, 1)[1] if KEEP in previous else "\n"

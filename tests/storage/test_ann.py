@@ -1,12 +1,14 @@
 """Above the size threshold the vector lane answers from an IVF_FLAT index: exact distances over the nearest partitions."""
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 from lancedb.index import IvfPq
 
-from storage import CachedEmbedder, Engine, WriteItem
+from storage import CachedEmbedder, Engine, WriteItem, reconciler
 from storage._kuzu import ProjectionRow
 from storage._lance import MAX_SEGMENTS, VectorIndex
 
@@ -153,3 +155,38 @@ def test_maintain_keeps_the_vector_index_in_few_segments(tmp_path: Path) -> None
             index.search(vecs[probe], scopes=["user:a"], k=1, live_only=True, kinds=None)[0][0]
             == rows[probe].id
         )
+
+
+def _single_writes(eng: Engine, n: int, start: int = 0) -> list[int]:
+    """``n`` one-memory writes, each projected before the next; the pending appends after each."""
+    seen = []
+    for i in range(start, start + n):
+        eng.write(f"small write number {i} about topic {i % 7}", ["user:a"])
+        assert eng.reconciler.wait_projected()
+        eng.reconciler.on_projector(lambda: None)  # and whatever maintenance followed the projection
+        seen.append(eng.vectors.appends_since_maintain)
+    return seen
+
+
+def test_small_writes_never_pile_up_past_the_cap(engine: Engine) -> None:
+    engine.reconciler.maintain_fragments, engine.reconciler.idle_fragments = 6, 10**9
+    seen = _single_writes(engine, 15)
+    assert max(seen) < 6  # compacted on reaching the cap
+    assert seen[:5] == [1, 2, 3, 4, 5]  # one small fragment per write until then
+    assert engine.verify().ok
+
+
+def test_small_writes_are_compacted_once_writes_pause(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reconciler, "IDLE_S", 0.2)
+    engine.reconciler.idle_fragments = 4
+    assert _single_writes(engine, 6)[-1] >= 4  # a burst of writes: no maintenance in its way
+    deadline = time.monotonic() + 30
+    while engine.vectors.appends_since_maintain and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert engine.vectors.appends_since_maintain == 0  # compacted once the burst was over
+    assert engine.recall("small write number 5", ["user:a"], k=1)[0].memory.content.startswith(
+        "small write number 5"
+    )
+    assert engine.verify().ok
