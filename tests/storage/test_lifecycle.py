@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,21 @@ def test_opening_does_not_import_torch(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_torch_loads_with_sleeping_openmp_workers_unless_openmp_was_tuned() -> None:
+    """libgomp prints the spin count it settled on (OMP_DISPLAY_ENV): 0 means idle workers sleep at once."""
+    code = "from storage.embedding import MiniLMEmbedder; MiniLMEmbedder().embed(['x'])"
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    for extra, expected in (
+        ({}, "GOMP_SPINCOUNT = '0'"),
+        ({"GOMP_SPINCOUNT": "1234"}, "GOMP_SPINCOUNT = '1234'"),
+    ):
+        env = {**base, "OMP_DISPLAY_ENV": "VERBOSE", **extra}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert expected in done.stderr
 
 
 def test_lost_projections_are_rebuilt_at_open(data_dir: Path, embedder: CachedEmbedder) -> None:
