@@ -552,6 +552,10 @@ queried is distinct, so the engine's embedding cache (a `CachedEmbedder`) never 
   it rebuilt by `Engine.reindex()`, opened with an `ann_threshold` no table reaches and with the default one
   (lowered to the store size below {DEFAULT_ANN_THRESHOLD:,}), so they differ only in the IVF_FLAT index
   (one partition per 2,048 rows at build, at least 16 probed); they are queried side by side.
+- **Recall after single writes**: an agent's pattern. Two copies of the ANN store; each round writes one memory
+  into each (untimed, projected before going on), then times a default recall in each and a bare embedding in a
+  shuffled order. One copy runs the engine's rule (small LanceDB fragments compacted once 128 pile up, or from 16
+  once writes pause for a second), the other only the rule before it (every 2,000 changes).
 
 ## Results
 

@@ -351,6 +351,14 @@ class Reconciler:
         self._projector_jobs.put(_WAKE)
         self._projector_jobs.put(None)
         self._projector.join()
+        if self._projector_error is None and self._vectors.appends_since_maintain >= self.idle_fragments:
+            # Leave no pile of small fragments to the next process: it would not know they are there.
+            try:
+                self._maintain()
+            except Exception:
+                log.exception(
+                    "maintenance of the vector projection at close failed; the store is still consistent"
+                )
         self._closed = True
         with self._cond:
             self._cond.notify_all()

@@ -190,3 +190,14 @@ def test_small_writes_are_compacted_once_writes_pause(
         "small write number 5"
     )
     assert engine.verify().ok
+
+
+def test_small_fragments_are_compacted_at_close(data_dir: Path, embedder: CachedEmbedder) -> None:
+    eng = Engine.open(data_dir, embedder=embedder, warm=False)
+    eng.reconciler.idle_fragments = 4  # and no pause long enough for the idle rule
+    assert _single_writes(eng, 5)[-1] == 5
+    eng.close()
+    with Engine.open(data_dir, embedder=embedder, warm=False) as again:
+        stats = again.vectors._table.stats()
+        assert stats["fragment_stats"]["num_fragments"] == 1  # the five one-row fragments were compacted into one
+        assert again.verify().ok
