@@ -199,5 +199,7 @@ def test_small_fragments_are_compacted_at_close(data_dir: Path, embedder: Cached
     eng.close()
     with Engine.open(data_dir, embedder=embedder, warm=False) as again:
         stats = again.vectors._table.stats()
-        assert stats["fragment_stats"]["num_fragments"] == 1  # the five one-row fragments were compacted into one
+        assert (
+            stats["fragment_stats"]["num_fragments"] == 1
+        )  # the five one-row fragments were compacted into one
         assert again.verify().ok
