@@ -13,7 +13,7 @@ import shutil
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -536,9 +536,16 @@ class GraphStore:
         if executor is None or len(unique) < PARALLEL_FETCH or conn is self._writer:
             return self._fetch(conn, unique)
         half = len(unique) // 2
-        other = executor.submit(lambda: self._fetch(self._thread_conn(), unique[half:]))
-        out = self._fetch(conn, unique[:half])
-        out.update(other.result())
+        rest = unique[half:]
+        other = executor.submit(lambda: self._fetch(self._thread_conn(), rest))
+        try:
+            out = self._fetch(conn, unique[:half])
+        except BaseException:
+            if not other.cancel():
+                wait([other])  # never leave the worker reading once the caller's read lock may be released
+            raise
+        # Still queued (the pool is busy with other recalls' lanes): this thread reads that half too.
+        out.update(self._fetch(conn, rest) if other.cancel() else other.result())
         return out
 
     def _fetch(self, conn: kuzu.Connection, ids: Sequence[str]) -> dict[str, Memory]:

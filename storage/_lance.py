@@ -40,9 +40,12 @@ PARTITION_ROWS = 2_048
 # the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions).
 NPROBES = 16
 # Each ``optimize`` adds the rows that came since as a new segment of the vector index, and Lance never merges
-# them: 23 segments after loading 100,000 rows made a search 4× slower (each segment is searched on its own).
-# Past this many, ``maintain`` rebuilds the index in one segment (IVF_FLAT: about 3 s at 100,000 rows).
-MAX_SEGMENTS = 4
+# them: 23 segments of about 4,000 rows after loading 100,000 rows made a search 4× slower (each segment is
+# searched on its own), while 16 segments of 128 rows cost about 2 ms. So ``maintain`` rebuilds the index in one
+# segment (IVF_FLAT: about 3 s at 100,000 rows) once the segments past the first hold DELTA_ROWS rows, or once
+# there are more than MAX_SEGMENTS of them.
+DELTA_ROWS = 8_192
+MAX_SEGMENTS = 16
 
 
 def _sql_str(value: str) -> str:
@@ -87,6 +90,9 @@ class VectorIndex:
         self.watermark = Watermark(directory / "WATERMARK")
         self._index_type, self._has_scalar = self._indexes()
         self._appends = 0
+        self._rows_since_build = (
+            0  # rows added since the vector index was built in one segment (this process)
+        )
 
     def _indexes(self) -> tuple[str | None, bool]:
         """The type of the table's vector index (None without one), and whether every scalar index exists."""
@@ -116,6 +122,7 @@ class VectorIndex:
             self._table.add(self._arrow(upserts))
         if stale or upserts:
             self._appends += 1
+            self._rows_since_build += len(upserts)
 
     @property
     def appends_since_maintain(self) -> int:
@@ -155,21 +162,23 @@ class VectorIndex:
         """Compact fragments, fold new rows into the indexes, build them once the table is large enough.
 
         A vector index of another type (an IVF_PQ index of an older version), or one split into more than
-        ``MAX_SEGMENTS`` segments, is rebuilt as one IVF_FLAT index.
+        ``MAX_SEGMENTS`` segments or with ``DELTA_ROWS`` rows added since it was built, is rebuilt as one IVF_FLAT
+        index.
         """
-        self._appends = 0
         rows = self._table.count_rows()
         if rows >= self._scalar_threshold and not self._has_scalar:
             for column, kind in SCALAR_INDEXES:
                 self._table.create_index(column, config=kind(), replace=True)
             self._has_scalar = True
         self._table.optimize(cleanup_older_than=timedelta(minutes=5))
-        if rows >= self._ann_threshold and (
-            not self._has_index or force_index or self.index_segments() > MAX_SEGMENTS
-        ):
-            config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
-            self._table.create_index("vector", config=config, replace=True)
-            self._index_type = VECTOR_INDEX
+        if rows >= self._ann_threshold:
+            segments = self.index_segments()
+            grown = segments > 1 and self._rows_since_build >= DELTA_ROWS
+            if not self._has_index or force_index or grown or segments > MAX_SEGMENTS:
+                config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
+                self._table.create_index("vector", config=config, replace=True)
+                self._index_type, self._rows_since_build = VECTOR_INDEX, 0
+        self._appends = 0
 
     def index_segments(self) -> int:
         """How many segments the vector index has (0 without one); each is searched on its own."""

@@ -17,6 +17,10 @@ from storage.errors import InvalidInput
 LANES = ("bm25", "vector", "graph")
 
 
+MAX_BOOST = 100.0
+MAX_NARROW_DAYS = 3_660.0
+
+
 @dataclass(frozen=True, slots=True)
 class TimeRule:
     """How a time expression in the query ("last Tuesday", "in May 2023") moves results.
@@ -109,10 +113,13 @@ class Recipe:
                 f"recipe {self.name!r}: group.head and group.keep_top must be >= 0 and group.per_group >= 1"
             )
         t = self.time
-        if t.boost < 0 or (t.narrow_boost is not None and t.narrow_boost < 0) or t.narrow_days < 0:
+        boosts = (t.boost, t.boost if t.narrow_boost is None else t.narrow_boost)
+        if not all(0 <= b <= MAX_BOOST for b in boosts) or not 0 <= t.narrow_days <= MAX_NARROW_DAYS:
             raise InvalidInput(
-                f"recipe {self.name!r}: time.boost, time.narrow_boost and time.narrow_days must be >= 0"
+                f"recipe {self.name!r}: time.boost and time.narrow_boost must be in [0, {MAX_BOOST}], "
+                f"time.narrow_days in [0, {MAX_NARROW_DAYS}]"
             )
+
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))

@@ -80,6 +80,8 @@ class Reconciler:
         self._retry: threading.Timer | None = None
         self._idle: threading.Timer | None = None
         self.maintain_fragments, self.idle_fragments = MAINTAIN_FRAGMENTS, IDLE_FRAGMENTS
+        self._maintain_after = 0  # after a failed maintain: appends to wait for before the next try
+        self._stopping = False
         # After a projection is rebuilt from a snapshot, rows past its watermark may already be in it.
         self._replay_next = False
         self._writer = threading.Thread(target=self._write_loop, name="mnemograph-writer", daemon=True)
@@ -240,7 +242,7 @@ class Reconciler:
     def _schedule_retry(self) -> None:
         """Wake the projector again after a backoff: a transient fault (a full disk that was freed) must not
         leave the projections behind until the next write happens to come."""
-        if self._closed:
+        if self._closed or self._stopping:
             return
         if self._retry is not None:
             self._retry.cancel()  # a no-op once it has fired; at most one retry is pending
@@ -287,9 +289,11 @@ class Reconciler:
                 self._projector_error = None
                 self._cond.notify_all()
         pending = self._vectors.appends_since_maintain
-        if self._projected - self._last_maintained >= MAINTAIN_EVERY or pending >= self.maintain_fragments:
+        if pending >= self._maintain_after and (
+            self._projected - self._last_maintained >= MAINTAIN_EVERY or pending >= self.maintain_fragments
+        ):
             self._maintain()
-        elif pending >= self.idle_fragments and not replay:
+        elif pending >= max(self.idle_fragments, self._maintain_after) and not replay:
             self._when_idle()
         if self._projected - self._last_pruned >= PRUNE_EVERY and not replay and not self._closed:
             upto = self._projected
@@ -297,14 +301,23 @@ class Reconciler:
             self._queue.put(_Intent(lambda tx: self._graph.prune_changes(tx.conn, upto), Future()))
 
     def _maintain(self) -> None:
-        """Compact small fragments, drop old versions, build or refresh the ANN index once large enough."""
+        """Compact small fragments, drop old versions, build or refresh the ANN index once large enough.
+
+        A failure costs search speed, not correctness: it is logged (not a projection failure) and tried again
+        after another ``maintain_fragments`` appends."""
         self._last_maintained = self._projected
-        self._vectors.maintain()
+        try:
+            self._vectors.maintain()
+        except Exception:
+            self._maintain_after = self._vectors.appends_since_maintain + self.maintain_fragments
+            log.exception("maintenance of the vector projection failed; it is tried again after more writes")
+        else:
+            self._maintain_after = 0
 
     def _when_idle(self) -> None:
         """Maintain once no change has come for ``IDLE_S``: a burst of small writes is compacted after it
         ends, off the path of the writes themselves. Each new change restarts the wait."""
-        if self._closed:
+        if self._closed or self._stopping:
             return
         if self._idle is not None:
             self._idle.cancel()
@@ -314,12 +327,9 @@ class Reconciler:
 
     def _idle_maintain(self) -> None:
         """A projector job: maintain if nothing newer is waiting (else the next catch-up decides again)."""
-        if not self._projector_jobs.empty() or self._vectors.appends_since_maintain < self.idle_fragments:
-            return
-        try:
+        pending = self._vectors.appends_since_maintain
+        if self._projector_jobs.empty() and pending >= max(self.idle_fragments, self._maintain_after):
             self._maintain()
-        except Exception:
-            log.exception("maintenance of the vector projection failed; it is tried again after later writes")
 
     def rebuilt(self) -> None:
         """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""
@@ -343,22 +353,17 @@ class Reconciler:
         """Drain queued writes and projections, then stop both threads. Idempotent."""
         if self._closed:
             return
+        self._stopping = True  # no new timers from here on
         self._queue.put(None)
         self._writer.join()
-        for timer in (self._retry, self._idle):
-            if timer is not None:
-                timer.cancel()
         self._projector_jobs.put(_WAKE)
         self._projector_jobs.put(None)
         self._projector.join()
+        for timer in (self._retry, self._idle):
+            if timer is not None:
+                timer.cancel()
         if self._projector_error is None and self._vectors.appends_since_maintain >= self.idle_fragments:
-            # Leave no pile of small fragments to the next process: it would not know they are there.
-            try:
-                self._maintain()
-            except Exception:
-                log.exception(
-                    "maintenance of the vector projection at close failed; the store is still consistent"
-                )
+            self._maintain()  # leave no pile of small fragments to the next process: it would not know of them
         self._closed = True
         with self._cond:
             self._cond.notify_all()

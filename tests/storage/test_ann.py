@@ -10,7 +10,7 @@ from lancedb.index import IvfPq
 
 from storage import CachedEmbedder, Engine, WriteItem, reconciler
 from storage._kuzu import ProjectionRow
-from storage._lance import MAX_SEGMENTS, VectorIndex
+from storage._lance import DELTA_ROWS, MAX_SEGMENTS, VectorIndex
 
 
 def test_ann_index_keeps_exact_top_results(data_dir: Path, embedder: CachedEmbedder) -> None:
@@ -133,28 +133,48 @@ def test_an_older_ivf_pq_index_is_replaced(tmp_path: Path) -> None:
     assert reopened.search(vecs[17], scopes=["user:a"], k=3, live_only=True, kinds=None)[0][0] == rows[17].id
 
 
+def _segments_while_growing(
+    index: VectorIndex, rows: list[ProjectionRow], start: int, step: int
+) -> list[int]:
+    seen = []
+    for lo in range(start, len(rows), step):
+        index.apply(rows[lo : lo + step], [], fresh=[r.id for r in rows[lo : lo + step]])
+        index.maintain()
+        seen.append(index.index_segments())
+    return seen
+
+
 def test_maintain_keeps_the_vector_index_in_few_segments(tmp_path: Path) -> None:
     """Every ``maintain`` folds the rows added since into the index as a new segment, searched on its own; past
     ``MAX_SEGMENTS`` the index is rebuilt in one, and it still finds every row."""
     rng = np.random.default_rng(13)
-    vecs = rng.standard_normal((2_400, 8)).astype(np.float32)
+    vecs = rng.standard_normal((4_400, 8)).astype(np.float32)
     rows = _rows(vecs, [("user:a",)] * len(vecs))
     index = VectorIndex(tmp_path / "v", dim=8, ann_threshold=1_000)
     index.apply(rows[:1_000], [], fresh=[r.id for r in rows[:1_000]])
     index.maintain()
     assert index.index_segments() == 1
-    seen = set()
-    for lo in range(1_000, 2_400, 100):
-        index.apply(rows[lo : lo + 100], [], fresh=[r.id for r in rows[lo : lo + 100]])
-        index.maintain()
-        seen.add(index.index_segments())
-        assert 1 <= index.index_segments() <= MAX_SEGMENTS
-    assert len(seen) > 1  # segments did accumulate between rebuilds
-    for probe in (3, 1_500, 2_399):
+    seen = _segments_while_growing(index, rows, 1_000, 100)  # 34 small deltas
+    assert max(seen) == MAX_SEGMENTS  # small segments accumulate up to the cap (they cost little) ...
+    assert 1 in seen[seen.index(MAX_SEGMENTS) :]  # ... then the index is rebuilt in one
+    for probe in (3, 1_500, 4_399):
         assert (
             index.search(vecs[probe], scopes=["user:a"], k=1, live_only=True, kinds=None)[0][0]
             == rows[probe].id
         )
+
+
+def test_large_deltas_rebuild_the_vector_index_before_the_segment_cap(tmp_path: Path) -> None:
+    rng = np.random.default_rng(14)
+    vecs = rng.standard_normal((1_000 + 10 * 1_024, 8)).astype(np.float32)
+    rows = _rows(vecs, [("user:a",)] * len(vecs))
+    index = VectorIndex(tmp_path / "v", dim=8, ann_threshold=1_000)
+    index.apply(rows[:1_000], [], fresh=[r.id for r in rows[:1_000]])
+    index.maintain()
+    seen = _segments_while_growing(index, rows, 1_000, 1_024)
+    rebuilt_at = seen.index(1)
+    assert rebuilt_at == DELTA_ROWS // 1_024 - 1  # the maintain that found DELTA_ROWS new rows rebuilt
+    assert max(seen) < MAX_SEGMENTS
 
 
 def _single_writes(eng: Engine, n: int, start: int = 0) -> list[int]:
@@ -179,22 +199,26 @@ def test_small_writes_never_pile_up_past_the_cap(engine: Engine) -> None:
 def test_small_writes_are_compacted_once_writes_pause(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(reconciler, "IDLE_S", 0.2)
     engine.reconciler.idle_fragments = 4
-    assert _single_writes(engine, 6)[-1] >= 4  # a burst of writes: no maintenance in its way
+    monkeypatch.setattr(reconciler, "IDLE_S", 600.0)  # a burst: however slow the machine, no pause in it
+    assert _single_writes(engine, 6)[-1] == 6  # no maintenance in the burst's way
+    monkeypatch.setattr(reconciler, "IDLE_S", 0.2)
+    _single_writes(engine, 1, start=6)  # the last write of the burst, then a pause
     deadline = time.monotonic() + 30
     while engine.vectors.appends_since_maintain and time.monotonic() < deadline:
         time.sleep(0.05)
     assert engine.vectors.appends_since_maintain == 0  # compacted once the burst was over
-    assert engine.recall("small write number 5", ["user:a"], k=1)[0].memory.content.startswith(
-        "small write number 5"
-    )
+    hit = engine.recall("small write number 5", ["user:a"], k=1)[0]
+    assert hit.memory.content.startswith("small write number 5")
     assert engine.verify().ok
 
 
-def test_small_fragments_are_compacted_at_close(data_dir: Path, embedder: CachedEmbedder) -> None:
+def test_small_fragments_are_compacted_at_close(
+    data_dir: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reconciler, "IDLE_S", 600.0)  # the idle rule never fires here
     eng = Engine.open(data_dir, embedder=embedder, warm=False)
-    eng.reconciler.idle_fragments = 4  # and no pause long enough for the idle rule
+    eng.reconciler.idle_fragments = 4
     assert _single_writes(eng, 5)[-1] == 5
     eng.close()
     with Engine.open(data_dir, embedder=embedder, warm=False) as again:

@@ -106,5 +106,11 @@ def test_a_narrow_window_boosts_by_its_own_amount() -> None:
     assert factor(t, (month,), rule)[0] == 1.25  # a loose window keeps the gentle boost
     assert factor(t, (since,), rule)[0] == 1.25  # an open one too
     assert factor(t, (day,), TimeRule(boost=0.25))[0] == 1.25  # narrow_boost None: one boost for all
-    with pytest.raises(InvalidInput, match="narrow_boost"):
-        RECIPES["default"].with_(time={"narrow_boost": -1.0})
+    for bad in (
+        {"narrow_boost": -1.0},
+        {"narrow_boost": float("nan")},
+        {"boost": -0.1},
+        {"narrow_days": -1.0},
+    ):
+        with pytest.raises(InvalidInput, match="narrow_boost"):
+            RECIPES["default"].with_(time=bad)

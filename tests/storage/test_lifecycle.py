@@ -60,6 +60,7 @@ def test_torch_loads_with_sleeping_openmp_workers_unless_openmp_was_tuned() -> N
     for extra, expected in (
         ({}, "GOMP_SPINCOUNT = '0'"),
         ({"GOMP_SPINCOUNT": "1234"}, "GOMP_SPINCOUNT = '1234'"),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, "OMP_WAIT_POLICY = 'ACTIVE'"),  # a policy you set is kept
     ):
         env = {**base, "OMP_DISPLAY_ENV": "VERBOSE", **extra}
         done = subprocess.run(

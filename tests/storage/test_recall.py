@@ -1,10 +1,13 @@
 """recall: lanes, fusion, scopes and their ancestors, filters. Real stores, real model."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
 
 from storage import RECIPES, Engine, InvalidInput
+from storage._kuzu import PARALLEL_FETCH
 from storage.recall import Recipe, fuse
 
 FACTS = [
@@ -128,17 +131,37 @@ def test_fuse_is_weighted_reciprocal_rank() -> None:
     assert set(RECIPES) >= {"default", "bm25", "vector", "hybrid"}
 
 
+class _Counting(ThreadPoolExecutor):
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self.submitted = 0
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
 def test_a_fetch_split_over_two_connections_returns_every_record(stocked: Engine) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from storage._kuzu import PARALLEL_FETCH
-
     with stocked.graph.read() as conn:
         ids = sorted(stocked.graph.all_ids(conn))
         wanted = [*ids, "0" * 64, ids[0]]  # an unknown id and a repeat
         assert len(dict.fromkeys(wanted)) >= PARALLEL_FETCH
         alone = stocked.graph.fetch(conn, wanted)
-        with ThreadPoolExecutor(1) as pool:
+        with _Counting(1) as pool:
             split = stocked.graph.fetch(conn, wanted, pool)
+            assert pool.submitted == 1  # half of it went to the worker
     assert set(alone) == set(ids)
     assert split == alone
+
+
+def test_a_split_fetch_does_not_wait_for_a_busy_pool(stocked: Engine) -> None:
+    """With every worker taken (other recalls' lanes, maybe waiting for a lock), the caller reads both halves."""
+    release = threading.Event()
+    with stocked.graph.read() as conn, ThreadPoolExecutor(1) as pool:
+        blocker = pool.submit(release.wait, 60)
+        ids = sorted(stocked.graph.all_ids(conn))
+        try:
+            assert set(stocked.graph.fetch(conn, ids, pool)) == set(ids)
+            assert not blocker.done()  # answered while the only worker was still busy
+        finally:
+            release.set()
