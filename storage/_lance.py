@@ -90,9 +90,8 @@ class VectorIndex:
         self.watermark = Watermark(directory / "WATERMARK")
         self._index_type, self._has_scalar = self._indexes()
         self._appends = 0
-        self._rows_since_build = (
-            0  # rows added since the vector index was built in one segment (this process)
-        )
+        # Rows added since the vector index was built in one segment (counted by this process).
+        self._rows_since_build = 0
 
     def _indexes(self) -> tuple[str | None, bool]:
         """The type of the table's vector index (None without one), and whether every scalar index exists."""

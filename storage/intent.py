@@ -91,11 +91,12 @@ def factor(t: datetime, intervals: tuple[Interval, ...], rule: TimeRule) -> tupl
     """The score multiplier for an event at ``t`` and the window that gave it (the best one; None when
     there is no window). Far outside every window the multiplier is 1 (to float precision)."""
     best, where = 1.0, None
-    narrow = timedelta(days=rule.narrow_days) if rule.narrow_boost is not None else None
+    narrow_boost = rule.narrow_boost
+    narrow = timedelta(days=rule.narrow_days)
     for iv in intervals:
         boost = rule.boost
-        if rule.narrow_boost is not None and narrow is not None and iv.closed and iv.width() <= narrow:
-            boost = rule.narrow_boost
+        if narrow_boost is not None and iv.closed and iv.width() <= narrow:
+            boost = narrow_boost
         scale = max(iv.width().total_seconds() * rule.decay_width, rule.min_decay_days * 86_400)
         f = 1.0 + boost * math.exp(-iv.distance(t).total_seconds() / scale)
         if where is None or f > best:

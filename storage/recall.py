@@ -124,7 +124,8 @@ class VectorLane:
         return q if q.vector is not None else replace(q, vector=self.embedder.embed([q.words])[0])
 
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
-        vec = q.vector if q.vector is not None else self.embedder.embed([q.words])[0]
+        vec = self.prepare(q).vector
+        assert vec is not None
         kinds = [k.value for k in q.kinds] if q.kinds else None
         want = (
             recipe.dedup_cosine is not None

@@ -119,7 +119,6 @@ class Recipe:
                 f"recipe {self.name!r}: time.boost and time.narrow_boost must be in [0, {MAX_BOOST}], "
                 f"time.narrow_days in [0, {MAX_NARROW_DAYS}]"
             )
-
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
@@ -136,8 +135,8 @@ class Recipe:
 # Chosen on the LongMemEval_S development split (113 questions; docs/benchmarks/longmemeval.md): conversation
 # memories (``metadata["session"]``) are ranked as conversations, each lane collapsed before fusion; a small
 # RRF k (a group's first place in a lane matters more than its tail); the memory-level winner keeps first
-# place; a gentle time boost, stronger for a window of a day or a week; the graph lane at a quarter weight (at full weight it pulled fillers that name
-# the same entities to the top). Memories without a session are their own group, so for them this is plain
+# place; a gentle time boost, stronger for a window of a day or a week; the graph lane at a quarter weight (at
+# full weight it pulled fillers that name the same entities to the top). Memories without a session are their own group, so for them this is plain
 # weighted RRF.
 DEFAULT = Recipe(
     "default",

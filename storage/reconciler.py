@@ -242,13 +242,7 @@ class Reconciler:
     def _schedule_retry(self) -> None:
         """Wake the projector again after a backoff: a transient fault (a full disk that was freed) must not
         leave the projections behind until the next write happens to come."""
-        if self._closed or self._stopping:
-            return
-        if self._retry is not None:
-            self._retry.cancel()  # a no-op once it has fired; at most one retry is pending
-        self._retry = threading.Timer(self._retry_s, self._projector_jobs.put, args=(_WAKE,))
-        self._retry.daemon = True
-        self._retry.start()
+        self._retry = self._later(self._retry, self._retry_s, _WAKE)
         self._retry_s = min(self._retry_s * 2, RETRY_MAX_S)
 
     @property
@@ -317,13 +311,21 @@ class Reconciler:
     def _when_idle(self) -> None:
         """Maintain once no change has come for ``IDLE_S``: a burst of small writes is compacted after it
         ends, off the path of the writes themselves. Each new change restarts the wait."""
+        self._idle = self._later(self._idle, IDLE_S, self._idle_maintain)
+
+    def _later(
+        self, pending: threading.Timer | None, seconds: float, job: Callable[[], None]
+    ) -> threading.Timer | None:
+        """Hand ``job`` to the projector after ``seconds``, replacing ``pending`` (a no-op once it has fired);
+        nothing once the reconciler is stopping."""
+        if pending is not None:
+            pending.cancel()
         if self._closed or self._stopping:
-            return
-        if self._idle is not None:
-            self._idle.cancel()
-        self._idle = threading.Timer(IDLE_S, self._projector_jobs.put, args=(self._idle_maintain,))
-        self._idle.daemon = True
-        self._idle.start()
+            return None
+        timer = threading.Timer(seconds, self._projector_jobs.put, args=(job,))
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def _idle_maintain(self) -> None:
         """A projector job: maintain if nothing newer is waiting (else the next catch-up decides again)."""
