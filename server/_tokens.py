@@ -112,20 +112,6 @@ class TokenStore:
                 out.setdefault(str(g.scope), set()).add(info.name)
         return {scope: frozenset(names) for scope, names in out.items()}
 
-
-def scope_holders(tokens: TokenStore, local: Iterable[str]) -> Callable[[], dict[str, frozenset[str]]]:
-    """For ``Engine.reserve_scopes``: the scopes tokens are granted on, plus the local user's default scopes
-    (held by "", a name no token can have). Read on every call, so a token created later counts at once."""
-    mine = frozenset(local)
-
-    def holders() -> dict[str, frozenset[str]]:
-        out = dict(tokens.holders())
-        for scope in mine:
-            out[scope] = out.get(scope, frozenset()) | {""}
-        return out
-
-    return holders
-
     # -- changing ----------------------------------------------------------------------------------
 
     def create(self, name: str, grants: Sequence[str]) -> tuple[str, TokenInfo]:
@@ -230,3 +216,17 @@ def _parse(text: str) -> list[_Entry]:
     except (ValueError, KeyError, TypeError) as exc:
         # A damaged file must fail closed (no token verifies), loudly.
         raise TokenError(f"the token file is damaged ({type(exc).__name__}: {exc})") from None
+
+
+def scope_holders(tokens: TokenStore, local: Iterable[str]) -> Callable[[], dict[str, frozenset[str]]]:
+    """For ``Engine.reserve_scopes``: the scopes tokens are granted on, plus the local user's default scopes
+    (held by "", a name no token can have). Read on every call, so a token created later counts at once."""
+    mine = frozenset(local)
+
+    def holders() -> dict[str, frozenset[str]]:
+        out = dict(tokens.holders())
+        for scope in mine:
+            out[scope] = out.get(scope, frozenset()) | {""}
+        return out
+
+    return holders
