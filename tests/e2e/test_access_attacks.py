@@ -140,7 +140,7 @@ async def _tools(store: Store) -> list:  # type: ignore[type-arg]
         return (await client.list_tools()).tools
 
 
-async def test_no_oracle_into_scopes_one_cannot_read(store: Store) -> None:
+async def test_receipts_name_no_entity_learnt_from_another_team(store: Store) -> None:
     a = await make_token(store, "A", "team:a=admin")
     b = await make_token(store, "B", "team:b=admin")
     async with (
@@ -176,6 +176,15 @@ async def test_no_oracle_into_scopes_one_cannot_read(store: Store) -> None:
         own = await call(ca, "memory_write", {"content": "nana approved the budget.", "scopes": ["team:a"]})
         assert "Ana Lima" in own["entities"]
 
+
+async def test_no_full_id_for_a_prefix_of_a_memory_one_cannot_read(store: Store) -> None:
+    a = await make_token(store, "A", "team:a=admin")
+    b = await make_token(store, "B", "team:b=admin")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, a) as ca,
+        as_token(server.url, b) as cb,
+    ):
         # A prefix of a memory A cannot read answers exactly like an unknown prefix: never with the full id.
         old = await call(cb, "memory_write", {"content": "The salary band is 250k.", "scopes": ["team:b"]})
         new = await call(cb, "amend", {"id": old["id"], "content": "The salary band is 260k."})
@@ -196,6 +205,18 @@ async def test_no_oracle_into_scopes_one_cannot_read(store: Store) -> None:
                 answers.append((code, text.replace(p, "<prefix>")))
             assert answers[0] == answers[1], tool
             assert answers[0][0] == "not_found", tool
+
+
+async def test_guessed_words_lead_to_no_other_version_and_erase_names_no_foreign_scope(store: Store) -> None:
+    a = await make_token(store, "A", "team:a=admin")
+    b = await make_token(store, "B", "team:b=admin")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, a) as ca,
+        as_token(server.url, b) as cb,
+    ):
+        old = await call(cb, "memory_write", {"content": "The salary band is 250k.", "scopes": ["team:b"]})
+        new = await call(cb, "amend", {"id": old["id"], "content": "The salary band is 260k."})
 
         # Writing guessed words joins the existing memory; reading it must not lead to its earlier version.
         guessed = await call(
