@@ -398,9 +398,9 @@ class Engine:
         return self._placed(sid, pid, principal, self.reconciler.submit(intent), "scope_move")
 
     def _held_by_others(self, sid: ScopeId, principal: Principal) -> bool:
-        """True when ``sid`` belongs to someone other than ``principal``: another user's ``user:`` scope,
-        or a scope granted to another token or used by the local user by default."""
-        own = {g.scope for g in principal.grants or ()}
+        """True when ``sid`` belongs to someone other than ``principal``: a ``user:`` scope it does not
+        administer by a grant on it, or a scope granted to another token or used by the local user by default."""
+        own = {g.scope for g in principal.grants or () if g.level is Level.ADMIN}
         if sid.kind is ScopeKind.USER and sid not in own:
             return True
         try:

@@ -20,12 +20,14 @@ async def test_a_token_cannot_squat_names_others_hold(store: Store) -> None:
     squatter = await make_token(store, "squatter", "team:a=admin")
     writer = await make_token(store, "writer", "team:a=w")
     planner = await make_token(store, "planner", "agent:planner=w")
+    two = await make_token(store, "two", "team:a=w", "agent:two=w")
     env = {"MNEMOGRAPH_DEFAULT_SCOPE": OPERATOR}
     async with (
         http_server(store, auth=True, env=env) as server,
         as_token(server.url, squatter) as sq,
         as_token(server.url, writer) as wr,
         as_token(server.url, planner) as pl,
+        as_token(server.url, two) as tw,
     ):
         # Names held by others, existing or not yet: another token's scope, the local user's default scope,
         # any other user's scope. Each answer is the same refusal, whatever the name's state.
@@ -70,6 +72,12 @@ async def test_a_token_cannot_squat_names_others_hold(store: Store) -> None:
             listing = await call(client, "list_scopes", {})
             assert OPERATOR not in json.dumps(listing)
         assert (await call(wr, "list_scopes", {}))["default_scopes"] == ["team:a"]  # its one writable scope
+        # A token that may write in two scopes has no default: a write naming none is refused without
+        # naming the operator's scope.
+        assert (await call(tw, "list_scopes", {}))["default_scopes"] == []
+        code, text = await fails(tw, "memory_write", {"content": "Where does this go?"})
+        assert code == "invalid_input"
+        assert OPERATOR not in text
 
     async with Client(store.stdio(default_scope=OPERATOR)) as local:
         await call(
