@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,8 +40,11 @@ class EngineHolder:
     model, say) are permanent and every ``get`` raises them.
     """
 
-    def __init__(self, data_dir: Path, *, wait: float) -> None:
+    def __init__(
+        self, data_dir: Path, *, wait: float, configure: Callable[[Engine], None] | None = None
+    ) -> None:
         self._data_dir = data_dir
+        self._configure = configure  # applied to the engine once it is open, before any call reaches it
         self._wait = wait
         self._engine: Engine | None = None
         self._failure: MnemographError | None = None
@@ -104,6 +108,8 @@ class EngineHolder:
                 if self._closing:  # closed while opening: give the directory back at once
                     await anyio.to_thread.run_sync(engine.close)
                     return
+                if self._configure is not None:
+                    self._configure(engine)
                 self._engine = engine
                 log.info("store open after %.2fs", time.monotonic() - started)
             self._settled.set()

@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from scopes import LOCAL_PRINCIPAL, InvalidScopeId, Principal, ScopeId
+from scopes import LOCAL_PRINCIPAL, InvalidScopeId, Level, Principal, ScopeId
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +48,17 @@ def local_principal(raw: Any) -> Principal:
     if isinstance(raw, str) and raw and len(raw) <= 64 and all(c.isalnum() or c in "._@-" for c in raw):
         return Principal(raw)
     return LOCAL_PRINCIPAL
+
+
+def defaults_for(principal: Principal, session_defaults: tuple[str, ...]) -> tuple[str, ...]:
+    """The default scopes of ``principal``'s calls. A token's session carries the operator's defaults (the
+    front sends them), which are not the token's to use or to learn: a token gets those of them its grants
+    name, else the one scope it may write in if there is exactly one, else none (its calls name scopes)."""
+    if principal.grants is None:
+        return session_defaults
+    granted = {str(g.scope) for g in principal.grants}
+    named = tuple(s for s in session_defaults if s in granted)
+    if named:
+        return named
+    writable = sorted({str(g.scope) for g in principal.grants if g.level >= Level.WRITE})
+    return (writable[0],) if len(writable) == 1 else ()

@@ -22,7 +22,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,6 +102,15 @@ class TokenStore:
 
     def all(self) -> list[TokenInfo]:
         return [e.info for e in self._load()]
+
+    def holders(self) -> dict[str, frozenset[str]]:
+        """Each scope some token's grant names, with the names of the tokens naming it (revoked ones too:
+        names are never reused, and a revoked grant is usually re-issued)."""
+        out: dict[str, set[str]] = {}
+        for info in self.all():
+            for g in info.grants:
+                out.setdefault(str(g.scope), set()).add(info.name)
+        return {scope: frozenset(names) for scope, names in out.items()}
 
     # -- changing ----------------------------------------------------------------------------------
 
@@ -207,3 +216,17 @@ def _parse(text: str) -> list[_Entry]:
     except (ValueError, KeyError, TypeError) as exc:
         # A damaged file must fail closed (no token verifies), loudly.
         raise TokenError(f"the token file is damaged ({type(exc).__name__}: {exc})") from None
+
+
+def scope_holders(tokens: TokenStore, local: Iterable[str]) -> Callable[[], dict[str, frozenset[str]]]:
+    """For ``Engine.reserve_scopes``: the scopes tokens are granted on, plus the local user's default scopes
+    (held by "", a name no token can have). Read on every call, so a token created later counts at once."""
+    mine = frozenset(local)
+
+    def holders() -> dict[str, frozenset[str]]:
+        out = dict(tokens.holders())
+        for scope in mine:
+            out[scope] = out.get(scope, frozenset()) | {""}
+        return out
+
+    return holders

@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 
 from server._auth import principal_of
 from server._calls import EngineSource, invoke, unknown_tool
-from server._session import SessionInfo, current_session
+from server._session import SessionInfo, current_session, defaults_for
 from tools import ALL_TOOLS, INSTRUCTIONS, Caller, ToolSpec
 
 try:
@@ -93,7 +93,8 @@ class MnemographMCP(MCPServer[Any]):
         token = get_access_token()
         principal = principal_of(token) if token is not None else session.principal
         return Caller(
-            principal=dataclasses.replace(principal, client=client), default_scopes=session.default_scopes
+            principal=dataclasses.replace(principal, client=client),
+            default_scopes=defaults_for(principal, session.default_scopes),
         )
 
 

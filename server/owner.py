@@ -29,7 +29,7 @@ from server._daemon import ReadyPipe
 from server._engine import EngineHolder
 from server._owner_http import owner_app
 from server._runtime import RuntimePaths
-from server._tokens import TokenStore
+from server._tokens import TokenStore, scope_holders
 from server._uds import serve_sessions
 from server.app import VERSION, build_server
 from server.settings import Settings
@@ -49,11 +49,16 @@ class _Uvicorn(uvicorn.Server):
 
 async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> None:
     """Serve ``paths.data_dir`` until idle or signalled. The caller holds the owner lock."""
-    holder = EngineHolder(paths.data_dir, wait=settings.engine_wait)
+    tokens = TokenStore(paths.data_dir)
+    # Names tokens are granted on and the local user's default scopes are theirs: no token may create them.
+    holders = scope_holders(tokens, settings.default_scopes)
+    holder = EngineHolder(
+        paths.data_dir, wait=settings.engine_wait, configure=lambda engine: engine.reserve_scopes(holders)
+    )
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
     server = build_server(holder.get, default_scopes=settings.default_scopes)
-    verifier = FileTokenVerifier(TokenStore(paths.data_dir))
+    verifier = FileTokenVerifier(tokens)
     app = owner_app(
         server,
         holder,

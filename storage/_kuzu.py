@@ -855,6 +855,22 @@ class GraphStore:
         ids = list(ids)
         _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
+        # A version that stays while its newer version goes must not point at it; it stays out of current
+        # recall (its validity was closed when it was superseded), now as retired at that same moment.
+        _exec(
+            conn,
+            "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids AND NOT o.id IN $ids "
+            "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
+            "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL",
+            {"ids": ids, "why": _NEWER_ERASED},
+        )
+        _exec(
+            conn,
+            "MATCH (m:Memory) WHERE m.superseded_by IN $ids "
+            "SET m.retire_reason = CASE WHEN m.retired_at IS NULL THEN $why ELSE m.retire_reason END, "
+            "m.retired_at = coalesce(m.retired_at, m.valid_to, m.recorded_at), m.superseded_by = NULL",
+            {"ids": ids, "why": _NEWER_ERASED},
+        )
         _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
         orphans = _rows(
             conn,
@@ -866,6 +882,7 @@ class GraphStore:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NEWER_ERASED = "its newer version was erased"
 
 
 def _memory(r: list[Any], scopes: tuple[str, ...], entities: tuple[str, ...]) -> Memory:

@@ -25,6 +25,7 @@ from scopes import (
     Level,
     Principal,
     ScopeId,
+    ScopeKind,
     readable,
     visible_scopes,
     would_cycle,
@@ -33,7 +34,7 @@ from scopes import descendants as subtree
 from storage import _validate as v
 from storage import backup as snapshots
 from storage import recall as recall_path
-from storage._kuzu import Connection, GraphStore, NewMemory
+from storage._kuzu import Connection, GraphStore, NewMemory, entity_key
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
@@ -66,6 +67,8 @@ from storage.recipes import GROUP_KEYS, Recipe, resolve
 from storage.reconciler import Reconciler, Tx
 
 VACUUM_MARKER = "VACUUM_PENDING"
+# Ids a prefix may match before the ones the caller cannot read are set aside (8+ hex characters: rarely > 1).
+_PREFIX_CANDIDATES = 64
 
 
 def content_id(content: str, salt: str = "") -> str:
@@ -116,6 +119,7 @@ class Engine:
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
         self._group_keys: set[str] = set()
+        self._holders: Callable[[], Mapping[str, frozenset[str]]] = dict
         self._closed = False
         # Lanes of one recall run side by side; sized for a few concurrent recalls.
         self._lane_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemograph-lane")
@@ -241,10 +245,30 @@ class Engine:
 
     def _seen_by(self, principal: Principal, m: Memory, tree: Mapping[ScopeId, ScopeId]) -> Memory:
         """``m`` as ``principal`` sees it: only the scopes it may read are named."""
+        return self._seen_all(principal, [m], tree)[0]
+
+    def _seen_all(
+        self, principal: Principal, ms: Sequence[Memory], tree: Mapping[ScopeId, ScopeId]
+    ) -> builtins.list[Memory]:
+        """The memories as ``principal`` sees them: only the scopes it may read are named, and a link to a
+        version it may not read (``supersedes``, ``superseded_by``) is blanked to "" (the status still says
+        superseded), so a memory reached by writing the same words does not lead to its other versions."""
         if principal.unrestricted:
-            return m
-        shown = tuple(s for s in m.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
-        return dataclasses.replace(m, scopes=shown)
+            return list(ms)
+        by_id = {m.id: m for m in ms}
+        links = {i for m in ms for i in (m.supersedes, m.superseded_by) if i}
+        missing = sorted(links - by_id.keys())
+        if missing:
+            with self.graph.read() as conn:
+                by_id.update(self.graph.fetch(conn, missing))
+        seen = {i for i in links if i in by_id and self._can_read(principal, by_id[i], tree)}
+        out = []
+        for m in ms:
+            shown = tuple(s for s in m.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+            older = m.supersedes if m.supersedes in seen or m.supersedes is None else ""
+            newer = m.superseded_by if m.superseded_by in seen or m.superseded_by is None else ""
+            out.append(dataclasses.replace(m, scopes=shown, supersedes=older, superseded_by=newer))
+        return out
 
     def _require_writable(
         self, principal: Principal, m: Memory | None, mid: str, action: str, hint: str
@@ -266,54 +290,130 @@ class Engine:
             )
         return m
 
+    def reserve_scopes(self, holders: Callable[[], Mapping[str, frozenset[str]]]) -> None:
+        """Name the scopes that belong to someone: ``holders()`` maps a scope id to the principals holding it
+        (token names, or "" for the local user's default scopes). A principal with grants may not create a
+        scope another principal holds, so placing a name under a parent it administers never gives it rights
+        over memories others will write there. The owner installs this from its token file and settings."""
+        self._holders = holders
+
     def create_scope(
         self, scope: str, parent: str | None = None, *, principal: Principal = LOCAL_PRINCIPAL
     ) -> ScopeInfo:
-        """Create ``scope`` (or move it) under ``parent``; both are created if missing.
+        """Create ``scope`` under ``parent`` (the parent too, if missing). Never moves a scope (``move_scope``).
 
-        Needs ``admin`` on the parent (or on the scope itself when it has no parent), and ``admin`` on the
-        scope where it is now when it already exists.
+        Needs ``admin`` on the parent (on the scope itself when it has no parent). Creating a scope that
+        already sits there changes nothing; one that exists elsewhere is refused with a pointer to
+        ``move_scope``. A principal with grants may only create a scope that does not exist yet and that no
+        one else holds (see ``reserve_scopes``): ``user:`` scopes other than its own, scopes granted to
+        another token and the local user's default scopes are refused, with the same answer as a scope that
+        exists where it cannot read, so the refusal reveals neither.
         """
         sid = v.scope(scope)
         pid = v.scope(parent) if parent is not None else None
-        return self._place(sid, pid, principal, must_exist=False)
+        self._authorize(principal, [pid or sid], Level.ADMIN, "create scopes")
 
-    def move_scope(
-        self, scope: str, parent: str | None, *, principal: Principal = LOCAL_PRINCIPAL
-    ) -> ScopeInfo:
-        """Move an existing scope under ``parent`` (None: to the top). Same grants as ``create_scope``."""
-        sid = v.scope(scope)
-        pid = v.scope(parent) if parent is not None else None
-        return self._place(sid, pid, principal, must_exist=True)
+        def refuse_taken() -> ScopeDenied:
+            return ScopeDenied(
+                f"{principal.name} may not create {sid}: the name is in use or reserved for another principal",
+                hint="pick another name (e.g. one that starts with your team's or agent's name); the local "
+                "user can place reserved scopes with `mnemograph scope create` or `scope move`",
+            )
 
-    def _place(
-        self, sid: ScopeId, pid: ScopeId | None, principal: Principal, *, must_exist: bool
-    ) -> ScopeInfo:
-        self._authorize(principal, [pid or sid], Level.ADMIN, "manage scopes")
-        exists = str(sid) in self._scopes
-        if exists:
-            self._authorize(principal, [sid], Level.ADMIN, "manage scopes")
-        elif must_exist:
-            self._require_scope(sid)
+        def check(tree: Mapping[ScopeId, ScopeId], exists: bool) -> bool:
+            """True when there is something to do; raises when the call must be refused."""
+            if not exists:
+                if not principal.unrestricted and self._held_by_others(sid, principal):
+                    raise refuse_taken()
+                return True
+            where = tree.get(sid)
+            if where == pid:
+                return False
+            if not principal.unrestricted and not principal.may(Level.READ, sid, tree):
+                raise refuse_taken()
+            shown = str(where) if where is not None and principal.may(Level.READ, where, tree) else None
+            place = f"inside {shown}" if shown else ("at the top level" if where is None else "elsewhere")
+            raise Conflict(
+                f"{sid} already exists {place}; create_scope never moves a scope",
+                hint=f"call move_scope to place {sid} under {pid or 'the top level'} (from a shell: mnemograph "
+                "scope move); a move needs admin where the scope is now and on the new parent",
+            )
+
+        with self._tree_lock:
+            known = str(sid) in self._scopes
+        check(self._tree(), known)
 
         def intent(tx: Tx) -> bool:
-            _, parents = self.graph.scope_parents(tx.conn)
+            scopes, parents = self.graph.scope_parents(tx.conn)
             tree = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
+            if not check(tree, str(sid) in scopes):
+                return False
             if pid is not None and would_cycle(sid, pid, tree):
                 raise InvalidInput(
                     f"placing {sid} under {pid} would make a scope its own ancestor",
                     hint=f"move {pid} elsewhere first, or pick another parent",
                 )
-            if (str(tree[sid]) if sid in tree else None) == (str(pid) if pid else None) and exists:
-                return False
             self.graph.ensure_scopes(tx.conn, [str(s) for s in (sid, pid) if s is not None], tx.now)
             self.graph.set_parent(tx.conn, str(sid), str(pid) if pid else None)
             return True
 
-        changed = self.reconciler.submit(intent)
+        return self._placed(sid, pid, principal, self.reconciler.submit(intent), "scope_create")
+
+    def move_scope(
+        self, scope: str, parent: str | None, *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> ScopeInfo:
+        """Move an existing scope under ``parent`` (None: to the top level).
+
+        Needs ``admin`` where the scope is now (on its current parent, or on the scope itself at the top
+        level) *and* where it goes (the new parent, or the scope itself): whoever administers either side
+        must agree, since everyone granted on the new parent then reaches the scope's memories, and the
+        scope's readers then read the new parent's. The checks do not depend on whether the scope exists.
+        """
+        sid = v.scope(scope)
+        pid = v.scope(parent) if parent is not None else None
+        tree = self._tree()
+        self._authorize(principal, [tree.get(sid) or sid], Level.ADMIN, "move scopes", tree)
+        self._authorize(principal, [pid or sid], Level.ADMIN, "move scopes", tree)
+        self._require_scope(sid)
+
+        def intent(tx: Tx) -> bool:
+            scopes, parents = self.graph.scope_parents(tx.conn)
+            now = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
+            if str(sid) not in scopes:
+                raise NotFound(f"no scope {sid}", hint="call list_scopes to see the scopes that exist")
+            if now.get(sid) != tree.get(sid):  # moved meanwhile: the grants were checked on the old place
+                raise Conflict(f"{sid} was moved by someone else meanwhile", hint="call move_scope again")
+            if now.get(sid) == pid:
+                return False
+            if pid is not None and would_cycle(sid, pid, now):
+                raise InvalidInput(
+                    f"placing {sid} under {pid} would make a scope its own ancestor",
+                    hint=f"move {pid} elsewhere first, or pick another parent",
+                )
+            if pid is not None:
+                self.graph.ensure_scopes(tx.conn, [str(pid)], tx.now)
+            self.graph.set_parent(tx.conn, str(sid), str(pid) if pid else None)
+            return True
+
+        return self._placed(sid, pid, principal, self.reconciler.submit(intent), "scope_move")
+
+    def _held_by_others(self, sid: ScopeId, principal: Principal) -> bool:
+        """True when ``sid`` belongs to someone other than ``principal``: a ``user:`` scope it does not
+        administer by a grant on it, or a scope granted to another token or used by the local user by default."""
+        own = {g.scope for g in principal.grants or () if g.level is Level.ADMIN}
+        if sid.kind is ScopeKind.USER and sid not in own:
+            return True
+        try:
+            holders = self._holders().get(str(sid), frozenset())
+        except Exception:  # a damaged token file: fail closed, every name counts as held
+            return True
+        return bool(holders - {principal.name})
+
+    def _placed(
+        self, sid: ScopeId, pid: ScopeId | None, principal: Principal, changed: bool, op: str
+    ) -> ScopeInfo:
         self._reload_tree()
         if changed:
-            op = "scope_move" if exists else "scope_create"
             self.audit.record(
                 op,
                 principal=principal.name,
@@ -371,7 +471,7 @@ class Engine:
         Needs ``w`` on ``scope``; the memory must be one the principal can read. Linking it where it already
         is changes nothing (``changed`` is False).
         """
-        mid = self._resolve_id(v.memory_id(id))
+        mid = self._resolve_id(v.memory_id(id), principal)
         sid = v.scope(scope)
         self._authorize(principal, [sid], Level.WRITE, "link memories")
 
@@ -379,7 +479,7 @@ class Engine:
             m = self.graph.fetch(tx.conn, [mid]).get(mid)
             if m is None or not self._can_read(principal, m, self._tree()):
                 raise NotFound(f"no memory with id {mid}", hint="call recall to find the memory to link")
-            self._require_current(m, "link")
+            self._require_current(m, "link", principal, tx.conn)
             if str(sid) in m.scopes:
                 return LinkReceipt(mid, m.scopes, changed=False)
             self.graph.ensure_scopes(tx.conn, [str(sid)], tx.now)
@@ -400,7 +500,7 @@ class Engine:
 
         Refused for the memory's last scope: use ``retire`` (or ``purge`` the scope) to drop it.
         """
-        mid = self._resolve_id(v.memory_id(id))
+        mid = self._resolve_id(v.memory_id(id), principal)
         sid = v.scope(scope)
         self._authorize(principal, [sid], Level.WRITE, "unlink memories")
 
@@ -540,6 +640,7 @@ class Engine:
                 if all(e.name.casefold() != end.casefold() for e in given):
                     given.append(EntityIn(name=end))
         found = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
+        entities = self._known_to(principal, text, found.entities, given)
         if ev is not None:
             event, source_of_time = ev, "caller"
         elif found.times:
@@ -555,12 +656,37 @@ class Engine:
             event_time_source=source_of_time,
             valid_from=vf or now,
             valid_to=vt,
-            entities=list(found.entities),
+            entities=entities,
             relations=rels,
             metadata=meta,
             provenance=Provenance(principal.name, principal.client, src),
             vector=vector,
         )
+
+    def _known_to(
+        self, principal: Principal, text: str, found: Sequence[EntityIn], given: Sequence[EntityIn]
+    ) -> builtins.list[EntityIn]:
+        """The extracted entities a principal with grants may see: an entity the known-entity lexicon matched
+        by an alias (its name is not in the text) is kept only when a memory in a scope the principal may
+        read mentions it. Otherwise the write receipt, and the memory's entities, would reveal a name learnt
+        from another team's memories."""
+        if principal.unrestricted:
+            return list(found)
+        low = text.casefold()
+        named = {e.name.casefold() for e in given}
+        suspects = [e for e in found if e.name.casefold() not in named and e.name.casefold() not in low]
+        if not suspects:
+            return list(found)
+        tree = self._tree()
+        scopes = [str(s) for s in readable(principal.grants or (), tree)]
+        hidden = set()
+        with self.graph.read() as conn:
+            for e in suspects:
+                if not scopes or not self.graph.mentioning(
+                    conn, entity_key(e.name), scopes=scopes, live_only=False, limit=1
+                ):
+                    hidden.add(e.name)
+        return [e for e in found if e.name not in hidden]
 
     def _write_intent(self, p: _Prepared) -> Callable[[Tx], WriteReceipt]:
         def intent(tx: Tx) -> WriteReceipt:
@@ -647,11 +773,12 @@ class Engine:
         self, id: str, content: str, *, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
     ) -> AmendReceipt:
         """Write a new version of a current memory; the old one is superseded and its validity closed."""
-        old_id = self._resolve_id(v.memory_id(id))
+        old_id = self._resolve_id(v.memory_id(id), principal)
         text = v.content(content)
         why = v.reason(reason)
         now = _now()
         found = extract(text, written_at=now, lexicon=self.lexicon)
+        entities = self._known_to(principal, text, found.entities, ())
         mid = content_id(text)
         with self.graph.read() as conn:
             exists = self.graph.fetch(conn, [mid])
@@ -665,7 +792,7 @@ class Engine:
                 "amend",
                 "call recall to find the memory to amend",
             )
-            self._require_current(old, "amend")
+            self._require_current(old, "amend", principal, tx.conn)
             if old.content == text:
                 raise Conflict("the new content is identical to the current version", hint="nothing to amend")
             cur, existing = self._resolve_content(tx, text, mid)
@@ -697,13 +824,13 @@ class Engine:
                     vec,
                     supersedes=old.id,
                 )
-                self._insert(tx, new, old.scopes, found.entities, ())
+                self._insert(tx, new, old.scopes, entities, ())
             self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=tx.now)
             tx.record("supersede", old.id)
             return AmendReceipt(cur, old.id, old.scopes)
 
         receipt = self.reconciler.submit(intent)
-        self._after_write((), found.entities)
+        self._after_write((), entities)
         self.audit.record(
             "amend",
             principal=principal.name,
@@ -717,7 +844,7 @@ class Engine:
         self, id: str, *, reason: str = "", at: datetime | None = None, principal: Principal = LOCAL_PRINCIPAL
     ) -> RetireReceipt:
         """Close a memory's validity at ``at`` (default now). It leaves default recall; history keeps it."""
-        mid = self._resolve_id(v.memory_id(id))
+        mid = self._resolve_id(v.memory_id(id), principal)
         why = v.reason(reason)
         when = v.when(at, "at")
 
@@ -744,7 +871,11 @@ class Engine:
         self.audit.record("retire", principal=principal.name, client=principal.client, ids=[mid])
         return receipt
 
-    def _require_current(self, m: Memory, action: str) -> None:
+    def _require_current(self, m: Memory, action: str, principal: Principal, conn: Connection) -> None:
+        if m.status is Status.SUPERSEDED and m.superseded_by and not principal.unrestricted:
+            newer = self.graph.fetch(conn, [m.superseded_by]).get(m.superseded_by)
+            if newer is None or not self._can_read(principal, newer, self._tree()):
+                raise Conflict(f"memory {m.id} is superseded", hint="write a new memory instead")
         if m.status is Status.SUPERSEDED:
             raise Conflict(
                 f"memory {m.id} is superseded by {m.superseded_by}",
@@ -800,7 +931,7 @@ class Engine:
 
         ``confirm`` must equal the memory's full id. A crash in the middle is finished at the next open.
         """
-        mid = self._resolve_id(v.memory_id(id))
+        mid = self._resolve_id(v.memory_id(id), principal)
         if confirm != mid:
             raise InvalidInput(f"confirm must equal the memory's full id {mid!r}", hint="nothing was erased")
         v.reason(reason)
@@ -850,8 +981,19 @@ class Engine:
         target = members.get(mid)
         if target is None or not self._can_read(principal, target, tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
-        scopes = sorted({s for m in members.values() for s in m.scopes})
-        self._authorize(principal, [ScopeId.parse(s) for s in scopes], Level.ADMIN, "erase")
+        scopes = sorted({ScopeId.parse(s) for m in members.values() for s in m.scopes})
+        if all(principal.may(Level.ADMIN, s, tree) for s in scopes):
+            return
+        # Name the scope only when the caller may read it: the denial must not reveal where other versions
+        # of the memory live.
+        shown = [s for s in scopes if principal.may(Level.READ, s, tree)]
+        self._authorize(principal, shown, Level.ADMIN, "erase", tree)
+        raise ScopeDenied(
+            f"{principal.name} may not erase memory {mid}: it or a version of it is in scopes you do not "
+            "administer",
+            hint="erasing needs an 'admin' grant on every scope that any version of the memory belongs to; "
+            "ask the local user to run the erase, or retire the memory instead",
+        )
 
     def _version_family(self, conn: Connection, mid: str) -> list[str]:
         """``mid`` and every memory holding a version of its content: the SUPERSEDES chain in both directions
@@ -935,9 +1077,18 @@ class Engine:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def _resolve_id(self, id_or_prefix: str) -> str:
+    def _resolve_id(self, id_or_prefix: str, principal: Principal) -> str:
+        """The full id of the one memory ``principal`` may read whose id starts with ``id_or_prefix``.
+
+        Memories it may not read are not candidates: a prefix of one answers exactly like an unknown id (the
+        text repeats what was sent, never a full id), and does not make a readable match ambiguous.
+        """
         with self.graph.read() as conn:
-            matches = self.graph.ids_with_prefix(conn, id_or_prefix)
+            matches = self.graph.ids_with_prefix(conn, id_or_prefix, limit=_PREFIX_CANDIDATES)
+            if not principal.unrestricted and matches:
+                tree = self._tree()
+                found = self.graph.fetch(conn, matches)
+                matches = [i for i in matches if i in found and self._can_read(principal, found[i], tree)]
         if not matches:
             raise NotFound(f"no memory with id {id_or_prefix}", hint="call recall to find it")
         if len(matches) > 1:
@@ -952,18 +1103,18 @@ class Engine:
         A memory the principal may not read is reported as not found; so are versions of it, which are left
         out of the chain.
         """
-        mid = self._resolve_id(v.memory_id(id))
+        mid = self._resolve_id(v.memory_id(id), principal)
         with self.graph.read() as conn:
             ids = [mid, *self.graph.chain(conn, mid)]
             records = self.graph.fetch(conn, ids)
         tree = self._tree()
         if mid not in records or not self._can_read(principal, records[mid], tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
-        shown = [
-            self._seen_by(principal, m, tree) for m in records.values() if self._can_read(principal, m, tree)
-        ]
+        shown = self._seen_all(
+            principal, [m for m in records.values() if self._can_read(principal, m, tree)], tree
+        )
         versions = sorted(shown, key=lambda m: (m.recorded_at, m.id))
-        return MemoryRecord(self._seen_by(principal, records[mid], tree), tuple(versions))
+        return MemoryRecord(next(m for m in shown if m.id == mid), tuple(versions))
 
     def list(
         self,
@@ -987,7 +1138,7 @@ class Engine:
             )
             records = self.graph.fetch(conn, ids[:limit])
         tree = self._tree()
-        items = tuple(self._seen_by(principal, records[i], tree) for i in ids[:limit] if i in records)
+        items = tuple(self._seen_all(principal, [records[i] for i in ids[:limit] if i in records], tree))
         nxt = _encode_cursor(items[-1]) if len(ids) > limit and items else None
         return Page(items, nxt)
 
@@ -1060,7 +1211,8 @@ class Engine:
         hits = recall_path.run(q, self._lanes, self.graph, chosen, self._lane_pool)
         if principal.unrestricted:
             return hits
-        return [dataclasses.replace(h, memory=self._seen_by(principal, h.memory, tree)) for h in hits]
+        seen = self._seen_all(principal, [h.memory for h in hits], tree)
+        return [dataclasses.replace(h, memory=m) for h, m in zip(hits, seen, strict=True)]
 
     # -- consistency -------------------------------------------------------------------------------
 

@@ -131,7 +131,9 @@ class MemoryView(BaseModel):
     retired_at: datetime | None = Field(description="When it was retired; null unless retired.")
     retire_reason: str
     supersedes: str | None = Field(description="The id of the version this one replaced, if any.")
-    superseded_by: str | None = Field(description="The id of the version that replaced this one, if any.")
+    superseded_by: str | None = Field(
+        description="The id of the version that replaced this one, if any (null also when you may not read it)."
+    )
 
     @classmethod
     def of(cls, m: Memory) -> MemoryView:
@@ -153,6 +155,7 @@ class MemoryView(BaseModel):
             recorded_at=m.recorded_at,
             retired_at=m.retired_at,
             retire_reason=m.retire_reason,
-            supersedes=m.supersedes,
-            superseded_by=m.superseded_by,
+            # "" is a link to a version the reader may not see: shown as null (status still says superseded).
+            supersedes=m.supersedes or None,
+            superseded_by=m.superseded_by or None,
         )

@@ -29,7 +29,7 @@ class CreateScopeOut(BaseModel):
 
 
 async def create_scope(engine: Engine, caller: Caller, args: CreateScopeIn) -> CreateScopeOut:
-    """Create the scope (and the parent, if missing); placing an existing scope moves it."""
+    """Create the scope (and the parent, if missing); never moves an existing scope (that is move_scope)."""
     info = await blocking(engine.create_scope, args.scope, args.parent, principal=caller.principal)
     return CreateScopeOut(id=info.id, parent=info.parent, memories=info.memories)
 
@@ -40,7 +40,9 @@ SPEC = ToolSpec(
     description=(
         "Create a memory scope, optionally inside a parent scope (e.g. project:site inside user:ana): recall in "
         "a scope also reads the scopes it sits inside. Needs admin rights on the parent. Calling it again with "
-        "the same arguments changes nothing."
+        "the same arguments changes nothing; it never moves a scope that exists elsewhere (use move_scope). "
+        "With a token, names that belong to others (another user's user: scope, a scope granted to another "
+        "token) cannot be created: pick a name of your own."
     ),
     input_model=CreateScopeIn,
     output_model=CreateScopeOut,

@@ -104,7 +104,9 @@ class RecallItem(BaseModel):
     lanes: Lanes
     scopes: list[str]
     status: Status = Field(description="current, superseded or retired (the last two only with history).")
-    superseded_by: str | None = Field(description="The id of the newer version, when superseded.")
+    superseded_by: str | None = Field(
+        description="The id of the newer version, when superseded (null also when you may not read it)."
+    )
     event_time: datetime
     valid_from: datetime
     valid_to: datetime | None = Field(description="Null while the memory is still valid.")
@@ -130,7 +132,7 @@ class RecallItem(BaseModel):
             ),
             scopes=list(m.scopes),
             status=m.status,
-            superseded_by=m.superseded_by,
+            superseded_by=m.superseded_by or None,  # "": a newer version the caller may not read
             event_time=m.event_time,
             valid_from=m.valid_from,
             valid_to=m.valid_to,

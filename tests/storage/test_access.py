@@ -118,6 +118,55 @@ def test_purge_and_scope_management_need_admin(seeded: tuple[Engine, str, str]) 
     assert engine.verify().ok
 
 
+def test_names_others_hold_cannot_be_created_by_a_token(engine: Engine) -> None:
+    engine.reserve_scopes(
+        lambda: {
+            "agent:planner": frozenset({"planner"}),
+            "project:home": frozenset({""}),  # the local user's default scope
+            "agent:helper": frozenset({"Admin"}),  # granted to the creator itself
+        }
+    )
+    for name in ("agent:planner", "project:home", "user:ana"):
+        with pytest.raises(ScopeDenied, match=f"Admin may not create {name}: the name is in use or reserved"):
+            engine.create_scope(name, "team:t", principal=ADMIN)
+    assert engine.create_scope("agent:helper", "team:t", principal=ADMIN).parent == "team:t"
+    own_user = principal("ana", "user:ana=admin", "team:t=admin")
+    assert engine.create_scope("user:ana", "team:t", principal=own_user).parent == "team:t"
+    # The local user places any name; a token then cannot take it over.
+    engine.create_scope("agent:planner", "team:ops")
+    with pytest.raises(ScopeDenied, match="the name is in use or reserved"):
+        engine.create_scope("agent:planner", "team:t", principal=ADMIN)
+    assert {s.id: s.parent for s in engine.list_scopes()}["agent:planner"] == "team:ops"
+
+    def broken() -> dict[str, frozenset[str]]:
+        raise ValueError("the token file is damaged")
+
+    engine.reserve_scopes(broken)  # fails closed
+    with pytest.raises(ScopeDenied):
+        engine.create_scope("project:new", "team:t", principal=ADMIN)
+
+
+def test_create_never_moves_and_move_needs_admin_on_both_sides(engine: Engine) -> None:
+    other = principal("Other", "team:u=admin")
+    both = principal("Both", "team:t=admin", "team:u=admin")
+    engine.create_scope("project:p", "team:t", principal=ADMIN)
+    assert engine.create_scope("project:p", "team:t", principal=ADMIN).parent == "team:t"
+    with pytest.raises(Conflict, match="already exists inside team:t") as moved:
+        engine.create_scope("project:p", "team:u", principal=both)
+    assert "call move_scope" in moved.value.hint
+    with pytest.raises(Conflict, match="already exists inside team:t"):
+        engine.create_scope("project:p", None)
+    with pytest.raises(ScopeDenied):
+        engine.create_scope("project:p", "team:u", principal=other)
+    for who in (ADMIN, other):
+        with pytest.raises(ScopeDenied, match="may not move scopes"):
+            engine.move_scope("project:p", "team:u", principal=who)
+    assert engine.move_scope("project:p", "team:u", principal=both).parent == "team:u"
+    with pytest.raises(ScopeDenied):  # to the top level: admin on the scope itself, which team:u gives
+        engine.move_scope("project:p", None, principal=ADMIN)
+    assert engine.move_scope("project:p", None, principal=other).parent is None
+
+
 def test_write_receipts_do_not_confirm_content_stored_elsewhere(seeded: tuple[Engine, str, str]) -> None:
     engine, private, _ = seeded
     probe = engine.write("Agent A hides the spare key in the red box.", ["agent:b"], principal=B)
@@ -129,7 +178,7 @@ def test_write_receipts_do_not_confirm_content_stored_elsewhere(seeded: tuple[En
 def test_list_scopes_and_subtrees_are_filtered(seeded: tuple[Engine, str, str]) -> None:
     engine, _, _ = seeded
     engine.create_scope("agent:planner", "team:t")
-    engine.create_scope("team:t", "org:acme")
+    engine.move_scope("team:t", "org:acme")
     assert [s.id for s in engine.list_scopes(principal=R)] == ["agent:planner", "team:t"]
     team = {s.id: s for s in engine.list_scopes(principal=R)}["team:t"]
     assert team.parent is None  # org:acme is not R's to see
@@ -188,7 +237,7 @@ def test_moving_scopes(engine: Engine) -> None:
     assert engine.move_scope("project:site", None).parent is None
     with pytest.raises(NotFound):
         engine.move_scope("project:nope", "team:web")
-    engine.create_scope("team:web", parent="project:site")
+    engine.move_scope("team:web", parent="project:site")
     with pytest.raises(InvalidInput, match="its own ancestor"):
         engine.move_scope("project:site", "team:web")
 

@@ -35,7 +35,7 @@ def test_purge_leaves_no_trace_of_the_content(engine: Engine, data_dir: Path) ->
 def test_purge_survives_reopen_and_keeps_other_scopes(data_dir: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
         eng.create_scope("run:r1", parent="project:p")
-        eng.create_scope("project:p", parent="user:ana")
+        eng.move_scope("project:p", parent="user:ana")
         eng.write("Run one produced 42 widgets.", ["run:r1"])
         eng.write("Project P is about widgets.", ["project:p"])
         eng.purge("project:p", confirm="project:p")

@@ -75,5 +75,35 @@ async def test_create_scope_link_and_unlink_over_mcp(client: Client) -> None:
     assert code == "conflict"
     assert "retire" in text
     code, text = await fails(client, "create_scope", {"scope": "user:ana", "parent": "project:site"})
+    assert code == "conflict"  # user:ana exists: creating never moves it
+    assert "call move_scope" in text
+    code, text = await fails(client, "move_scope", {"scope": "user:ana", "parent": "project:site"})
     assert code == "invalid_input"
     assert "its own ancestor" in text
+
+
+async def test_purging_a_newer_version_leaves_no_dangling_link(client: Client) -> None:
+    """Issue 12, finding 8: the older version stays, no longer pointing at a memory that is gone, and still out
+    of current recall (retired when it was superseded)."""
+    old = await ok(client, "memory_write", {"content": "The gate code is 1234.", "scopes": ["team:x"]})
+    new = await ok(client, "amend", {"id": old["id"], "content": "The gate code is 5678."})
+    await ok(client, "link_memory", {"id": new["id"], "scope": "team:y"})
+    await ok(client, "unlink_memory", {"id": new["id"], "scope": "team:x"})
+    superseded_at = (await ok(client, "memory_read", {"id": new["id"]}))["memory"]["recorded_at"]
+    await ok(client, "purge", {"scope": "team:y", "confirm": "team:y"})
+    code, _ = await fails(client, "memory_read", {"id": new["id"]})
+    assert code == "not_found"
+    left = (await ok(client, "memory_read", {"id": old["id"]}))["memory"]
+    assert left["superseded_by"] is None
+    assert left["status"] == "retired"
+    assert left["retired_at"] == superseded_at
+    assert left["retire_reason"] == "its newer version was erased"
+    current = await ok(client, "recall", {"query": "gate code", "scopes": ["team:x"]})
+    assert current["results"] == []
+    history = await ok(
+        client, "recall", {"query": "gate code", "scopes": ["team:x"], "include_history": True}
+    )
+    assert [r["id"] for r in history["results"]] == [old["id"]]
+    code, text = await fails(client, "amend", {"id": old["id"], "content": "The gate code is 0000."})
+    assert code == "conflict"
+    assert new["id"] not in text
