@@ -31,6 +31,10 @@ from server.settings import Settings, SettingsError, load_settings
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    # Everything this process and the owners it starts create (stores, logs, tokens, backups, exports) is
+    # private to this user from birth: the data directory is the boundary against other local accounts.
+    # (The literal, not storage._private's constant: the stdio fast path imports no storage module.)
+    os.umask(0o077)
     args = _parser().parse_args(argv)
     try:
         settings = load_settings(
@@ -198,9 +202,10 @@ def _scope(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     from server._tokens import TokenError, TokenStore
+    from storage._private import make_private
     from storage.audit import AUDIT_FILE, AuditLog
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    make_private(settings.data_dir)
     tokens = TokenStore(settings.data_dir)
     audit = AuditLog(settings.data_dir / AUDIT_FILE)
     try:
