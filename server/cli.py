@@ -61,6 +61,16 @@ def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         return run_stdio(
             paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout, principal=settings.principal
         )
+    from server._front_guard import peer_check_available
+
+    if settings.no_auth and not peer_check_available():
+        print(
+            "mnemograph: --no-auth needs the kernel's TCP table (/proc/net/tcp, Linux) to check that each client "
+            "runs as this OS user, and this system has none; create a token with `mnemograph token create` and "
+            "drop --no-auth",
+            file=sys.stderr,
+        )
+        return 2
     _start_owner_early(paths, settings)
     import anyio
 
