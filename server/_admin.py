@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from server._runtime import RuntimePaths
+from storage._private import make_private
 from storage.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
@@ -111,10 +112,13 @@ def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, An
         path = Path(str(args["path"]))
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds every memory: private
         with open(fd, "w", encoding="utf-8") as out:
+            make_private(path)  # O_CREAT's mode does not apply to a file that was already there
             summary = engine.export(out, scope=args.get("scope"), vectors=bool(args.get("vectors")))
         return {**to_json(summary), "path": str(path), "ok": True}
     if op == "backup":
-        return {**to_json(engine.backup(str(args["path"]))), "ok": True}
+        report = to_json(engine.backup(str(args["path"])))
+        make_private(Path(str(args["path"])))  # a copy of the stores, as private as they are
+        return {**report, "ok": True}
     raise AdminError(f"unknown operation {op!r}")
 
 

@@ -46,11 +46,11 @@ from server._protocol import (
     DEFAULT_SCOPES_HEADER,
     HEALTH_PATH,
     LEASE_PATH,
+    MAX_MESSAGE_BYTES,
     MCP_PATH,
     PRINCIPAL_HEADER,
 )
 from server._session import SessionInfo, current_session, local_principal, parse_scopes
-from server._uds import MAX_MESSAGE_BYTES
 from server.app import VERSION, MnemographMCP
 from storage.errors import MnemographError, StorageUnavailable
 

@@ -21,3 +21,8 @@ PRINCIPAL_HEADER = HEADER_PREFIX + "principal"  # the local principal's name, us
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 LEASE_PATH = "/-/lease"
+
+# One MCP message over any transport (a stdio line, an HTTP request body); docs/limits.md. The SDK's streamable
+# HTTP transport refuses larger bodies itself, and a valid request is far smaller (content is capped at 32k
+# characters), so a larger one is refused before it is read whole.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024

@@ -17,13 +17,12 @@ from mcp.shared.message import SessionMessage
 from mcp.types import jsonrpc_message_adapter
 
 from server._activity import Activity
-from server._protocol import HELLO_KEY
+from server._protocol import HELLO_KEY, MAX_MESSAGE_BYTES
 from server._session import SessionInfo, current_session, local_principal, parse_scopes
 from server.app import MnemographMCP
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # one MCP message, over any transport (docs/limits.md)
 MAX_LINE = MAX_MESSAGE_BYTES  # far above any valid request (content is capped at 32k characters)
 _GONE = (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError)
 

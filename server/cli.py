@@ -31,6 +31,10 @@ from server.settings import Settings, SettingsError, load_settings
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    # Everything this process and the owners it starts create (stores, logs, tokens, backups, exports) is
+    # private to this user from birth: the data directory is the boundary against other local accounts.
+    # (The literal, not storage._private's constant: the stdio fast path imports no storage module.)
+    os.umask(0o077)
     args = _parser().parse_args(argv)
     try:
         settings = load_settings(
@@ -57,6 +61,16 @@ def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         return run_stdio(
             paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout, principal=settings.principal
         )
+    from server._front_guard import peer_check_available
+
+    if settings.no_auth and not peer_check_available():
+        print(
+            "mnemograph: --no-auth needs the kernel's TCP table (/proc/net/tcp, Linux) to check that each client "
+            "runs as this OS user, and this system has none; create a token with `mnemograph token create` and "
+            "drop --no-auth",
+            file=sys.stderr,
+        )
+        return 2
     _start_owner_early(paths, settings)
     import anyio
 
@@ -198,9 +212,10 @@ def _scope(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     from server._tokens import TokenError, TokenStore
+    from storage._private import make_private
     from storage.audit import AUDIT_FILE, AuditLog
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    make_private(settings.data_dir)
     tokens = TokenStore(settings.data_dir)
     audit = AuditLog(settings.data_dir / AUDIT_FILE)
     try:

@@ -11,7 +11,16 @@ owner is resent; one it died while handling gets a JSON-RPC error saying to retr
 
 Auth: the front forwards the client's Authorization header untouched and tells the owner whether this front
 requires it (``--no-auth`` is refused off loopback). The owner checks the token (``server._auth``), answers
-401 with protected-resource metadata, and serves that metadata, which this front proxies too.
+401 with protected-resource metadata, and serves that metadata, which this front proxies too. The front checks
+the token against the token file too, from the headers alone, before it reads a byte of the body: a request
+without a live token is relayed to the owner without its body (so the client gets the owner's own 401), and
+never costs the front more than its headers. With ``--no-auth`` it serves only connections of its own OS user.
+
+Resource limits (docs/security.md): a connection cap and a header deadline (``server._front_guard``), a body
+deadline and size limit here, and so a bounded amount of memory per connection.
+
+If the owner dies while streaming a response, the client gets a JSON-RPC error for its request at the end of
+the stream (never a silent, empty 200): it says the outcome is unknown, so the client checks before retrying.
 """
 
 from __future__ import annotations
@@ -27,10 +36,12 @@ import anyio.to_thread
 import httpx2
 import uvicorn
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from server._front_guard import guarded, same_user
 from server._owner import OwnerUnavailable, ensure_owner
 from server._protocol import (
     ALLOWED_HOSTS_HEADER,
@@ -40,10 +51,12 @@ from server._protocol import (
     HEADER_PREFIX,
     HEALTH_PATH,
     LEASE_PATH,
+    MAX_MESSAGE_BYTES,
     MCP_PATH,
     PRINCIPAL_HEADER,
 )
 from server._runtime import RuntimePaths
+from server._tokens import TokenError, TokenStore
 from server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,13 +64,22 @@ log = logging.getLogger(__name__)
 # The protected-resource metadata (RFC 9728) the owner serves for this front's /mcp, at both places clients look.
 METADATA_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
 PROXIED_PATHS = (MCP_PATH, HEALTH_PATH, *METADATA_PATHS)
-MAX_BODY = 4 * 1024 * 1024  # the SDK's own request limit
+MAX_BODY = MAX_MESSAGE_BYTES  # the SDK's own request limit (docs/limits.md)
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
      b"transfer-encoding", b"upgrade", b"content-length"}
 )  # fmt: skip
 _INTERNAL_ERROR = -32603
 _LOST = "Mnemograph's owner process stopped while handling this request; retry it (a new owner is starting)."
+_CUT = (
+    "Mnemograph's owner process stopped while handling this request, after it had started: its outcome is "
+    "unknown (a write, purge or erase may or may not have been committed). A new owner is starting; check the "
+    "result (memory_read, recall or list_scopes) before you retry."
+)
+_NOT_YOU = (
+    "this server runs with --no-auth, which serves only processes of the OS user that started it; connect "
+    "as that user, or ask its owner for a bearer token (`mnemograph token create`)"
+)
 
 
 class HttpFront:
@@ -81,6 +103,7 @@ class HttpFront:
             # the embedding model to load).
             timeout=httpx2.Timeout(connect=10.0, read=None, write=60.0, pool=60.0),
         )
+        self._tokens = TokenStore(paths.data_dir)
         self._starting = anyio.Lock()
         self.app = Starlette(
             routes=[
@@ -97,23 +120,25 @@ class HttpFront:
             tg.cancel_scope.cancel()
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = bytearray()
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
+        if self._settings.no_auth and not same_user(scope.get("client"), scope.get("server")):
+            await JSONResponse({"error": "forbidden", "message": _NOT_YOU}, status_code=403)(
+                scope, receive, send
+            )
+            return
+        body = b""
+        # Only an authenticated POST to /mcp has a body worth reading; anything else goes on without one, so
+        # an unauthenticated client never makes the front hold more than its headers.
+        if scope["method"] == "POST" and scope["path"] == MCP_PATH and self._authenticated(scope):
+            read = await _read_body(scope, receive, send, self._settings.body_timeout)
+            if read is None:
                 return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > MAX_BODY:
-                await Response("Request body too large", status_code=413)(scope, receive, send)
-                return
+            body = read
         # The client's own headers go through (the owner checks Host and Origin against our policy), except
         # hop-by-hop ones and any that would pose as ours.
         headers = [(k, v) for k, v in scope["headers"] if k not in _HOP_BY_HOP and not k.startswith(_PREFIX)]
         upstream = self._owner.build_request(
             scope["method"], scope["path"], params=scope["query_string"], headers=headers + self._policy,
-            content=bytes(body),
+            content=body,
         )  # fmt: skip
         try:
             response = await self._send(upstream)
@@ -124,9 +149,22 @@ class HttpFront:
             await _rpc_error(502, body, _LOST)(scope, receive, send)
             return
         try:
-            await _relay(response, receive, send)
+            await _relay(response, receive, send, _request_id(body))
         finally:
             await response.aclose()
+
+    def _authenticated(self, scope: Scope) -> bool:
+        """Whether the request may send a body: auth is off (same user, checked above) or its bearer token is
+        live in the token file. The owner checks the token again; this only decides what the front reads."""
+        if self._settings.no_auth:
+            return True
+        value = Headers(scope=scope).get("authorization", "")
+        if not value.lower().startswith("bearer "):
+            return False
+        try:
+            return self._tokens.verify(value[7:]) is not None
+        except TokenError:
+            return False  # a damaged token file refuses every token (the owner logs why)
 
     async def _send(self, upstream: httpx2.Request) -> httpx2.Response:
         try:
@@ -158,6 +196,7 @@ class HttpFront:
 
 
 _PREFIX = HEADER_PREFIX.encode()
+_MAX_HEADER_BYTES = 64 * 1024  # request line and headers together; larger is answered 400
 
 
 class _Asgi:
@@ -170,10 +209,42 @@ class _Asgi:
         await self._app(scope, receive, send)
 
 
-async def _relay(response: httpx2.Response, receive: Receive, send: Send) -> None:
-    """Stream the owner's response to the client as it arrives; stop if the client disconnects."""
+async def _read_body(scope: Scope, receive: Receive, send: Send, deadline: float) -> bytes | None:
+    """The request's body, or None once the client has been answered (413 too large, 408 too slow) or left."""
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(deadline):
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY:
+                too_big = f"a request body may hold at most {MAX_BODY} bytes"
+                await JSONResponse({"error": "too_large", "message": too_big}, status_code=413)(
+                    scope, receive, send
+                )
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+    slow = f"the request body did not arrive within {deadline:g}s"
+    await JSONResponse({"error": "timeout", "message": slow}, status_code=408)(scope, receive, send)
+    return None
+
+
+async def _relay(response: httpx2.Response, receive: Receive, send: Send, rid: object) -> None:
+    """Stream the owner's response to the client as it arrives; stop if the client disconnects. If the owner
+    dies before an event stream carried the answer, end the stream with a JSON-RPC error for request ``rid``."""
     headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    watch = (
+        _AnswerWatch(rid)
+        if response.headers.get("content-type", "").startswith("text/event-stream")
+        else None
+    )
+    cut = False
     async with anyio.create_task_group() as tg:
 
         async def stop_on_disconnect() -> None:
@@ -184,21 +255,66 @@ async def _relay(response: httpx2.Response, receive: Receive, send: Send) -> Non
         tg.start_soon(stop_on_disconnect)
         try:
             async for chunk in response.aiter_raw():
+                if watch is not None:
+                    watch.feed(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except httpx2.TransportError:
             log.warning("the owner went away in the middle of a response")
+            cut = True
         tg.cancel_scope.cancel()
+    if cut and watch is not None and not watch.answered:
+        error = {"jsonrpc": "2.0", "id": rid, "error": {"code": _INTERNAL_ERROR, "message": _CUT}}
+        event = f"event: message\ndata: {json.dumps(error)}\n\n".encode()
+        with contextlib.suppress(OSError):
+            await send({"type": "http.response.body", "body": event, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def _rpc_error(status: int, body: bytes | bytearray, message: str) -> Response:
-    """A JSON-RPC error answering the request in ``body`` (by its id, when it has one)."""
+class _AnswerWatch:
+    """Follows a relayed event stream just far enough to know whether the answer to request ``rid`` (a
+    JSON-RPC result or error with that id) has passed. Holds at most one event's bytes."""
+
+    def __init__(self, rid: object) -> None:
+        self._rid = rid
+        self._pending = b""
+        self.answered = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self.answered:
+            return
+        self._pending += chunk.replace(b"\r\n", b"\n")
+        *events, self._pending = self._pending.split(b"\n\n")
+        for event in events:
+            data = b"\n".join(line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:"))
+            try:
+                message = json.loads(data) if data else None
+            except ValueError:
+                continue
+            if (
+                isinstance(message, dict)
+                and message.get("id") == self._rid
+                and ("result" in message or "error" in message)
+            ):
+                self.answered = True
+                self._pending = b""
+                return
+
+
+def _request_id(body: bytes) -> object:
     try:
-        request = json.loads(body)
+        request = json.loads(body) if body else None
     except ValueError:
-        request = None
-    rid = request.get("id") if isinstance(request, dict) else None
-    payload = {"jsonrpc": "2.0", "id": rid, "error": {"code": _INTERNAL_ERROR, "message": message}}
+        return None
+    return request.get("id") if isinstance(request, dict) else None
+
+
+def _rpc_error(status: int, body: bytes, message: str) -> Response:
+    """A JSON-RPC error answering the request in ``body`` (by its id, when it has one)."""
+    payload = {
+        "jsonrpc": "2.0",
+        "id": _request_id(body),
+        "error": {"code": _INTERNAL_ERROR, "message": message},
+    }
     return JSONResponse(payload, status_code=status)
 
 
@@ -206,6 +322,12 @@ async def run_front(settings: Settings, paths: RuntimePaths) -> None:
     """Serve the HTTP front on ``settings.host:settings.port`` until interrupted."""
     front = HttpFront(settings, paths)
     config = uvicorn.Config(
-        front.app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(), lifespan="on"
+        front.app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        lifespan="on",
+        http=guarded(settings.max_connections, settings.header_timeout),
+        h11_max_incomplete_event_size=_MAX_HEADER_BYTES,
     )
     await uvicorn.Server(config).serve()

@@ -16,11 +16,16 @@ Variables (all optional):
 - ``MNEMOGRAPH_ENGINE_WAIT``: seconds a tool call waits for the store to open; default 120.
 - ``MNEMOGRAPH_SPAWN_TIMEOUT``: seconds a front-end waits for a new owner to listen; default 60.
 - ``MNEMOGRAPH_LOG_LEVEL``: DEBUG, INFO, WARNING or ERROR; default INFO.
+- ``MNEMOGRAPH_MAX_CONNECTIONS``: open connections the HTTP front accepts at once; past it a new connection
+  gets 503 and is closed. Default 64 (see docs/security.md for the memory this bounds).
+- ``MNEMOGRAPH_HEADER_TIMEOUT`` / ``MNEMOGRAPH_BODY_TIMEOUT``: seconds an HTTP client gets to send a request's
+  headers / its whole body before the front answers 408 and closes the connection. Defaults 10 and 30.
 - ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
-only (no variable, so it is never inherited by accident) and is refused unless the host is loopback.
+only (no variable, so it is never inherited by accident) and is refused unless the host is loopback; even then
+the front serves only connections from processes of the OS user it runs as (``server._front_guard``).
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ class Settings:
     engine_wait: float = 120.0
     spawn_timeout: float = 60.0
     log_level: str = "INFO"
+    max_connections: int = 64
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -110,6 +118,9 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         engine_wait=_number(pick("engine_wait"), "engine_wait", float, 0.0, 3_600.0, 120.0),
         spawn_timeout=_number(pick("spawn_timeout"), "spawn_timeout", float, 1.0, 3_600.0, 60.0),
         log_level=level,
+        max_connections=_number(pick("max_connections"), "max_connections", int, 1, 100_000, 64),
+        header_timeout=_number(pick("header_timeout"), "header_timeout", float, 0.1, 3_600.0, 10.0),
+        body_timeout=_number(pick("body_timeout"), "body_timeout", float, 0.1, 3_600.0, 30.0),
     )
 
 

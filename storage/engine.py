@@ -36,6 +36,7 @@ from storage import backup as snapshots
 from storage import recall as recall_path
 from storage._kuzu import Connection, GraphStore, NewMemory, entity_key
 from storage._lance import VectorIndex
+from storage._private import make_private
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
@@ -47,7 +48,6 @@ from storage.models import (
     AmendReceipt,
     EntityIn,
     EraseReceipt,
-    Hit,
     LinkReceipt,
     Memory,
     MemoryKind,
@@ -55,6 +55,7 @@ from storage.models import (
     Page,
     Provenance,
     PurgeReceipt,
+    Recalled,
     RelationIn,
     RetireReceipt,
     ScopeInfo,
@@ -147,7 +148,7 @@ class Engine:
         """
         path = Path(data_dir).expanduser().resolve()
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(path / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise StorageUnavailable(f"cannot use data directory {path}: {exc.strerror}") from exc
@@ -159,6 +160,14 @@ class Engine:
                 f"data directory {path} is owned by another Mnemograph process",
                 hint="connect through that process (mnemograph serve attaches to it) instead of opening it",
             ) from None
+        try:
+            # The directory's permissions are the boundary against other local users (docs/security.md):
+            # private from birth (the entry points' umask), and tightened here when an older version left it
+            # open. Under the lock, so a CLI that finds an owner running does not walk the tree.
+            make_private(path)
+        except OSError as exc:
+            os.close(fd)
+            raise StorageUnavailable(f"cannot make data directory {path} private: {exc.strerror}") from exc
         emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
         try:
             engine = cls(path, emb, fd, ann_threshold=ann_threshold)
@@ -1158,7 +1167,7 @@ class Engine:
         now: datetime | None = None,
         token_budget: int | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
-    ) -> builtins.list[Hit]:
+    ) -> Recalled:
         """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
         ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given,
         or the query asks about change ("used to", "previously", "what did I use before"): then superseded
@@ -1172,6 +1181,10 @@ class Engine:
 
         Naming a scope the principal may not read is refused (ScopeDenied); ancestors and descendants it may
         not read are skipped. ``scopes=None`` reads every scope the principal may read.
+
+        Writes acknowledged before the call are found, unless the projections are stalled: then recall waits
+        for them once (``Reconciler.read_wait``), answers from what they hold, and the result's ``behind``
+        counts the changes it could not see (see ``Recalled``).
         """
         text = v.query(query)
         chosen = resolve(recipe)
@@ -1205,14 +1218,17 @@ class Engine:
             intervals=intent.intervals,
             token_budget=budget,
         )
-        self.reconciler.wait_projected()
+        # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
+        behind = self.reconciler.wait_fresh()
         if not q.scopes:
-            return []
+            return Recalled(behind=behind)
         hits = recall_path.run(q, self._lanes, self.graph, chosen, self._lane_pool)
         if principal.unrestricted:
-            return hits
+            return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)
-        return [dataclasses.replace(h, memory=m) for h, m in zip(hits, seen, strict=True)]
+        return Recalled(
+            [dataclasses.replace(h, memory=m) for h, m in zip(hits, seen, strict=True)], behind=behind
+        )
 
     # -- consistency -------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ Times are timezone-aware UTC ``datetime``s everywhere; naive inputs are taken as
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -201,6 +201,17 @@ class Hit:
     time: TimeMatch | None = None
     paths: tuple[str, ...] = ()
     collapsed: tuple[str, ...] = ()
+
+
+class Recalled(list[Hit]):
+    """Recall's results, best first (a plain list of ``Hit``), and how fresh they are: ``behind`` counts the
+    committed changes the search indexes did not show yet when recall answered. 0 means every write
+    acknowledged before the call was searchable; more means the projections are stalled or far behind (recall
+    waited for them once, then answers at once while they make no progress) and newer writes may be missing."""
+
+    def __init__(self, hits: Iterable[Hit] = (), *, behind: int = 0) -> None:
+        super().__init__(hits)
+        self.behind = behind
 
 
 @dataclass(frozen=True, slots=True)

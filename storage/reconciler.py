@@ -7,7 +7,9 @@
   reflect the canonical state of every touched memory. Live projection and crash replay are the same
   code, and both are idempotent, so a crash between the two commits is repaired by simply running it.
 - ``wait_projected`` lets readers see their own writes: recall waits until the projections have caught up
-  with what was committed when it started.
+  with what was committed when it started. ``wait_fresh`` is the readers' version: it waits at most
+  ``read_wait`` seconds, and not at all again while the projections make no progress after such a wait, and
+  says how far behind the answer is, so that a stalled projection costs one wait, not one per recall.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ MAINTAIN_EVERY = 2_000  # changes between LanceDB compactions / ANN index refres
 # memories). Compacted once this many have piled up, or, from IDLE_FRAGMENTS on, once writes pause for IDLE_S.
 MAINTAIN_FRAGMENTS = 128
 IDLE_FRAGMENTS, IDLE_S = 16, 1.0
+READ_WAIT_S = 10.0  # how long a recall waits for the projections to show the writes committed before it
 RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0  # a failed projection is retried after this, doubling up to the cap
 
 
@@ -74,6 +77,8 @@ class Reconciler:
         self._projected = min(vectors.watermark.value, text.watermark.value)
         self._last_pruned = self._projected
         self._last_maintained = self._projected
+        self.read_wait = READ_WAIT_S
+        self._stalled_at: int | None = None  # the projected seq at which a reader's wait last timed out
         self._closed = False
         self._projector_error: BaseException | None = None
         self._retry_s = RETRY_FIRST_S
@@ -342,6 +347,28 @@ class Reconciler:
         with self._cond:
             target = self._committed
             return self._cond.wait_for(lambda: self._projected >= target or self._closed, timeout)
+
+    def wait_fresh(self) -> int:
+        """For readers: wait (up to ``read_wait`` seconds) until the projections show every commit made before
+        this call, and return how many committed changes they still lack (0: fully fresh).
+
+        A wait that times out marks the projections stalled; until they make progress, later readers do not
+        wait at all but get the lag at once (and say so to their caller)."""
+        with self._cond:
+            target = self._committed
+            timeout = 0.0 if self._stalled_at == self._projected else self.read_wait
+            caught_up = self._cond.wait_for(lambda: self._projected >= target or self._closed, timeout)
+            if caught_up:
+                self._stalled_at = None
+                return 0
+            self._stalled_at = self._projected
+            if timeout:
+                log.warning(
+                    "recall answered %d change(s) behind: the projections made no progress for %.1f s",
+                    target - self._projected,
+                    timeout,
+                )
+            return target - self._projected
 
     @property
     def committed_seq(self) -> int:

@@ -3,9 +3,12 @@
 import re
 from pathlib import Path
 
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE as SDK_MAX_MESSAGE_SIZE
+
 from scopes import MAX_SCOPE_NAME
+from server._protocol import MAX_MESSAGE_BYTES
 from server._tokens import MAX_TOKEN_CHARS
-from server._uds import MAX_MESSAGE_BYTES
+from server.http_front import MAX_BODY
 from storage import models
 from tools import ALL_TOOLS
 
@@ -33,6 +36,12 @@ def test_limits_page_matches_the_code() -> None:
     rows = dict(re.findall(r"^\| (.+?) \| (.+?) \|$", page, flags=re.M))
     for name, value in expected.items():
         assert value in rows.get(name, ""), f"docs/limits.md row {name!r} should say {value!r}"
+
+
+def test_every_transport_enforces_the_documented_message_limit() -> None:
+    # The HTTP front, the owner and the stdio socket share one limit, and the SDK behind them accepts it.
+    assert MAX_BODY == MAX_MESSAGE_BYTES
+    assert MAX_MESSAGE_BYTES <= SDK_MAX_MESSAGE_SIZE
 
 
 def test_readme_names_every_tool_and_both_setup_commands() -> None:

@@ -147,6 +147,22 @@ class RecallItem(BaseModel):
 
 class RecallOut(BaseModel):
     results: list[RecallItem] = Field(description="Best match first. Empty when nothing matches.")
+    stale: bool = Field(
+        default=False,
+        description="True when the search indexes lagged behind the store, so the newest writes may be "
+        "missing from results; warning says more.",
+    )
+    warning: str | None = Field(
+        default=None, description="Set when stale: what may be missing and what to do about it."
+    )
+
+
+def _stale_warning(behind: int) -> str:
+    return (
+        f"The search indexes are {behind} change(s) behind the store (they are stalled or rebuilding), so "
+        "the most recent writes may be missing from these results. memory_read finds a memory by id at once; "
+        "recall again later for a complete answer."
+    )
 
 
 async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
@@ -166,7 +182,12 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
         token_budget=args.token_budget,
         principal=caller.principal,
     )
-    return RecallOut(results=[RecallItem.of(h) for h in hits])
+    behind = hits.behind
+    return RecallOut(
+        results=[RecallItem.of(h) for h in hits],
+        stale=behind > 0,
+        warning=_stale_warning(behind) if behind else None,
+    )
 
 
 SPEC = ToolSpec(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
 
+import httpx2
 import pytest
 from mcp import Client
 
-from tests.e2e.conftest import Store, await_for, call, http_server
+from tests.e2e.conftest import HEADERS, Store, await_for, call, http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,3 +42,37 @@ async def test_an_http_client_survives_its_owner_dying(store: Store) -> None:
         await await_for(lambda: store.owner_pid() not in (None, old), within=30, what="a new owner")
         scopes = await call(client, "list_scopes", {})
         assert {"id": "user:r", "parent": None, "memories": 1} in scopes["scopes"]
+
+
+async def test_an_owner_killed_during_a_purge_gives_the_http_client_an_error_not_an_empty_200(
+    store: Store,
+) -> None:
+    async with http_server(store) as server:
+        async with Client(server.url) as client:
+            for n in range(20):
+                await call(client, "memory_write", {"content": f"Doomed note {n}.", "scopes": ["team:gone"]})
+        request = {
+            "jsonrpc": "2.0",
+            "id": 77,
+            "method": "tools/call",
+            "params": {"name": "purge", "arguments": {"scope": "team:gone", "confirm": "team:gone"}},
+        }
+        async with (
+            httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=120.0)) as http,
+            http.stream("POST", server.url, json=request, headers=HEADERS) as response,
+        ):
+            # The owner has taken the purge on (its event stream is open): kill it before it answers.
+            assert response.headers["content-type"].startswith("text/event-stream")
+            store.kill_owner()
+            body = (await response.aread()).decode()
+        messages = [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
+        assert messages, "the stream ended without an answer"
+        assert messages[-1]["id"] == 77
+        assert "outcome is unknown" in messages[-1]["error"]["message"]
+        assert "before you retry" in messages[-1]["error"]["message"]
+        # The client can act on it: a new owner answers, and the store says whether the purge happened.
+        async with Client(server.url) as client:
+            scopes = {s["id"] for s in (await call(client, "list_scopes", {}))["scopes"]}
+            if "team:gone" in scopes:
+                await call(client, "purge", {"scope": "team:gone", "confirm": "team:gone"})
+            assert "team:gone" not in {s["id"] for s in (await call(client, "list_scopes", {}))["scopes"]}
