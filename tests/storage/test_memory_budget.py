@@ -1,0 +1,54 @@
+"""A hostile write costs the process at most a few MB of memory, when it is written and again at every start
+(the entity lexicon is rebuilt from the store). Measured from outside the engine: the peak resident memory of a
+child process that opens the store, as the owner process does (docs/limits.md, "Memory budget")."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from storage.extraction import EntityLexicon, capitalised_spans
+
+CHILD = Path(__file__).with_name("memory_child.py")
+ROOT = Path(__file__).resolve().parents[2]
+BUDGET_KIB = 8 * 1024  # "a few MB" per hostile write, with room for allocator noise
+
+
+def _run(data: Path, what: str) -> dict[str, int]:
+    proc = subprocess.run(
+        [sys.executable, str(CHILD), str(data), what],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {step: int(kib) for step, kib in (line.split() for line in proc.stdout.splitlines())}
+
+
+def test_a_hostile_write_grows_the_process_by_a_few_mb_now_and_at_every_start(tmp_path: Path) -> None:
+    hostile, plain = tmp_path / "hostile", tmp_path / "plain"
+    grown = _run(hostile, "write")
+    for step in ("one_long_word", "many_names", "long_query"):
+        assert grown[step] <= BUDGET_KIB, f"{step} grew the peak resident memory by {grown[step]:,} KiB"
+    _run(plain, "none")  # creates an empty store to compare the start with
+    at_start = _run(hostile, "none")["open"]
+    empty_start = _run(plain, "none")["open"]
+    assert at_start - empty_start <= 2 * BUDGET_KIB, (at_start, empty_start)
+
+
+def test_a_very_long_word_still_matches_exactly_but_gets_no_fuzzy_variants() -> None:
+    lexicon = EntityLexicon()
+    long_name = "Q" + "x" * 30_999
+    lexicon.add(long_name)
+    lexicon.add("Portugal")
+    assert lexicon.find(f"about {long_name} today") == [long_name]
+    assert [m.name for m in lexicon.match("trip to Portgual")] == ["Portugal"]  # fuzzy still works for names
+    assert lexicon.match("Q" + "x" * 30_998 + "y") == []  # no one-edit match for a 31,000-character word
+    assert capitalised_spans("Hello there. Ana Lima met NASA staff.\n  Bob came.") == [
+        "Ana Lima",
+        "NASA",
+        "Bob",
+    ]
