@@ -1,9 +1,11 @@
-"""Child for the memory-budget test: opens a store, optionally writes hostile memories, and prints how much its
-peak resident memory (VmHWM) grew over each step, in KiB, one ``step kib`` line each."""
+"""Child for the memory-budget test: opens a store and prints how much its peak resident memory (VmHWM) grew
+over each step, in KiB, one ``step kib`` line each. ``plain`` writes ordinary 32,000-character prose (the
+yardstick: any long write costs the stores and the embedder some memory); ``hostile`` also writes the attacks."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from storage import Engine
@@ -16,34 +18,35 @@ def _peak_kib() -> int:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def _reset_peak() -> None:
+def _step(name: str, fn: Callable[[], object]) -> None:
     # Writing 5 to clear_refs resets VmHWM to the current RSS (Linux), so each step measures only its own growth.
     Path("/proc/self/clear_refs").write_text("5")
+    base = _peak_kib()
+    fn()
+    print(name, _peak_kib() - base, flush=True)
+
+
+def _prose(words: str) -> str:
+    return " ".join([words] * 600)[:32_000]
 
 
 def main(data_dir: str, what: str) -> None:
-    _reset_peak()
-    base = _peak_kib()
-    engine = Engine.open(data_dir, warm=False)
-    print("open", _peak_kib() - base, flush=True)
-    if what == "write":
+    engines: list[Engine] = []
+    _step("open", lambda: engines.append(Engine.open(data_dir, warm=False)))
+    engine = engines[0]
+    if what in ("plain", "hostile"):
         engine.embedder.warm()
-        engine.write("A first memory so every store is warm: Ana Lima lives in Lisbon.", ["user:ana"])
-        engine.recall("where does Ana live", ["user:ana"])
-        _reset_peak()
-        base = _peak_kib()
-        # One capitalised word of 31,000 characters (the attack), then words built to fill the fuzzy index.
-        engine.write("Q" + "x" * 30_999, ["user:ana"])
-        print("one_long_word", _peak_kib() - base, flush=True)
-        _reset_peak()
-        base = _peak_kib()
-        words = " ".join(f"Z{i:05d}" + "abcdefghijklmnopqrstuvw"[: 5 + i % 18] for i in range(2_500))
-        engine.write(words[:32_000], ["user:ana"])
-        print("many_names", _peak_kib() - base, flush=True)
-        _reset_peak()
-        base = _peak_kib()
-        engine.recall("Q" + "x" * 3_999, ["user:ana"])
-        print("long_query", _peak_kib() - base, flush=True)
+        # Warm every store and the embedder's long-input path: their first long write grows them once.
+        engine.write(_prose("the quick brown fox jumps over the lazy dog and runs away"), ["user:ana"])
+        _step("prose", lambda: engine.write(_prose("a slow red cat walks under a happy frog"), ["user:ana"]))
+    if what == "hostile":
+        # One capitalised word of 31,000 characters (the attack as reported) ...
+        _step("one_long_word", lambda: engine.write("Q" + "x" * 30_999, ["user:ana"]))
+        # ... 2,500 distinct would-be names of 7 to 29 characters, to fill the fuzzy index ...
+        names = " ".join(f"Z{i:05d}" + "abcdefghijklmnopqrstuvw"[: 1 + i % 23] for i in range(2_500))
+        _step("many_names", lambda: engine.write(names[:32_000], ["user:ana"]))
+        # ... and a recall whose query is one 4,000-character word (the longest query there is).
+        _step("long_query", lambda: engine.recall("Q" + "x" * 3_999, ["user:ana"]))
     engine.close()
 
 
