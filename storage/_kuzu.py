@@ -8,6 +8,7 @@ deleted rows in its file, and a purge must leave no trace of what it erased.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ import kuzu
 from storage._rwlock import RWLock
 from storage.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.models import EntityIn, Memory, MemoryKind, Provenance
+
+log = logging.getLogger("mnemograph.graph")
 
 SCHEMA_VERSION = "1"
 # A canonical fetch of at least this many ids is split over two connections when an executor is given.
@@ -326,6 +329,12 @@ class GraphStore:
             try:
                 conn.execute("COMMIT")
             except RuntimeError as exc:
+                if _checkpoint_timeout(exc):
+                    # The commit is in the WAL and visible (Kùzu commits, then checkpoints when the WAL is
+                    # large, and only the checkpoint waited in vain for an open read transaction): the write is
+                    # acknowledged and a later commit or CHECKPOINT folds the WAL in.
+                    log.warning("a commit's checkpoint waited for a long read; it is retried later")
+                    return
                 # The WAL write failed (disk full, read-only). Kùzu may already show the transaction in
                 # memory although it is not on disk: from now on nothing may be read or written through this
                 # database; reopening it replays the WAL, which holds exactly the acknowledged commits.
@@ -388,7 +397,15 @@ class GraphStore:
         """Fold the WAL into the database file (the files then hold every commit on their own)."""
         self._require_healthy()
         with self._lock.shared():
-            self._writer.execute("CHECKPOINT")
+            try:
+                self._writer.execute("CHECKPOINT")
+            except RuntimeError as exc:
+                if not _checkpoint_timeout(exc):
+                    raise
+                raise StorageUnavailable(
+                    "the canonical store is busy: a long read (an export or backup) holds off its checkpoint",
+                    hint="nothing changed; retry once the export or backup has finished",
+                ) from exc
 
     @contextmanager
     def snapshot(self) -> Iterator[kuzu.Connection]:
@@ -1025,6 +1042,11 @@ def _plain_path(directory: Path) -> Iterator[str]:
             shutil.rmtree(link_dir, ignore_errors=True)
     finally:
         os.close(fd)
+
+
+def _checkpoint_timeout(exc: BaseException) -> bool:
+    """Kùzu's checkpoint gave up waiting for open transactions: transient, nothing was lost."""
+    return str(exc).startswith("Timeout waiting for active transactions to leave the system before checkpointing")
 
 
 def _rebuild_failed(exc: BaseException) -> StorageUnavailable:

@@ -939,10 +939,17 @@ class Engine:
             self._rebuild_projections()
             self.reconciler.rebuilt()
 
-        self.reconciler.on_projector(rewrite_projections)
-        with self.graph.read() as conn:
-            present = self.graph.all_ids(conn)
-        ref = self.audit.redact(present.__contains__)
+        try:
+            self.reconciler.on_projector(rewrite_projections)
+            with self.graph.read() as conn:
+                present = self.graph.all_ids(conn)
+            ref = self.audit.redact(present.__contains__)
+        except (OSError, RuntimeError, ValueError) as exc:  # what Lance, Tantivy and the file system raise
+            raise StorageUnavailable(
+                f"the search indexes or the audit log could not be rewritten after an erasure: {exc}",
+                hint="the erased memories are deleted and no longer found; the rewrite that removes their bytes "
+                "is retried at the next erase or purge and at the next start (check free disk space)",
+            ) from exc
         (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
         return ref
 
