@@ -1046,7 +1046,9 @@ def _plain_path(directory: Path) -> Iterator[str]:
 
 def _checkpoint_timeout(exc: BaseException) -> bool:
     """Kùzu's checkpoint gave up waiting for open transactions: transient, nothing was lost."""
-    return str(exc).startswith("Timeout waiting for active transactions to leave the system before checkpointing")
+    return str(exc).startswith(
+        "Timeout waiting for active transactions to leave the system before checkpointing"
+    )
 
 
 def _rebuild_failed(exc: BaseException) -> StorageUnavailable:
