@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storage.extraction import EntityLexicon, _after_sentence_end, capitalised_spans
+from storage.extraction import FUZZY_MAX_CHARS, EntityLexicon, _after_sentence_end, capitalised_spans
+from storage.models import MAX_ENTITIES, MAX_NAME_CHARS
 
 CHILD = Path(__file__).with_name("memory_child.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,3 +66,9 @@ def test_the_sentence_start_check_looks_back_only_over_white_space_and_agrees_wi
     for _ in range(20_000):
         text = "".join(rng.choice(' .\n\t"(“:;!?aB,') for _ in range(rng.randint(0, 8)))
         assert _after_sentence_end(text, len(text)) == bool(old.search(text)), repr(text)
+
+
+def test_the_limits_page_states_the_lexicon_bounds() -> None:
+    page = (ROOT / "docs" / "limits.md").read_text()
+    assert f"5 to {FUZZY_MAX_CHARS} characters (`FUZZY_MAX_CHARS`)" in page
+    assert f"at most {MAX_ENTITIES} (`MAX_ENTITIES`), each name at most {MAX_NAME_CHARS} characters" in page
