@@ -4,6 +4,8 @@ yardstick: any long write costs the stores and the embedder some memory); ``host
 
 from __future__ import annotations
 
+import random
+import string
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -40,13 +42,16 @@ def main(data_dir: str, what: str) -> None:
         engine.write(_prose("the quick brown fox jumps over the lazy dog and runs away"), ["user:ana"])
         _step("prose", lambda: engine.write(_prose("a slow red cat walks under a happy frog"), ["user:ana"]))
     if what == "hostile":
-        # One capitalised word of 31,000 characters (the attack as reported) ...
-        _step("one_long_word", lambda: engine.write("Q" + "x" * 30_999, ["user:ana"]))
-        # ... 2,500 distinct would-be names of 7 to 29 characters, to fill the fuzzy index ...
-        names = " ".join(f"Z{i:05d}" + "abcdefghijklmnopqrstuvw"[: 1 + i % 23] for i in range(2_500))
+        # One capitalised word of 31,000 random letters inside a sentence (the attack as reported; a word of one
+        # repeated letter would have few distinct one-letter deletions) ...
+        rng = random.Random(31)
+        word = "Q" + "".join(rng.choice(string.ascii_lowercase) for _ in range(30_990))
+        _step("one_long_word", lambda: engine.write(f"We met {word} today.", ["user:ana"]))
+        # ... about 1,300 distinct would-be names of 7 to 29 characters, to fill the fuzzy index ...
+        names = " ".join(f"saw Z{i:05d}" + "abcdefghijklmnopqrstuvw"[: 1 + i % 23] for i in range(2_500))
         _step("many_names", lambda: engine.write(names[:32_000], ["user:ana"]))
         # ... and a recall whose query is one 4,000-character word (the longest query there is).
-        _step("long_query", lambda: engine.recall("Q" + "x" * 3_999, ["user:ana"]))
+        _step("long_query", lambda: engine.recall(word[:4_000], ["user:ana"]))
     engine.close()
 
 
