@@ -8,8 +8,11 @@ deleted rows in its file, and a purge must leave no trace of what it erased.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import shutil
+import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,6 +28,8 @@ import kuzu
 from storage._rwlock import RWLock
 from storage.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.models import EntityIn, Memory, MemoryKind, Provenance
+
+log = logging.getLogger("mnemograph.graph")
 
 SCHEMA_VERSION = "1"
 # A canonical fetch of at least this many ids is split over two connections when an executor is given.
@@ -60,7 +65,9 @@ def _schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS CONTAINS(FROM Scope TO Memory, added_at TIMESTAMP)",
         "CREATE REL TABLE IF NOT EXISTS PARENT_OF(FROM Scope TO Scope)",
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
-        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity)",
+        # Each edge keeps the name, type and aliases that memory gave the entity, so that erasing the memory
+        # can take back exactly what it gave (an alias given only by an erased memory must not stay live).
+        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity, name STRING, type STRING, aliases STRING[])",
         "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
         "recorded_at TIMESTAMP)",
     ]
@@ -222,6 +229,21 @@ class GraphStore:
         self._writer = kuzu.Connection(self._db)
         for stmt in _schema(self._dim):
             self._writer.execute(stmt)
+        self._add_mention_columns()
+
+    def _add_mention_columns(self) -> None:
+        """Give MENTIONS edges of a store written before they carried what each memory gave the entity the
+        columns, filled with the entity's current name, type and aliases (who gave what is not known for them:
+        see docs/security.md, "Erasure")."""
+        columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('MENTIONS') RETURN *")}
+        if "aliases" in columns:
+            return
+        for column, kind in (("name", "STRING"), ("type", "STRING"), ("aliases", "STRING[]")):
+            if column not in columns:
+                self._writer.execute(f"ALTER TABLE MENTIONS ADD {column} {kind}")  # fixed names only
+        self._writer.execute(
+            "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) SET r.name = e.name, r.type = e.type, r.aliases = e.aliases"
+        )
 
     def _check_meta(self, embedder_name: str, dim: int) -> None:
         meta = dict((k, v) for k, v in _rows(self._writer, "MATCH (m:Meta) RETURN m.key, m.value"))
@@ -307,6 +329,12 @@ class GraphStore:
             try:
                 conn.execute("COMMIT")
             except RuntimeError as exc:
+                if _checkpoint_timeout(exc):
+                    # The commit is in the WAL and visible (Kùzu commits, then checkpoints when the WAL is
+                    # large, and only the checkpoint waited in vain for an open read transaction): the write is
+                    # acknowledged and a later commit or CHECKPOINT folds the WAL in.
+                    log.warning("a commit's checkpoint waited for a long read; it is retried later")
+                    return
                 # The WAL write failed (disk full, read-only). Kùzu may already show the transaction in
                 # memory although it is not on disk: from now on nothing may be read or written through this
                 # database; reopening it replays the WAL, which holds exactly the acknowledged commits.
@@ -322,35 +350,62 @@ class GraphStore:
 
         Deleted rows leave their bytes in Kùzu's file even after CHECKPOINT; a rebuild is what makes a
         purge real. Crash-safe: CURRENT is switched by an atomic rename, leftovers are removed at open.
+        A failure before the switch (disk full, an unreadable export) removes what it wrote, reopens the
+        database as it was and raises StorageUnavailable: the store stays usable and a later rebuild retries.
         """
         with self._lock.exclusive():
             old = self._current_name()
             number = int(old.split("-")[1].split(".")[0]) + 1
             new = f"graph-{number:06d}.kz"
-            export = self._dir / f".export-{number:06d}"
-            self._writer.execute(f"EXPORT DATABASE '{export}' (format='parquet')")
-            self._close_connections()
-            self._db.close()
+            export_name = f".export-{number:06d}"
+            self._cleanup_stale_files()  # a failed rebuild of this process may have left the same names
+            with _plain_path(self._dir) as plain:
+                self._rebuild_into(new, f"{plain}/{export_name}")
+
+    def _rebuild_into(self, new: str, export: str) -> None:
+        """EXPORT to ``export``, IMPORT into the file ``new``, switch CURRENT to it; the exclusive lock is held."""
+        try:
+            self._writer.execute(f"EXPORT DATABASE {cypher_string(export)} (format='parquet')")
+        except RuntimeError as exc:
+            self._cleanup_stale_files()
+            raise _rebuild_failed(exc) from exc
+        self._close_connections()
+        self._db.close()
+        try:
             fresh = kuzu.Database(str(self._dir / new))
             conn = kuzu.Connection(fresh)
-            conn.execute(f"IMPORT DATABASE '{export}'")
-            _exec(conn, "CHECKPOINT")
-            conn.close()
-            fresh.close()
+            try:
+                conn.execute(f"IMPORT DATABASE {cypher_string(export)}")
+                _exec(conn, "CHECKPOINT")
+            finally:
+                conn.close()
+                fresh.close()
             tmp = self._dir / "CURRENT.tmp"
             tmp.write_text(new)
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
             tmp.replace(self._dir / "CURRENT")
             _fsync_dir(self._dir)
-            self._cleanup_stale_files()
+        except (RuntimeError, OSError) as exc:
+            self._cleanup_stale_files()  # CURRENT still names the old file: the new one goes
             self._open()
+            raise _rebuild_failed(exc) from exc
+        self._cleanup_stale_files()
+        self._open()
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (the files then hold every commit on their own)."""
         self._require_healthy()
         with self._lock.shared():
-            self._writer.execute("CHECKPOINT")
+            try:
+                self._writer.execute("CHECKPOINT")
+            except RuntimeError as exc:
+                if not _checkpoint_timeout(exc):
+                    raise
+                raise StorageUnavailable(
+                    "the canonical store is busy: a long read (an export or backup) holds off its checkpoint",
+                    hint="nothing changed; retry once the export or backup has finished",
+                ) from exc
 
     @contextmanager
     def snapshot(self) -> Iterator[kuzu.Connection]:
@@ -474,7 +529,9 @@ class GraphStore:
         if mentions:
             _exec(
                 conn,
-                "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) CREATE (m)-[:MENTIONS]->(e)",
+                # An export does not say which memory gave an entity its type and aliases: each mention holds them.
+                "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) "
+                "CREATE (m)-[:MENTIONS {name: e.name, type: e.type, aliases: e.aliases}]->(e)",
                 {"mid": m.id, "es": list(mentions)},
             )
 
@@ -760,6 +817,7 @@ class GraphStore:
         )
 
     def mention(self, conn: kuzu.Connection, memory_id: str, entities: Sequence[EntityIn]) -> None:
+        given: dict[str, EntityIn] = {}
         for e in entities:
             _exec(
                 conn,
@@ -767,11 +825,16 @@ class GraphStore:
                 "ON MATCH SET e.aliases = list_distinct(list_concat(e.aliases, $aliases))",
                 {"id": entity_key(e.name), "name": e.name, "type": e.type, "aliases": list(e.aliases)},
             )
-        _exec(
-            conn,
-            "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) CREATE (m)-[:MENTIONS]->(e)",
-            {"mid": memory_id, "es": list(dict.fromkeys(entity_key(e.name) for e in entities))},
-        )
+            first = given.setdefault(entity_key(e.name), e)
+            if first is not e:
+                given[entity_key(e.name)] = EntityIn(first.name, first.type, (*first.aliases, *e.aliases))
+        for key, e in given.items():
+            _exec(
+                conn,
+                "MATCH (m:Memory {id: $mid}), (e:Entity {id: $eid}) "
+                "CREATE (m)-[:MENTIONS {name: $name, type: $type, aliases: CAST($aliases AS STRING[])}]->(e)",
+                {"mid": memory_id, "eid": key, "name": e.name, "type": e.type, "aliases": list(e.aliases)},
+            )
 
     def relate(
         self, conn: kuzu.Connection, memory_id: str, subject: str, predicate: str, obj: str, at: datetime
@@ -851,8 +914,17 @@ class GraphStore:
 
     def delete_memories(self, conn: kuzu.Connection, ids: Sequence[str]) -> int:
         """Delete memories with their edges, the relations they recorded, version pointers to them, and the
-        entities no remaining memory mentions. Returns how many entities were deleted."""
+        entities no remaining memory mentions; an entity that stays keeps only the name, type and aliases its
+        remaining mentions gave it. Returns how many entities were deleted."""
         ids = list(ids)
+        touched = [
+            r[0]
+            for r in _rows(
+                conn,
+                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN DISTINCT e.id",
+                {"ids": ids},
+            )
+        ]
         _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
         # A version that stays while its newer version goes must not point at it; it stays out of current
@@ -878,7 +950,34 @@ class GraphStore:
             "AND NOT EXISTS { MATCH (e)-[:RELATES]-(:Entity) } RETURN e.id",
         )
         _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": [r[0] for r in orphans]})
+        gone = {r[0] for r in orphans}
+        for eid in touched:
+            if eid not in gone:
+                self._regive(conn, eid)
         return len(orphans)
+
+    def _regive(self, conn: kuzu.Connection, entity: str) -> None:
+        """Set an entity's name, type and aliases from the mentions that remain: the earliest mention's name
+        and type, every mention's aliases."""
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity {id: $e}) RETURN r.name, r.type, r.aliases, e.name "
+            "ORDER BY m.recorded_at, m.id",
+            {"e": entity},
+        )
+        if not rows:  # kept by relations alone (a relation's ends are always mentioned, so not expected)
+            rows = [
+                [None, None, None, r[0]]
+                for r in _rows(conn, "MATCH (e:Entity {id: $e}) RETURN e.name", {"e": entity})
+            ]
+        name = next((n for n, _, _, _ in rows if n), rows[0][3])
+        etype = next((t for _, t, _, _ in rows if t), "thing")
+        aliases = list(dict.fromkeys(a for _, _, given, _ in rows for a in (given or ())))
+        _exec(
+            conn,
+            "MATCH (e:Entity {id: $e}) SET e.name = $name, e.type = $type, e.aliases = CAST($aliases AS STRING[])",
+            {"e": entity, "name": name, "type": etype, "aliases": aliases},
+        )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -905,6 +1004,66 @@ def _memory(r: list[Any], scopes: tuple[str, ...], entities: tuple[str, ...]) ->
         retire_reason=retire_reason or "",
         supersedes=supersedes,
         superseded_by=superseded_by,
+    )
+
+
+def cypher_string(value: str) -> str:
+    """``value`` as a Cypher string literal, for the few statements that take no parameters (EXPORT and
+    IMPORT DATABASE paths). Backslash and single quote are escaped, so a path such as ``/home/o'brien`` stays
+    one literal; every other value goes in as a bound parameter."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+@contextmanager
+def _plain_path(directory: Path) -> Iterator[str]:
+    """A path to ``directory`` made of plain characters only, valid for the block.
+
+    Kùzu's EXPORT DATABASE writes the paths it was given, unescaped, into the script IMPORT DATABASE runs, so a
+    data directory under ``/home/o'brien`` or one with a double quote would break the import however the
+    statement itself is quoted. A plain path is used as it is; otherwise the directory is reached through an
+    open descriptor (``/proc/self/fd/N``, Linux) or a symbolic link in a fresh temporary directory.
+    """
+    text = str(directory)
+    if _PLAIN.fullmatch(text):
+        yield text
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        via_fd = f"/proc/self/fd/{fd}"
+        if os.path.isdir(f"{via_fd}/.") and os.path.samefile(via_fd, directory):
+            yield via_fd
+            return
+        link_dir = tempfile.mkdtemp(prefix="mnemograph-")
+        try:
+            link = f"{link_dir}/d"
+            os.symlink(directory, link)
+            if not _PLAIN.fullmatch(link):
+                raise StorageUnavailable(
+                    f"no plain path reaches the data directory {text!r} for the canonical store's rewrite",
+                    hint="set TMPDIR to a directory whose path has only letters, digits, '.', '_', '-' and '/'",
+                )
+            yield link
+        finally:
+            shutil.rmtree(link_dir, ignore_errors=True)
+    finally:
+        os.close(fd)
+
+
+def _checkpoint_timeout(exc: BaseException) -> bool:
+    """Kùzu's checkpoint gave up waiting for open transactions: transient, nothing was lost."""
+    return str(exc).startswith(
+        "Timeout waiting for active transactions to leave the system before checkpointing"
+    )
+
+
+def _rebuild_failed(exc: BaseException) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"the canonical store could not be rewritten: {str(exc)[:300]}",
+        hint="nothing acknowledged was lost and the store stays usable; the rewrite that removes erased bytes "
+        "from disk is retried at the next erase or purge and at the next start (check free disk space)",
     )
 
 

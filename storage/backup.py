@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -371,14 +372,15 @@ def snapshot(engine: Engine, dest: Path | str) -> SnapshotSummary:
     if target == engine.data_dir or engine.data_dir in target.parents:
         raise InvalidInput("the backup directory must be outside the data directory")
     require_empty(target)
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A fresh, uniquely named directory beside the target (so the final rename stays on one file system): a
+    # fixed name such as DIR.partial could be a directory of the user's, which a backup must never delete.
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     result: list[tuple[int, int]] = []
 
     def copy() -> None:
         # In the projector thread, with the writer paused: both projections have applied every commit.
         engine.graph.checkpoint()
-        partial.mkdir(parents=True)
         ignore = shutil.ignore_patterns("*.lock", "*.tmp", ".export-*")
         for name in ("graph", "text", "vectors"):
             shutil.copytree(engine.data_dir / name, partial / name, ignore=ignore)
@@ -389,10 +391,14 @@ def snapshot(engine: Engine, dest: Path | str) -> SnapshotSummary:
             memories = len(engine.graph.all_ids(conn))
         result.append((memories, engine.reconciler.committed_seq))
 
-    engine.reconciler.on_writer(lambda: engine.reconciler.on_projector(copy))
-    if target.exists():
-        target.rmdir()
-    partial.rename(target)
+    try:
+        engine.reconciler.on_writer(lambda: engine.reconciler.on_projector(copy))
+        if target.exists():
+            target.rmdir()
+        partial.rename(target)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)  # ours alone: created above under a name nobody else had
+        raise
     memories, seq = result[0]
     return SnapshotSummary(str(target), memories, seq)
 

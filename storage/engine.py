@@ -11,6 +11,7 @@ import builtins
 import dataclasses
 import fcntl
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +67,8 @@ from storage.models import (
 )
 from storage.recipes import GROUP_KEYS, Recipe, resolve
 from storage.reconciler import Reconciler, Tx
+
+log = logging.getLogger("mnemograph.engine")
 
 VACUUM_MARKER = "VACUUM_PENDING"
 # Ids a prefix may match before the ones the caller cannot read are set aside (8+ hex characters: rarely > 1).
@@ -187,7 +190,15 @@ class Engine:
         self._reload_lexicon()
         self._reload_group_keys()
         if (self.data_dir / VACUUM_MARKER).exists():
-            self._vacuum()  # a purge was interrupted before its files were rewritten
+            try:
+                self._vacuum()  # an erasure was interrupted before its files were rewritten
+            except StorageUnavailable:
+                # The erased rows are gone from every store (nothing can read them); only their bytes wait for
+                # the rewrite, which the marker keeps asking for. A store that cannot be rewritten right now
+                # (disk full) must still open: refusing to would lose the user every other memory.
+                log.exception(
+                    "the rewrite that removes erased bytes failed; it is retried at the next erasure"
+                )
 
     def close(self) -> None:
         """Drain queued writes, flush projections and release the directory. Idempotent."""
@@ -917,7 +928,7 @@ class Engine:
             return only, shared, entities
 
         only, shared, entities = self.reconciler.submit(intent)
-        self._vacuum()
+        erasure = self._vacuum()
         per_store = self._after_erasure(before, len(only))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
         self.audit.record(
@@ -925,6 +936,7 @@ class Engine:
             principal=principal.name,
             client=principal.client,
             scopes=[str(sid)],
+            erasure=erasure,
             memories_deleted=len(only),
             memories_unlinked=len(shared),
             entities_deleted=entities,
@@ -960,12 +972,18 @@ class Engine:
 
         try:
             family, entities = self.reconciler.submit(intent)
-        finally:
+        except BaseException:
             self._vacuum()  # also when nothing was deleted: the marker must not outlive this call
+            raise
+        erasure = self._vacuum()
         per_store = self._after_erasure(before, len(family))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
         self.audit.record(
-            "erase", principal=principal.name, client=principal.client, memories_deleted=len(family)
+            "erase",
+            principal=principal.name,
+            client=principal.client,
+            memories_deleted=len(family),
+            erasure=erasure,
         )
         return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
 
@@ -1046,20 +1064,45 @@ class Engine:
         """True once a commit failed to reach disk: the process must reopen the store (``close`` then ``open``)."""
         return self.graph.failed is not None
 
-    def _vacuum(self) -> None:
-        """Rewrite every store's files so deleted content leaves no bytes behind, then drop the marker."""
-        self.reconciler.wait_projected()
+    def _vacuum(self) -> str:
+        """Rewrite every store's files so erased content leaves no bytes behind, then drop the marker. Returns
+        the random reference that replaced the erased ids in the audit log.
+
+        The change log goes first: its entries name the erased ids (hashes of the content), and once both
+        projections have applied them nothing needs them. Raises StorageUnavailable when a step failed; the
+        marker then stays, and the next erasure (or the next start) runs the whole rewrite again.
+        """
+        if not self.reconciler.wait_projected():
+            raise StorageUnavailable(
+                "the erased memories are deleted, but the search indexes are behind, so their files were not "
+                "rewritten yet",
+                hint="the rewrite is retried at the next erase or purge and at the next start",
+            )
+        upto = self.reconciler.projected_seq
+        self.reconciler.submit(lambda tx: self.graph.prune_changes(tx.conn, upto))
         self.reconciler.on_writer(self.graph.rebuild)
 
         def rewrite_projections() -> None:
-            with self.graph.read() as conn:
-                rows = self.graph.projection_rows(conn)
-            self.text.rebuild(rows.values())
-            self.vectors.vacuum()
+            # Rewritten from the canonical rows, not compacted: Lance's compaction keeps a fragment with few
+            # deleted rows (and the IVF index its copy of their vectors), so an erased vector stayed on disk.
+            # Watermark 0 first: a crash in the middle leaves a projection the next start rebuilds.
+            self.vectors.watermark.set(0)
+            self._rebuild_projections()
             self.reconciler.rebuilt()
 
-        self.reconciler.on_projector(rewrite_projections)
+        try:
+            self.reconciler.on_projector(rewrite_projections)
+            with self.graph.read() as conn:
+                present = self.graph.all_ids(conn)
+            ref = self.audit.redact(present.__contains__)
+        except (OSError, RuntimeError, ValueError) as exc:  # what Lance, Tantivy and the file system raise
+            raise StorageUnavailable(
+                f"the search indexes or the audit log could not be rewritten after an erasure: {exc}",
+                hint="the erased memories are deleted and no longer found; the rewrite that removes their bytes "
+                "is retried at the next erase or purge and at the next start (check free disk space)",
+            ) from exc
         (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+        return ref
 
     # -- backup ------------------------------------------------------------------------------------
 

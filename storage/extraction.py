@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from storage.models import EntityIn
+from storage.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
 from storage.timeparse import TimeMention, find_times
 
 _TOKEN = re.compile(r"[\w][\w'’&.-]*", re.UNICODE)
@@ -23,7 +23,7 @@ _CAP_RUN = re.compile(
     r"(?<![\w'’])(?:[A-Z][\w'’&-]*|[A-Z]{2,})(?:\s+(?:(?:of|de|da|van|von|der|la|le|del|the|and|&)\s+)?"
     r"(?:[A-Z][\w'’&-]*))*"
 )
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
+_SENTENCE_ENDS = frozenset('.!?:;\n"“(')
 MAX_NGRAM = 5
 
 # Capitalised words that are almost never entities on their own.
@@ -165,6 +165,13 @@ class EntityMatch:
 _HOW_ORDER = {"exact": 0, "alias": 1, "token": 2, "fuzzy": 3}
 _MAX_POSTINGS = 64  # a query word shared by more known names than this cannot pick one out
 FUZZY_MIN_CHARS = 5  # shorter words are too easily one edit from another word ("Rome", "home")
+# Longer words get no one-edit variants: a word of n characters has n variants of n - 1 characters, so the index
+# of one 31,000-character word took about 1 GB (and again at every start, when the lexicon is rebuilt). Real names
+# are far shorter; a longer word still matches exactly.
+FUZZY_MAX_CHARS = 24
+# What the offline extractor may take from one memory: names as long as a caller may give (MAX_NAME_CHARS) and at
+# most MAX_ENTITIES of them, like a caller's list. Together with FUZZY_MAX_CHARS this bounds what one write adds
+# to the in-memory lexicon (docs/limits.md, "Memory budget").
 # Words that never select an entity by themselves in a query (they may still be part of an exact name).
 _QUERY_STOP = _NOT_ENTITIES | frozenset(
     (
@@ -220,7 +227,7 @@ class EntityLexicon:
                 self._names[key] = name
                 for word in key.split():
                     self._by_token.setdefault(word, set()).add(key)
-                    if len(word) >= FUZZY_MIN_CHARS:
+                    if _fuzzy_size(word):
                         for variant in (word, *_deletions(word)):
                             self._variants.setdefault(variant, set()).add(word)
 
@@ -270,7 +277,7 @@ class EntityLexicon:
             near: dict[str, str] = {}  # known word -> the query word one edit away from it
             if fuzzy:
                 for w in query - _QUERY_STOP:
-                    if len(w) < FUZZY_MIN_CHARS or w in self._by_token:
+                    if not _fuzzy_size(w) or w in self._by_token:
                         continue
                     for variant in (w, *_deletions(w)):
                         for known in self._variants.get(variant, ()):
@@ -301,6 +308,10 @@ def _words(text: str) -> list[str]:
     return [m.group(0).strip(".'’-&").casefold() for m in _TOKEN.finditer(text)]
 
 
+def _fuzzy_size(word: str) -> bool:
+    return FUZZY_MIN_CHARS <= len(word) <= FUZZY_MAX_CHARS
+
+
 def _deletions(word: str) -> set[str]:
     return {word[:i] + word[i + 1 :] for i in range(len(word))}
 
@@ -328,6 +339,20 @@ def _norm(name: str) -> str:
     return " ".join(w.strip(".'’-&").casefold() for w in _TOKEN.findall(name))
 
 
+def _after_sentence_end(text: str, start: int) -> bool:
+    """Whether ``text[:start]`` is empty or ends in a sentence end, a newline or an opening quote or bracket,
+    then optional white space. Looks back only over that white space (a regex over the whole prefix made
+    extraction quadratic in the content's length)."""
+    if start == 0:
+        return True
+    i = start
+    while i > 0 and text[i - 1].isspace():
+        if text[i - 1] == "\n":
+            return True
+        i -= 1
+    return i > 0 and text[i - 1] in _SENTENCE_ENDS
+
+
 def capitalised_spans(text: str) -> list[str]:
     """Runs of capitalised words that look like names ("Ana Lima", "Bank of America", "NASA")."""
     out: dict[str, None] = {}
@@ -335,7 +360,7 @@ def capitalised_spans(text: str) -> list[str]:
         words = m.group(0).split()
         # A sentence-initial capital says nothing: drop leading function words there, and a lone
         # sentence-initial word unless it is an all-caps acronym.
-        sentence_start = bool(_SENTENCE_START.search(text[: m.start()]))
+        sentence_start = _after_sentence_end(text, m.start())
         while words and words[0].strip(".'’").casefold() in _NOT_ENTITIES:
             words.pop(0)
             sentence_start = False
@@ -370,9 +395,13 @@ def extract(
     entities: dict[str, EntityIn] = {}
     for e in given:
         entities.setdefault(_norm(e.name), e)
+    found_names = 0
     for name in (*lexicon.find(content), *capitalised_spans(content)):
+        if found_names >= MAX_ENTITIES:
+            break
         key = _norm(name)
-        if key and key not in entities:
+        if key and key not in entities and len(name) <= MAX_NAME_CHARS:
             entities[key] = EntityIn(name=name)
+            found_names += 1
     found = tuple(find_times(content, written_at)) if times else ()
     return Extraction(entities=tuple(entities.values()), times=found)

@@ -1,0 +1,74 @@
+"""A hostile write costs the process at most a few MB of memory, when it is written and again at every start
+(the entity lexicon is rebuilt from the store). Measured from outside the engine: the peak resident memory of a
+child process that opens the store, as the owner process does (docs/limits.md, "Memory budget")."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from storage.extraction import FUZZY_MAX_CHARS, EntityLexicon, _after_sentence_end, capitalised_spans
+from storage.models import MAX_ENTITIES, MAX_NAME_CHARS
+
+CHILD = Path(__file__).with_name("memory_child.py")
+ROOT = Path(__file__).resolve().parents[2]
+BUDGET_KIB = 8 * 1024  # "a few MB" per hostile write beyond what ordinary prose of the same length costs
+
+
+def _run(data: Path, what: str) -> dict[str, int]:
+    proc = subprocess.run(
+        [sys.executable, str(CHILD), str(data), what],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {step: int(kib) for step, kib in (line.split() for line in proc.stdout.splitlines())}
+
+
+def test_a_hostile_write_grows_the_process_by_a_few_mb_now_and_at_every_start(tmp_path: Path) -> None:
+    hostile, plain = tmp_path / "hostile", tmp_path / "plain"
+    grown = _run(hostile, "hostile")
+    for step in ("one_long_word", "many_names", "long_query"):
+        over = grown[step] - max(grown["prose"], 0)
+        assert over <= BUDGET_KIB, (
+            f"{step} grew the peak resident memory {over:,} KiB more than prose: {grown}"
+        )
+    _run(plain, "plain")
+    # At start the entity lexicon is rebuilt from the store: the hostile store may cost only a few MB more.
+    at_start, plain_start = _run(hostile, "open")["open"], _run(plain, "open")["open"]
+    assert at_start - plain_start <= BUDGET_KIB, (at_start, plain_start)
+
+
+def test_a_very_long_word_still_matches_exactly_but_gets_no_fuzzy_variants() -> None:
+    lexicon = EntityLexicon()
+    long_name = "Q" + "x" * 30_999
+    lexicon.add(long_name)
+    lexicon.add("Portugal")
+    assert lexicon.find(f"about {long_name} today") == [long_name]
+    assert [m.name for m in lexicon.match("trip to Portgual")] == ["Portugal"]  # fuzzy still works for names
+    assert lexicon.match("Q" + "x" * 30_998 + "y") == []  # no one-edit match for a 31,000-character word
+    assert capitalised_spans("Hello there. Ana Lima met NASA staff.\n  Bob came, then met Bob.") == [
+        "Ana Lima",
+        "NASA",
+        "Bob",
+    ]
+
+
+def test_the_sentence_start_check_looks_back_only_over_white_space_and_agrees_with_the_old_regex() -> None:
+    old = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")  # the check before, over the whole prefix
+    rng = random.Random(12)
+    for _ in range(20_000):
+        text = "".join(rng.choice(' .\n\t"(“:;!?aB,') for _ in range(rng.randint(0, 8)))
+        assert _after_sentence_end(text, len(text)) == bool(old.search(text)), repr(text)
+
+
+def test_the_limits_page_states_the_lexicon_bounds() -> None:
+    page = (ROOT / "docs" / "limits.md").read_text()
+    assert f"5 to {FUZZY_MAX_CHARS} characters (`FUZZY_MAX_CHARS`)" in page
+    assert f"at most {MAX_ENTITIES} (`MAX_ENTITIES`), each name at most {MAX_NAME_CHARS} characters" in page
