@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 # The protected-resource metadata (RFC 9728) the owner serves for this front's /mcp, at both places clients look.
 METADATA_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
 PROXIED_PATHS = (MCP_PATH, HEALTH_PATH, *METADATA_PATHS)
+UI_PATHS = ("/ui", "/ui/{rest:path}")
 MAX_BODY = 4 * 1024 * 1024  # the SDK's own request limit
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
@@ -85,7 +86,9 @@ class HttpFront:
         self.app = Starlette(
             routes=[
                 Route(path, _Asgi(self._proxy), methods=["GET", "POST", "DELETE"]) for path in PROXIED_PATHS
-            ],
+            ]
+            # The web UI (served by the owner, see server.ui): its pages, forms and static files.
+            + [Route(path, _Asgi(self._proxy), methods=["GET", "POST"]) for path in UI_PATHS],
             lifespan=self._lifespan,
         )
 
