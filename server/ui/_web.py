@@ -147,7 +147,7 @@ class Web:
             except MnemographError as exc:
                 refused = Refused(_status(exc), exc.message, exc.hint)
                 response = self.page(ctx, "error.html", status=refused.status, error=refused)
-            if fresh:
+            if fresh and not _sets_cookie(response):  # a sign-in sets its own (new) session's cookie
                 set_cookie(response, ctx.session.sid)
             for name, value in _SECURITY_HEADERS.items():
                 response.headers.setdefault(name, value)
@@ -202,6 +202,11 @@ async def read_form(request: Request) -> dict[str, str]:
 
 def set_cookie(response: Response, sid: str) -> None:
     response.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path=UI_PATH)
+
+
+def _sets_cookie(response: Response) -> bool:
+    mine = COOKIE.encode() + b"="
+    return any(k == b"set-cookie" and v.startswith(mine) for k, v in response.raw_headers)
 
 
 def is_admin(principal: Principal) -> bool:

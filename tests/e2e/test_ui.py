@@ -135,7 +135,7 @@ async def test_sign_in_search_amend_erase(store: Store, tmp_path: Path) -> None:
         assert "door code" in await page.inner_text("#timeline")
         await page.screenshot(path=str(out / "timeline.png"), full_page=True)
         await page.goto(f"{server.base}/ui/graph?memory={ids['office']}")
-        graph = await page.inner_text("#graph")
+        graph = await page.text_content("#graph") or ""
         assert "Acme" in graph
         assert "works_at" in graph
         await page.screenshot(path=str(out / "graph.png"), full_page=True)
@@ -182,8 +182,32 @@ async def test_read_only_token_sees_no_edit_controls_and_is_refused(store: Store
     reader = await make_token(store, "rita", "team:t=r")
     async with http_server(store, auth=True) as server, browser() as b:
         ids = await seed(server, admin)
+        async with as_token(server.url, admin) as client:  # a private memory the reader must never see
+            await call(
+                client,
+                "memory_write",
+                {
+                    "content": "Ana secretly moves to Porto next spring.",
+                    "scopes": ["team:t-private"],
+                    "relations": [{"subject": "Ana", "predicate": "moves_to", "object": "Porto"}],
+                },
+            )
         page = await (await b.new_context()).new_page()
         await sign_in(page, server, reader)
+        # Every read page shows only what the token may read: no private memory, relation, scope or event.
+        for url, selector in (
+            ("/ui/search?q=where+does+Ana+move", "main"),
+            ("/ui/timeline", "main"),
+            ("/ui/scopes", "#scope-tree"),
+            ("/ui/graph?entity=Ana", "#graph"),
+            ("/ui/audit", "#audit"),
+        ):
+            await page.goto(server.base + url)
+            shown = await page.text_content(selector) or ""
+            for secret in ("Porto", "moves_to", "t-private", "write"):
+                assert secret not in shown, (url, secret)
+        await page.goto(f"{server.base}/ui/graph?entity=Ana")
+        assert "works_at" in (await page.text_content("#graph") or "")  # what it may read is there
         await page.goto(f"{server.base}/ui/memory/{ids['tea']}")
         assert "green tea" in await page.inner_text("#content")
         assert await page.locator("#edit-controls").count() == 0
