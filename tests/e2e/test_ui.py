@@ -178,7 +178,7 @@ async def test_sign_in_search_amend_erase(store: Store, tmp_path: Path) -> None:
 
 
 async def test_read_only_token_sees_no_edit_controls_and_is_refused(store: Store) -> None:
-    admin = await make_token(store, "ana", "team:t=admin")
+    admin = await make_token(store, "ana", "team:t=admin", "user:ana=w")
     reader = await make_token(store, "rita", "team:t=r")
     async with http_server(store, auth=True) as server, browser() as b:
         ids = await seed(server, admin)
@@ -188,7 +188,7 @@ async def test_read_only_token_sees_no_edit_controls_and_is_refused(store: Store
                 "memory_write",
                 {
                     "content": "Ana secretly moves to Porto next spring.",
-                    "scopes": ["team:t-private"],
+                    "scopes": ["user:ana"],
                     "relations": [{"subject": "Ana", "predicate": "moves_to", "object": "Porto"}],
                 },
             )
@@ -204,8 +204,10 @@ async def test_read_only_token_sees_no_edit_controls_and_is_refused(store: Store
         ):
             await page.goto(server.base + url)
             shown = await page.text_content(selector) or ""
-            for secret in ("Porto", "moves_to", "t-private", "write"):
+            for secret in ("Porto", "moves_to", "user:ana"):
                 assert secret not in shown, (url, secret)
+            # The reader administers nothing, so the audit log shows only its own actions (none).
+            assert "write" not in shown or not url.endswith("audit"), shown
         await page.goto(f"{server.base}/ui/graph?entity=Ana")
         assert "works_at" in (await page.text_content("#graph") or "")  # what it may read is there
         await page.goto(f"{server.base}/ui/memory/{ids['tea']}")
@@ -257,6 +259,12 @@ async def test_posts_without_csrf_token_or_from_another_origin_are_refused(store
         ui_cookie = next(c for c in cookies if c["name"] == "mnemograph_ui")
         assert ui_cookie["httpOnly"] is True
         assert ui_cookie["sameSite"] == "Strict"
+        # Revoking the token ends its UI session at the next request.
+        await anyio.run_process(
+            [MNEMOGRAPH, "token", "revoke", "ana", "--data-dir", str(store.data_dir)], check=True
+        )
+        await page.goto(f"{server.base}/ui/search")
+        assert "/ui/login" in page.url
 
 
 async def test_ui_command_signs_in_the_local_user_once(store: Store) -> None:
