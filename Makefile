@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
 PYTEST_ARGS ?=
 
-.PHONY: install serve test lint typecheck layers pytest bench bench-mcp inspector clean
+.PHONY: install browser serve test lint typecheck layers pytest bench bench-mcp inspector clean
 
 install: $(STAMP)
 
@@ -31,7 +31,13 @@ typecheck: install
 layers: install
 	$(BIN)/lint-imports
 
-pytest: install
+# Debian's chromium for the web UI's browser tests (tests/e2e/test_ui.py); installed once, when missing.
+browser:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
+
+pytest: install browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck layers pytest

@@ -5,6 +5,7 @@
 - ``/healthz``: whether the store is open.
 - ``/-/verify``, ``/-/reindex``, ``/-/erase``, ``/-/export``, ``/-/backup``: admin operations for the CLI
   (the HTTP front never proxies them).
+- ``/ui``: the web UI (``server.ui``), with its own sign-in; relayed by every HTTP front.
 - ``/-/lease``: a long-lived request that an HTTP front holds so the owner stays up while the front runs.
 
 DNS-rebinding protection: requests relayed by an HTTP front carry the front's allowed hosts and origins in
@@ -31,7 +32,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -52,6 +53,7 @@ from server._protocol import (
 )
 from server._session import SessionInfo, current_session, local_principal, parse_scopes
 from server.app import VERSION, MnemographMCP
+from server.ui import RELAYED_KEY, UI_PATH, ui_app
 from storage.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
@@ -140,11 +142,17 @@ def owner_app(
             Route("/-/scope", scope, methods=["POST"]),
             Route("/-/{op}", admin, methods=["POST"]),
             Route(LEASE_PATH, _Lease(activity, stopping), methods=["GET"]),
+            Route(UI_PATH, _to_ui_home),
+            Mount(UI_PATH, app=ui_app(holder, verifier, data_dir)),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
     )
     return _PerRequest(app, activity, server.default_scopes, BearerGate(verifier))
+
+
+async def _to_ui_home(request: Request) -> Response:
+    return RedirectResponse(f"{UI_PATH}/", status_code=308)
 
 
 async def _admin(holder: EngineHolder, op: Callable[[Engine], dict[str, Any]]) -> Response:
@@ -220,13 +228,22 @@ class _PerRequest:
             return
         receive = _bounded(receive)
         hosts = headers.get(ALLOWED_HOSTS_HEADER)
+        ui = scope["path"] == UI_PATH or scope["path"].startswith(UI_PATH + "/")
         if hosts is not None:
             security = _policy(hosts, headers.get(ALLOWED_ORIGINS_HEADER, ""))
             request = Request(scope, receive)
-            rejected = await security.validate_request(request, is_post=request.method == "POST")
+            # The UI's forms are urlencoded, not JSON: it checks Host and Origin here and the rest itself.
+            is_post = request.method == "POST" and not ui
+            rejected = await security.validate_request(request, is_post=is_post)
             if rejected is not None:
                 await rejected(scope, receive, send)
                 return
+        if ui:
+            # The UI signs people in with its own session cookie (server.ui), not a bearer header.
+            scope[RELAYED_KEY] = hosts is not None
+            with self._activity.hold():
+                await self._app(scope, receive, send)
+            return
         requested = headers.get(DEFAULT_SCOPES_HEADER)
         defaults = (parse_scopes(requested) if requested is not None else None) or self._default_scopes
         guarded = scope["path"] == MCP_PATH or scope["path"].startswith(METADATA_PATH)

@@ -2,6 +2,7 @@
 
 - ``mnemograph serve``: MCP over stdio, for clients that launch their server (Claude Desktop, Claude Code,
   Cursor, VS Code). ``--transport http`` serves streamable HTTP at /mcp (and /healthz) instead.
+- ``mnemograph ui``: the web UI (docs/ui.md) on loopback, opened in a browser with a one-time sign-in link.
 - ``mnemograph verify`` / ``reindex``: check the stores agree / rebuild the derived ones, with or without a
   server running.
 - ``mnemograph erase ID --confirm ID``: forget one memory and every version of it, for real.
@@ -81,6 +82,12 @@ def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _ui(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._ui_launch import run_ui
+
+    return run_ui(settings, paths, open_browser=not args.no_browser)
 
 
 def _daemon(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
@@ -289,6 +296,11 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: accept requests without a bearer token (refused unless the host is loopback)",
     )
     serve.set_defaults(command=_serve)
+
+    ui = sub.add_parser("ui", parents=[data_dir], help="open the web UI in a browser, signed in as you")
+    ui.add_argument("--port", type=int, help="loopback port (default 8765, or a free one when taken)")
+    ui.add_argument("--no-browser", action="store_true", help="print the sign-in link without opening it")
+    ui.set_defaults(command=_ui)
 
     for op, text in (("verify", "check that the stores agree"), ("reindex", "rebuild the derived stores")):
         cmd = sub.add_parser(op, parents=[data_dir], help=text)

@@ -64,7 +64,11 @@ log = logging.getLogger(__name__)
 # The protected-resource metadata (RFC 9728) the owner serves for this front's /mcp, at both places clients look.
 METADATA_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
 PROXIED_PATHS = (MCP_PATH, HEALTH_PATH, *METADATA_PATHS)
+UI_PATHS = ("/ui", "/ui/{rest:path}")
 MAX_BODY = MAX_MESSAGE_BYTES  # the SDK's own request limit (docs/limits.md)
+# A UI form (sign-in with a token, or an amend of at most 32,000 characters, form-encoded) fits in this; the UI
+# signs in by cookie, which the front cannot check, so its posts are read unauthenticated, but capped low.
+MAX_UI_BODY = 512 * 1024
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
      b"transfer-encoding", b"upgrade", b"content-length"}
@@ -108,7 +112,9 @@ class HttpFront:
         self.app = Starlette(
             routes=[
                 Route(path, _Asgi(self._proxy), methods=["GET", "POST", "DELETE"]) for path in PROXIED_PATHS
-            ],
+            ]
+            # The web UI (served by the owner, see server.ui): its pages, forms and static files.
+            + [Route(path, _Asgi(self._proxy), methods=["GET", "POST"]) for path in UI_PATHS],
             lifespan=self._lifespan,
         )
 
@@ -128,8 +134,13 @@ class HttpFront:
         body = b""
         # Only an authenticated POST to /mcp has a body worth reading; anything else goes on without one, so
         # an unauthenticated client never makes the front hold more than its headers.
+        limit = 0
         if scope["method"] == "POST" and scope["path"] == MCP_PATH and self._authenticated(scope):
-            read = await _read_body(scope, receive, send, self._settings.body_timeout)
+            limit = MAX_BODY
+        elif scope["method"] == "POST" and scope["path"].startswith("/ui"):
+            limit = MAX_UI_BODY
+        if limit:
+            read = await _read_body(scope, receive, send, self._settings.body_timeout, limit)
             if read is None:
                 return
             body = read
@@ -209,7 +220,9 @@ class _Asgi:
         await self._app(scope, receive, send)
 
 
-async def _read_body(scope: Scope, receive: Receive, send: Send, deadline: float) -> bytes | None:
+async def _read_body(
+    scope: Scope, receive: Receive, send: Send, deadline: float, limit: int = MAX_BODY
+) -> bytes | None:
     """The request's body, or None once the client has been answered (413 too large, 408 too slow) or left."""
     chunks: list[bytes] = []
     size = 0
@@ -220,8 +233,8 @@ async def _read_body(scope: Scope, receive: Receive, send: Send, deadline: float
                 return None
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > MAX_BODY:
-                too_big = f"a request body may hold at most {MAX_BODY} bytes"
+            if size > limit:
+                too_big = f"a request body may hold at most {limit} bytes"
                 await JSONResponse({"error": "too_large", "message": too_big}, status_code=413)(
                     scope, receive, send
                 )
