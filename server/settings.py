@@ -16,6 +16,8 @@ Variables (all optional):
 - ``MNEMOGRAPH_ENGINE_WAIT``: seconds a tool call waits for the store to open; default 120.
 - ``MNEMOGRAPH_SPAWN_TIMEOUT``: seconds a front-end waits for a new owner to listen; default 60.
 - ``MNEMOGRAPH_LOG_LEVEL``: DEBUG, INFO, WARNING or ERROR; default INFO.
+- ``MNEMOGRAPH_EMBEDDER``: the runtime that runs the embedding model, ``numpy`` (default: loads in under a
+  second, ~100 MB) or ``torch`` (sentence-transformers; 10+ s to load, ~1 GB). Same model, same vectors.
 - ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
 
@@ -41,6 +43,10 @@ from scopes import InvalidScopeId, ScopeId
 PREFIX = "MNEMOGRAPH_"
 APP_NAME = "mnemograph"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+EMBEDDER_RUNTIMES = (
+    "numpy",
+    "torch",
+)  # mirrors storage.embedding.RUNTIMES (this module must not import storage)
 # Characters a scope name may hold (mirrors scopes' validation, which has the final word).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
 _PRINCIPAL = re.compile(r"[A-Za-z0-9._@-]{1,64}")
@@ -67,6 +73,7 @@ class Settings:
     engine_wait: float = 120.0
     spawn_timeout: float = 60.0
     log_level: str = "INFO"
+    embedder: str = "numpy"
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -96,6 +103,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     level = str(pick("log_level") or "INFO").upper()
     if level not in LOG_LEVELS:
         raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    embedder = str(pick("embedder") or "numpy").lower()
+    if embedder not in EMBEDDER_RUNTIMES:
+        raise SettingsError(
+            f"{PREFIX}EMBEDDER must be one of {', '.join(EMBEDDER_RUNTIMES)}, got {embedder!r}"
+        )
     return Settings(
         data_dir=data_dir.expanduser().resolve(),
         runtime_dir=(_path(pick("runtime_dir")) or _default_runtime_dir()).expanduser().absolute(),
@@ -110,6 +122,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         engine_wait=_number(pick("engine_wait"), "engine_wait", float, 0.0, 3_600.0, 120.0),
         spawn_timeout=_number(pick("spawn_timeout"), "spawn_timeout", float, 1.0, 3_600.0, 60.0),
         log_level=level,
+        embedder=embedder,
     )
 
 
