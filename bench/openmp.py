@@ -47,7 +47,7 @@ def build(path: Path, size: int, cache: Path | None) -> None:
 
     src = Sentences(core.SEED)
     texts = src.memories(size)
-    bare = MiniLMEmbedder()
+    bare = MiniLMEmbedder(runtime="torch")
     vectors, _ = core.embed_corpus(bare, texts, None, cache)
     with core.open_engine(path, bare) as e:
         core.make_scopes(e)
@@ -62,7 +62,7 @@ def child(path: Path, seed: int, n: int) -> dict[str, Any]:
     from storage import MiniLMEmbedder
 
     src = Sentences(1000 + seed)  # every child asks and writes its own distinct texts
-    bare, model = MiniLMEmbedder(), MiniLMEmbedder()
+    bare, model = MiniLMEmbedder(runtime="torch"), MiniLMEmbedder(runtime="torch")
     bare.warm()
     model.warm()
     asked, said, written = src.questions(n + 10), src.questions(n + 10), src.memories(n + 10)

@@ -1,12 +1,13 @@
 """The owner's Engine, opened in the background so the MCP handshake never waits for the stores.
 
-Opening imports the store libraries (about a second) and repairs projections; the embedding model then loads
-in its own thread. The owner starts ``EngineHolder.run`` right after it listens; tool calls ``await get()``.
+Opening imports the store libraries (about a second) and repairs projections; the embedding model loads
+beside it in its own thread. The owner starts ``EngineHolder.run`` right after it listens; tool calls ``await get()``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,11 +26,15 @@ log = logging.getLogger(__name__)
 _RETRY_MIN, _RETRY_MAX = 0.1, 2.0
 
 
-def _open_engine(data_dir: Path) -> Engine:
+def _open_engine(data_dir: Path, runtime: str) -> Engine:
     # Imported here, in the opening thread: the store libraries must stay off the handshake path.
-    from storage import Engine
+    from storage import CachedEmbedder, Engine, MiniLMEmbedder
 
-    return Engine.open(data_dir, warm=True)
+    # The model loads in its own thread from the start, beside the store libraries' imports and the projection
+    # repair, rather than after them: the first recall waits for whichever finishes last, not for both in turn.
+    embedder = CachedEmbedder(MiniLMEmbedder(runtime="torch" if runtime == "torch" else "numpy"))
+    threading.Thread(target=embedder.warm, name="mnemograph-embedder-warm", daemon=True).start()
+    return Engine.open(data_dir, embedder=embedder, warm=False)
 
 
 class EngineHolder:
@@ -41,11 +46,17 @@ class EngineHolder:
     """
 
     def __init__(
-        self, data_dir: Path, *, wait: float, configure: Callable[[Engine], None] | None = None
+        self,
+        data_dir: Path,
+        *,
+        wait: float,
+        configure: Callable[[Engine], None] | None = None,
+        embedder: str = "numpy",
     ) -> None:
         self._data_dir = data_dir
         self._configure = configure  # applied to the engine once it is open, before any call reaches it
         self._wait = wait
+        self._runtime = embedder
         self._engine: Engine | None = None
         self._failure: MnemographError | None = None
         self._last_error: MnemographError | None = None
@@ -88,7 +99,7 @@ class EngineHolder:
             try:
                 # Shielded: a cancelled owner must still see the engine it opened, to close it.
                 with anyio.CancelScope(shield=True):
-                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir)
+                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir, self._runtime)
             except StorageUnavailable as exc:
                 self._last_error = exc
                 log.warning("store not available yet (%s); retrying in %.1fs", exc, delay)

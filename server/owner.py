@@ -53,7 +53,10 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     # Names tokens are granted on and the local user's default scopes are theirs: no token may create them.
     holders = scope_holders(tokens, settings.default_scopes)
     holder = EngineHolder(
-        paths.data_dir, wait=settings.engine_wait, configure=lambda engine: engine.reserve_scopes(holders)
+        paths.data_dir,
+        wait=settings.engine_wait,
+        configure=lambda engine: engine.reserve_scopes(holders),
+        embedder=settings.embedder,
     )
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()

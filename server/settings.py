@@ -20,6 +20,8 @@ Variables (all optional):
   gets 503 and is closed. Default 64 (see docs/security.md for the memory this bounds).
 - ``MNEMOGRAPH_HEADER_TIMEOUT`` / ``MNEMOGRAPH_BODY_TIMEOUT``: seconds an HTTP client gets to send a request's
   headers / its whole body before the front answers 408 and closes the connection. Defaults 10 and 30.
+- ``MNEMOGRAPH_EMBEDDER``: the runtime that runs the embedding model, ``numpy`` (default: loads in under a
+  second, ~100 MB) or ``torch`` (sentence-transformers; 10+ s to load, ~1 GB). Same model, same vectors.
 - ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
 
@@ -46,6 +48,10 @@ from scopes import InvalidScopeId, ScopeId
 PREFIX = "MNEMOGRAPH_"
 APP_NAME = "mnemograph"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+EMBEDDER_RUNTIMES = (
+    "numpy",
+    "torch",
+)  # mirrors storage.embedding.RUNTIMES (this module must not import storage)
 # Characters a scope name may hold (mirrors scopes' validation, which has the final word).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
 _PRINCIPAL = re.compile(r"[A-Za-z0-9._@-]{1,64}")
@@ -75,6 +81,7 @@ class Settings:
     max_connections: int = 64
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    embedder: str = "numpy"
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -104,6 +111,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
     level = str(pick("log_level") or "INFO").upper()
     if level not in LOG_LEVELS:
         raise SettingsError(f"{PREFIX}LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    embedder = str(pick("embedder") or "numpy").lower()
+    if embedder not in EMBEDDER_RUNTIMES:
+        raise SettingsError(
+            f"{PREFIX}EMBEDDER must be one of {', '.join(EMBEDDER_RUNTIMES)}, got {embedder!r}"
+        )
     return Settings(
         data_dir=data_dir.expanduser().resolve(),
         runtime_dir=(_path(pick("runtime_dir")) or _default_runtime_dir()).expanduser().absolute(),
@@ -121,6 +133,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         max_connections=_number(pick("max_connections"), "max_connections", int, 1, 100_000, 64),
         header_timeout=_number(pick("header_timeout"), "header_timeout", float, 0.1, 3_600.0, 10.0),
         body_timeout=_number(pick("body_timeout"), "body_timeout", float, 0.1, 3_600.0, 30.0),
+        embedder=embedder,
     )
 
 

@@ -56,8 +56,14 @@ def test_login_names_are_sanitised_into_scope_ids(login: str, scope: str) -> Non
         ({"MNEMOGRAPH_DEFAULT_SCOPE": " , "}, "MNEMOGRAPH_DEFAULT_SCOPE is empty"),
         ({"MNEMOGRAPH_LOG_LEVEL": "LOUD"}, "MNEMOGRAPH_LOG_LEVEL must be one of"),
         ({"MNEMOGRAPH_IDLE_TIMEOUT": "0"}, "MNEMOGRAPH_IDLE_TIMEOUT must be from 1"),
+        ({"MNEMOGRAPH_EMBEDDER": "onnx"}, "MNEMOGRAPH_EMBEDDER must be one of numpy, torch, got 'onnx'"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         load_settings(env)
+
+
+def test_the_embedding_runtime_is_numpy_unless_torch_is_asked_for() -> None:
+    assert load_settings({}).embedder == "numpy"
+    assert load_settings({"MNEMOGRAPH_EMBEDDER": "Torch"}).embedder == "torch"
