@@ -63,6 +63,13 @@ def _schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity)",
         "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
         "recorded_at TIMESTAMP)",
+        # Write-time reconciliation (storage.enrich.reconcile): a relation's validity, closed by the memory
+        # that ended it; and CONTRADICTS between memories whose statements conflict. Added in place to
+        # stores created before them (the columns read NULL there: open, as those relations were).
+        "ALTER TABLE RELATES ADD IF NOT EXISTS valid_from TIMESTAMP",
+        "ALTER TABLE RELATES ADD IF NOT EXISTS valid_to TIMESTAMP",
+        "ALTER TABLE RELATES ADD IF NOT EXISTS ended_by STRING",
+        "CREATE REL TABLE IF NOT EXISTS CONTRADICTS(FROM Memory TO Memory, predicate STRING, at TIMESTAMP)",
     ]
 
 
@@ -167,6 +174,30 @@ class Relation:
     other_id: str
     other_name: str
     outgoing: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRelation:
+    """A RELATES edge still valid, as reconciliation sees it: the memory that recorded it and its scopes."""
+
+    predicate: str
+    object_id: str
+    object_name: str
+    memory_id: str
+    valid_from: datetime | None
+    recorded_at: datetime
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationState:
+    subject: str
+    predicate: str
+    object: str
+    memory_id: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    ended_by: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -774,14 +805,111 @@ class GraphStore:
         )
 
     def relate(
-        self, conn: kuzu.Connection, memory_id: str, subject: str, predicate: str, obj: str, at: datetime
+        self,
+        conn: kuzu.Connection,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        at: datetime,
+        valid_from: datetime | None = None,
     ) -> None:
         _exec(
             conn,
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
-            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
-            {"a": entity_key(subject), "b": entity_key(obj), "p": predicate, "m": memory_id, "at": at},
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf}]->(b)",
+            {
+                "a": entity_key(subject),
+                "b": entity_key(obj),
+                "p": predicate,
+                "m": memory_id,
+                "at": at,
+                "vf": valid_from,
+            },
         )
+
+    def open_relations(
+        self, conn: kuzu.Connection, subject: str, predicates: Sequence[str]
+    ) -> list[OpenRelation]:
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
+        current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
+        stated for the relation."""
+        out: list[OpenRelation] = []
+        for predicate in dict.fromkeys(predicates):
+            # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
+            # seen to match a previous call's values in Kùzu 0.11.
+            rows = _rows(
+                conn,
+                "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity) WHERE r.predicate = $p AND r.valid_to IS NULL "
+                "MATCH (m:Memory) WHERE m.id = r.memory_id AND m.retired_at IS NULL AND m.superseded_by IS NULL "
+                "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at, m.scopes ORDER BY r.recorded_at",
+                {"a": entity_key(subject), "p": predicate},
+            )
+            out.extend(
+                OpenRelation(predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(sc or ()))
+                for bid, bn, mid, vf, at, sc in rows
+            )
+        return out
+
+    def close_relation(
+        self,
+        conn: kuzu.Connection,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        valid_to: datetime,
+        ended_by: str,
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) "
+            "WHERE r.memory_id = $m AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = $vt, r.ended_by = $by",
+            {
+                "a": entity_key(subject),
+                "b": entity_key(obj),
+                "m": memory_id,
+                "p": predicate,
+                "vt": valid_to,
+                "by": ended_by,
+            },
+        )
+
+    def open_relation_count(self, conn: kuzu.Connection, memory_id: str) -> int:
+        rows = _rows(
+            conn,
+            "MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = $m AND r.valid_to IS NULL RETURN count(r)",
+            {"m": memory_id},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def contradict(self, conn: kuzu.Connection, new: str, old: str, predicate: str, at: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
+            "CREATE (n)-[:CONTRADICTS {predicate: $p, at: $at}]->(o)",
+            {"new": new, "old": old, "p": predicate, "at": at},
+        )
+
+    def contradictions(self, conn: kuzu.Connection, memory_id: str) -> list[str]:
+        """Ids of memories linked to this one by CONTRADICTS, in either direction."""
+        rows = _rows(
+            conn,
+            "MATCH (a:Memory {id: $id})-[:CONTRADICTS]-(b:Memory) RETURN DISTINCT b.id ORDER BY b.id",
+            {"id": memory_id},
+        )
+        return [r[0] for r in rows]
+
+    def relation_history(self, conn: kuzu.Connection, memory_ids: Sequence[str]) -> list[RelationState]:
+        """Every relation the given memories recorded, with its validity (for memory_read and tests)."""
+        rows = _rows(
+            conn,
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id IN $ids "
+            "RETURN a.name, r.predicate, b.name, r.memory_id, r.valid_from, r.valid_to, r.ended_by",
+            {"ids": list(memory_ids)},
+        )
+        return [RelationState(a, p, b, m, utc(vf), utc(vt), by) for a, p, b, m, vf, vt, by in rows]
 
     def supersede(
         self,

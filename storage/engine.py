@@ -38,6 +38,8 @@ from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
+from storage.enrich import Fact, enrich, speaker_of
+from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
 from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
 from storage.extraction import EntityLexicon, extract
 from storage.graph_lane import GraphLane
@@ -97,6 +99,7 @@ class _Prepared:
     metadata: dict[str, Any]
     provenance: Provenance
     vector: list[float] | None
+    facts: tuple[Fact, ...] = ()
 
 
 class Engine:
@@ -111,6 +114,8 @@ class Engine:
         self.text = TextIndex(data_dir / "text")
         self.reconciler = Reconciler(self.graph, self.vectors, self.text)
         self.lexicon = EntityLexicon()
+        # Predicates with one current value per subject: a new value supersedes the old (settings can widen it).
+        self.functional: frozenset[str] = frozenset(DEFAULT_FUNCTIONAL)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
@@ -484,7 +489,7 @@ class Engine:
             vectors = self.embedder.embed([p.content for p in todo])
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
-        receipts = self.reconciler.submit_many([self._write_intent(p) for p in prepared])
+        receipts = self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
         self._group_keys.update(key for p in prepared for key in GROUP_KEYS if key in p.metadata)
         self._after_write(
             [s for p in prepared for s in p.scopes],
@@ -539,7 +544,15 @@ class Engine:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
                     given.append(EntityIn(name=end))
-        found = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
+        found = enrich(
+            text,
+            written_at=now,
+            lexicon=self.lexicon,
+            given=given,
+            relations=rels,
+            event_time=ev,
+            speaker=speaker_of(meta, targets, principal.name),
+        )
         if ev is not None:
             event, source_of_time = ev, "caller"
         elif found.times:
@@ -556,13 +569,14 @@ class Engine:
             valid_from=vf or now,
             valid_to=vt,
             entities=list(found.entities),
-            relations=rels,
+            relations=list(found.relations),
             metadata=meta,
             provenance=Provenance(principal.name, principal.client, src),
             vector=vector,
+            facts=found.facts,
         )
 
-    def _write_intent(self, p: _Prepared) -> Callable[[Tx], WriteReceipt]:
+    def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:
         def intent(tx: Tx) -> WriteReceipt:
             cur, existing = self._resolve_content(tx, p.content, p.id)
             if existing is not None:
@@ -592,11 +606,48 @@ class Engine:
                 tx.now,
                 vec,
             )
-            self._insert(tx, new, p.scopes, p.entities, p.relations)
+            since = {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
+            self._insert(tx, new, p.scopes, p.entities, p.relations, since)
             names = tuple(sorted(e.name for e in p.entities))
-            return WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+            receipt = WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+            return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
 
         return intent
+
+    def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
+        """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
+        tree = self._tree()
+
+        def may(level: Level) -> Callable[[Sequence[str]], bool]:
+            if level is Level.READ:
+                return lambda scopes: (
+                    principal.unrestricted
+                    or any(principal.may(level, ScopeId.parse(s), tree) for s in scopes)
+                )
+            return lambda scopes: (
+                principal.unrestricted or all(principal.may(level, ScopeId.parse(s), tree) for s in scopes)
+            )
+
+        out, changed = reconcile(
+            self.graph,
+            tx.conn,
+            new_id=receipt.id,
+            scopes=p.scopes,
+            facts=p.facts,
+            functional=self.functional,
+            access=Access(may(Level.READ), may(Level.WRITE)),
+            now=tx.now,
+        )
+        for mid in changed:
+            tx.record("supersede", mid)
+        return dataclasses.replace(
+            receipt,
+            relations=tuple(out.recorded),
+            supersedes=tuple(out.supersedes),
+            superseded_by=out.superseded_by,
+            contradicts=tuple(out.contradicts),
+            duplicates=tuple(out.duplicates),
+        )
 
     def _resolve_content(self, tx: Tx, text: str, mid: str) -> tuple[str, Memory | None]:
         """The id this content gets now, and the current memory that already has it (if any).
@@ -621,6 +672,7 @@ class Engine:
         scopes: Sequence[str],
         entities: Sequence[EntityIn],
         rels: Sequence[RelationIn],
+        since: Mapping[tuple[str, str, str], datetime] | None = None,
     ) -> None:
         self.graph.ensure_scopes(tx.conn, scopes, tx.now)
         self.graph.insert_memory(tx.conn, new, scopes, entities)
@@ -628,7 +680,8 @@ class Engine:
         if entities:
             self.graph.mention(tx.conn, new.id, entities)
         for r in rels:
-            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now)
+            vf = (since or {}).get((r.subject, r.predicate, r.object))
+            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now, valid_from=vf)
         tx.record("add", new.id)
 
     def _after_write(

@@ -122,11 +122,20 @@ class Memory:
 
 @dataclass(frozen=True, slots=True)
 class WriteReceipt:
+    """A write's outcome. The reconciliation fields (``storage.enrich.reconcile``) name only memories the
+    writer may read: ``supersedes`` (updated by this one), ``superseded_by`` (this one was older news),
+    ``contradicts`` (conflicting, both kept) and ``duplicates`` (already stating the same relation)."""
+
     id: str
     status: WriteStatus
     scopes: tuple[str, ...]
     entities: tuple[str, ...]
     event_time: datetime
+    relations: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    contradicts: tuple[str, ...] = ()
+    duplicates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
