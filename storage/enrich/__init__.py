@@ -76,8 +76,13 @@ def enrich(
     )
     when = event_time or (found.times[0].when.astimezone(UTC) if found.times else written_at)
 
-    def known(word: str) -> str | None:
-        hits = lexicon.find(word)
+    def known(phrase: str) -> str | None:
+        """The entity whose name or alias is exactly ``phrase`` (lower case), if exactly one."""
+        hits = [
+            m.name
+            for m in lexicon.match(phrase, fuzzy=False)
+            if m.how in ("exact", "alias") and m.text == phrase
+        ]
         return hits[0] if len(hits) == 1 else None
 
     toks = tokens(content)

@@ -18,7 +18,7 @@ Status = Literal["asserted", "negated", "hypothetical", "uncertain", "reported"]
 Kind = Literal["place", "org", "person", "thing"]
 WINDOW = 24  # tokens searched for cues around a trigger
 _CLAUSE = frozenset((",", "but", "and", "although", "though", "while", "whereas", "because", ":", "-", "—"))
-_CONNECT = frozenset(("of", "de", "da", "do", "van", "von", "der", "la", "le", "del", "&", "and", "the", "y"))
+_CONNECT = frozenset(("of", "de", "da", "do", "van", "von", "der", "la", "le", "del", "&", "the", "y"))
 _NOT_NAMES = w.word_set(
     """i me my we our you your he him his she her they them their it its this that these those there here
     what which who whom whose when where why how a an the and or but if then so yes no not hi hello hey
@@ -258,10 +258,28 @@ def read(sents: list[list[Tok]], text: str, ctx: Context) -> list[Statement]:
                 if pred in ("married_to", "dating", "engaged_to"):
                     ctx.last_person = subj[0] if subj[0] != ctx.speaker else objs[0][0]
             i = end
+        if not found:
+            _remember_person(sent, lows, text, ctx)
         start, stop = (sent[0].start, sent[-1].end) if sent else (0, 0)
         out += [Statement(s.subject, s.predicate, s.object, s.status, s.subject_type, s.object_type, s.ended,
                           n, start, stop) for s in found]  # fmt: skip
     return out
+
+
+def _remember_person(sent: list[Tok], lows: list[str], text: str, ctx: Context) -> None:
+    """ "I met Priya at the conference. She ...": the last name in a sentence with no statement is "she"."""
+    k = len(sent) - 1
+    while k > 0:
+        if sent[k].cap and lows[k] not in _NOT_NAMES:
+            first = k
+            while first > 1 and sent[first - 1].cap and k - first < 2:
+                first -= 1
+            name = text[sent[first].start : sent[k].end]
+            if _type_of(name) == "person":
+                ctx.last_person = ctx.known(" ".join(lows[first : k + 1])) or name
+                return
+            k = first
+        k -= 1
 
 
 def _trigger(lows: list[str], i: int) -> tuple[tuple[str, ...], str, Kind] | None:
@@ -280,7 +298,7 @@ def _status(sent: list[Tok], lows: list[str], i: int, end: int) -> tuple[Status,
         hi += 1
     s_lo, s_hi = max(0, i - WINDOW), min(len(lows), end + WINDOW)
     ended = any(has_seq(lows, cue, lo, hi) >= 0 for cue in w.ENDED)
-    negated = ended or any(lows[k] in w.NEGATION for k in range(lo, end))
+    negated = ended or any(lows[k] in w.NEGATION for k in range(lo, i))
     if (lows and lows[0] in ("if", "unless", "suppose", "imagine")) or (lows and lows[-1] == "?"):
         return "hypothetical", False
     if (
@@ -308,8 +326,14 @@ def _subject(sent: list[Tok], lows: list[str], i: int, text: str, ctx: Context) 
     if j < 0:
         return None
     low = lows[j]
-    if low in ("and", ",") and ctx.sentence_subject is not None:
-        return ctx.sentence_subject
+    if low in ("and", ","):
+        if ctx.sentence_subject is not None:
+            return ctx.sentence_subject
+        if j > 0 and (
+            lows[0] == "i" or sent[0].cap
+        ):  # "Tom was promoted and is now ...": the sentence's subject
+            return _subject(sent, lows, _first_verb(lows), text, ctx) if _first_verb(lows) > 0 else None
+        return None
     if low == "i":
         return (ctx.speaker, "person") if ctx.speaker else None
     if low in ("she", "he"):
@@ -329,11 +353,22 @@ def _subject(sent: list[Tok], lows: list[str], i: int, text: str, ctx: Context) 
         name = text[sent[k].start : sent[j].end]
         if k == 0 and k == j and ctx.known(low) is None and not _looks_like_name(sent[j]):
             return None
+        name = ctx.known(" ".join(lows[k : j + 1])) or name  # an alias names its entity
         return name, _type_of(name)
     if j >= 1 and lows[j] in w.KIN and lows[j - 1] == "my":
         return None  # "my wife lives in Porto": a person we cannot name yet
-    found = ctx.known(low)
-    return (found, _type_of(found)) if found else None
+    for n in (3, 2, 1):  # a known name written in lower case ("ana lima moved to Porto")
+        if j - n + 1 >= 0 and (found := ctx.known(" ".join(lows[j - n + 1 : j + 1]))):
+            return found, _type_of(found)
+    return None
+
+
+def _first_verb(lows: list[str]) -> int:
+    """Index of the first word after the sentence's opening subject (a name or "I"), or -1."""
+    for k in range(1, min(len(lows), 6)):
+        if lows[k] in w.BETWEEN or lows[k] in ("was", "were", "got"):
+            return k
+    return -1
 
 
 def _looks_like_name(t: Tok) -> bool:
@@ -361,7 +396,7 @@ def _objects(
         if got is None:
             break
         out.append(got)
-        if k < len(sent) and lows[k] in (",", "and", "or") and kind in ("thing", "place"):
+        if k < len(sent) and lows[k] in (",", "and", "or") and (kind == "thing" or pred == "visited"):
             k += 1
             if k < len(sent) and lows[k] in ("and", "or"):
                 k += 1
@@ -394,13 +429,14 @@ def _object(
             name = text[sent[start].start : sent[k - 1].end].strip(".,")
             if lows[start] in _NOT_NAMES and k - start == 1:
                 return None, k
+            name = ctx.known(" ".join(lows[start:k])) or name
             otype = "place" if kind == "place" else "org" if kind == "org" else _type_of(name)
             if kind == "thing":
                 otype = "thing" if pred not in ("visited",) else "place"
             return (name, otype), k
-        found = ctx.known(lows[k])
-        if found is not None:
-            return (found, kind), k + 1
+        for n in (3, 2, 1):
+            if k + n <= len(sent) and (found := ctx.known(" ".join(lows[k : k + n]))):
+                return (found, kind), k + n
         if kind == "place" and lows[k] in w.PLACES:
             return (sent[k].text.title(), "place"), k + 1
         if (
@@ -458,7 +494,10 @@ def _kin(sent: list[Tok], lows: list[str], text: str, ctx: Context) -> list[Stat
             if not sent[n].cap:
                 name = ctx.known(lows[n]) or name.title()
         if name is None and k >= 2 and lows[k - 1] in ("is", "'s") and sent[k - 2].cap:
-            name = sent[k - 2].text  # "Ana is my sister"
+            first = k - 2
+            while first > 0 and sent[first - 1].cap and k - 2 - first < 2:
+                first -= 1
+            name = text[sent[first].start : sent[k - 2].end]  # "Tom Baker is my neighbour"
         if name is None and k >= 2 and lows[k - 1] == "," and sent[k - 2].cap:
             name = sent[k - 2].text  # "Ana, my sister, ..."
         if name is None or name.casefold() in _NOT_NAMES:
@@ -487,7 +526,7 @@ def _titles(sent: list[Tok], lows: list[str], text: str, ctx: Context) -> list[S
         ):
             k -= 1
         title_start = k
-        while k > 0 and lows[k - 1] in ("a", "an", "the"):
+        while k > 0 and lows[k - 1] in ("a", "an", "the", "now", "currently", "also", "still", "officially"):
             k -= 1
         if k == 0 or lows[k - 1] not in _BE:
             continue

@@ -37,11 +37,11 @@ ROLE_HEADS = word_set(
     doctor physician surgeon dentist lawyer attorney accountant analyst scientist researcher consultant
     chef cook baker waiter waitress barista pharmacist therapist psychologist journalist writer editor
     author photographer artist musician pilot driver mechanic electrician plumber carpenter farmer
-    librarian cashier clerk assistant intern student officer ceo cto cfo coo cio founder cofounder
+    librarian cashier clerk assistant intern officer ceo cto cfo coo cio founder cofounder
     co-founder owner president vp lead administrator admin technician veterinarian vet paramedic
     firefighter policeman policewoman detective translator interpreter coach trainer tutor
     economist entrepreneur salesperson recruiter receptionist secretary specialist coordinator
-    strategist planner producer actor actress dancer singer student postdoc principal dean"""
+    strategist planner producer actor actress dancer singer postdoc principal dean"""
 )
 
 ORG_SUFFIXES = word_set(
@@ -99,14 +99,14 @@ BETWEEN = word_set(
     """also now currently still recently just finally already actually really always has have had 've 's 'm
     am is are was were be been being got get gets do does did totally absolutely truly definitely so very
     much even officially happily newly not never no longer 'd would will 'll might may could should
-    probably maybe perhaps who"""
+    probably maybe perhaps who a an"""
 )
 DETERMINERS = frozenset(("a", "an", "the", "some", "any", "this", "that", "these", "those", "my", "our", "his",
                          "her", "their", "your", "its", "lots", "lot", "of"))  # fmt: skip
 OBJECT_STOPS = word_set(
     """and or but , . ; : ! ? in on at for with because when since from during after before until till
     to by as than while whereas though although so who which that where there now then too very also
-    every each since ever yet — - ( ) " “ ” ' anymore"""
+    every each since ever yet — - ( ) " “ ” ' anymore last next yesterday today tomorrow tonight ago recently"""
 )
 PRONOUN_OBJECTS = frozenset(("it", "them", "that", "this", "you", "him", "her", "me", "us", "one", "those",
                              "these", "everything", "anything", "nothing", "something", "everyone", "all"))  # fmt: skip
