@@ -24,11 +24,14 @@ log = logging.getLogger(__name__)
 _RETRY_MIN, _RETRY_MAX = 0.1, 2.0
 
 
-def _open_engine(data_dir: Path) -> Engine:
+def _open_engine(data_dir: Path, functional: tuple[str, ...] = ()) -> Engine:
     # Imported here, in the opening thread: the store libraries must stay off the handshake path.
     from storage import Engine
 
-    return Engine.open(data_dir, warm=True)
+    engine = Engine.open(data_dir, warm=True)
+    if functional:
+        engine.functional = frozenset(functional)
+    return engine
 
 
 class EngineHolder:
@@ -39,8 +42,9 @@ class EngineHolder:
     model, say) are permanent and every ``get`` raises them.
     """
 
-    def __init__(self, data_dir: Path, *, wait: float) -> None:
+    def __init__(self, data_dir: Path, *, wait: float, functional: tuple[str, ...] = ()) -> None:
         self._data_dir = data_dir
+        self._functional = functional
         self._wait = wait
         self._engine: Engine | None = None
         self._failure: MnemographError | None = None
@@ -84,7 +88,7 @@ class EngineHolder:
             try:
                 # Shielded: a cancelled owner must still see the engine it opened, to close it.
                 with anyio.CancelScope(shield=True):
-                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir)
+                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir, self._functional)
             except StorageUnavailable as exc:
                 self._last_error = exc
                 log.warning("store not available yet (%s); retrying in %.1fs", exc, delay)

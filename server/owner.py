@@ -49,7 +49,9 @@ class _Uvicorn(uvicorn.Server):
 
 async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> None:
     """Serve ``paths.data_dir`` until idle or signalled. The caller holds the owner lock."""
-    holder = EngineHolder(paths.data_dir, wait=settings.engine_wait)
+    holder = EngineHolder(
+        paths.data_dir, wait=settings.engine_wait, functional=settings.functional_predicates
+    )
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
     server = build_server(holder.get, default_scopes=settings.default_scopes)

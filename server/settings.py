@@ -18,6 +18,9 @@ Variables (all optional):
 - ``MNEMOGRAPH_LOG_LEVEL``: DEBUG, INFO, WARNING or ERROR; default INFO.
 - ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
+- ``MNEMOGRAPH_FUNCTIONAL_PREDICATES``: comma-separated relation predicates that hold one current value per
+  subject, so a new value supersedes the old one at write time; default ``lives_in, works_at, job_title,
+  phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
 only (no variable, so it is never inherited by accident) and is refused unless the host is loopback.
@@ -67,6 +70,7 @@ class Settings:
     engine_wait: float = 120.0
     spawn_timeout: float = 60.0
     log_level: str = "INFO"
+    functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -110,7 +114,20 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         engine_wait=_number(pick("engine_wait"), "engine_wait", float, 0.0, 3_600.0, 120.0),
         spawn_timeout=_number(pick("spawn_timeout"), "spawn_timeout", float, 1.0, 3_600.0, 60.0),
         log_level=level,
+        functional_predicates=_predicates(pick("functional_predicates")),
     )
+
+
+def _predicates(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    out = tuple(p.strip() for p in str(value).split(",") if p.strip())
+    bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]
+    if bad:
+        raise SettingsError(
+            f"{PREFIX}FUNCTIONAL_PREDICATES takes comma-separated snake_case predicates like lives_in, got {bad[0]!r}"
+        )
+    return out
 
 
 def login_scope(environ: Mapping[str, str]) -> str:

@@ -33,7 +33,7 @@ from scopes import descendants as subtree
 from storage import _validate as v
 from storage import backup as snapshots
 from storage import recall as recall_path
-from storage._kuzu import Connection, GraphStore, NewMemory
+from storage._kuzu import Connection, GraphStore, NewMemory, RelationState
 from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
@@ -80,6 +80,14 @@ def content_id(content: str, salt: str = "") -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _relation_line(r: RelationState, readable: set[str]) -> str:
+    """ "Ana —lives_in→ Lisbon [2023-03-01 → open]", with the memory that ended it when the reader may see it."""
+    start = r.valid_from.date().isoformat() if r.valid_from else "?"
+    end = r.valid_to.date().isoformat() if r.valid_to else "open"
+    by = f", ended by {r.ended_by}" if r.ended_by and r.ended_by in readable else ""
+    return f"{r.subject} —{r.predicate}→ {r.object} [{start} → {end}{by}]"
 
 
 @dataclass
@@ -1009,6 +1017,9 @@ class Engine:
         with self.graph.read() as conn:
             ids = [mid, *self.graph.chain(conn, mid)]
             records = self.graph.fetch(conn, ids)
+            relations = self.graph.relation_history(conn, [mid])
+            conflicting = self.graph.contradictions(conn, mid)
+            others = self.graph.fetch(conn, conflicting)
         tree = self._tree()
         if mid not in records or not self._can_read(principal, records[mid], tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
@@ -1016,7 +1027,15 @@ class Engine:
             self._seen_by(principal, m, tree) for m in records.values() if self._can_read(principal, m, tree)
         ]
         versions = sorted(shown, key=lambda m: (m.recorded_at, m.id))
-        return MemoryRecord(self._seen_by(principal, records[mid], tree), tuple(versions))
+        readable = {m.id for m in shown} | {
+            i for i, m in others.items() if self._can_read(principal, m, tree)
+        }
+        return MemoryRecord(
+            self._seen_by(principal, records[mid], tree),
+            tuple(versions),
+            relations=tuple(_relation_line(r, readable) for r in relations),
+            contradicts=tuple(i for i in conflicting if i in readable),
+        )
 
     def list(
         self,

@@ -214,10 +214,14 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
-    """A memory with its whole version chain, oldest first (the memory itself included)."""
+    """A memory with its whole version chain, oldest first (the memory itself included); the relations it
+    recorded with their validity ("Ana —lives_in→ Lisbon [2023-03-01 → 2024-05-02]"), and the memories that
+    contradict it (only those the reader may read)."""
 
     memory: Memory
     versions: tuple[Memory, ...]
+    relations: tuple[str, ...] = ()
+    contradicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from storage.enrich._statements import Statement, Status
 from storage.enrich._text import sentences, tokens
 from storage.extraction import EntityLexicon, _norm
 from storage.extraction import extract as extract_names
-from storage.models import EntityIn, RelationIn
+from storage.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn
 from storage.timeparse import TimeMention
 
 __all__ = ["Enriched", "Fact", "Statement", "Status", "enrich", "speaker_of"]
@@ -106,7 +106,8 @@ def enrich(
                     (_norm(f.subject), f.predicate, _norm(f.object)),
                     RelationIn(f.subject, f.predicate, f.object),
                 )
-        stored = tuple(seen.values())
+        stored = tuple(seen.values())[:MAX_RELATIONS]  # the caller's limit holds for what is read too
+        facts = facts[: 2 * MAX_RELATIONS]
     entities = {_norm(e.name): e for e in given}
     types = {_norm(s.subject): s.subject_type for s in statements} | {
         _norm(s.object): s.object_type for s in statements if s.object_type != "title"
@@ -118,7 +119,7 @@ def enrich(
     named = [(s.subject, s.subject_type) for s in statements] + [
         (s.object, s.object_type) for s in statements if s.object_type in ("person", "place", "org")
     ]
-    for name, kind in named:
+    for name, kind in named[: 2 * MAX_ENTITIES]:
         key = _norm(name)
         if key and key not in entities:
             entities[key] = EntityIn(name, kind)
