@@ -70,6 +70,10 @@ def _schema(dim: int) -> list[str]:
         "ALTER TABLE RELATES ADD IF NOT EXISTS valid_to TIMESTAMP",
         "ALTER TABLE RELATES ADD IF NOT EXISTS ended_by STRING",
         "CREATE REL TABLE IF NOT EXISTS CONTRADICTS(FROM Memory TO Memory, predicate STRING, at TIMESTAMP)",
+        # The outcome of the optional LLM enrichment of a memory (never its content): shown by memory_read.
+        "CREATE NODE TABLE IF NOT EXISTS Enrichment(id STRING PRIMARY KEY, status STRING, detail STRING, "
+        "model STRING, input_tokens INT64, output_tokens INT64, cache_read_tokens INT64, "
+        "cache_write_tokens INT64, at TIMESTAMP)",
     ]
 
 
@@ -901,6 +905,36 @@ class GraphStore:
         )
         return [r[0] for r in rows]
 
+    def record_enrichment(self, conn: kuzu.Connection, memory_id: str, row: Mapping[str, Any]) -> None:
+        """Keep how the LLM enrichment of a memory went (status, detail, model, token counts)."""
+        _exec(
+            conn,
+            "MERGE (x:Enrichment {id: $id}) SET x.status = $status, x.detail = $detail, x.model = $model, "
+            "x.input_tokens = $input_tokens, x.output_tokens = $output_tokens, "
+            "x.cache_read_tokens = $cache_read_tokens, x.cache_write_tokens = $cache_write_tokens, x.at = $at",
+            {"id": memory_id, **row},
+        )
+
+    def enrichment_of(self, conn: kuzu.Connection, memory_id: str) -> dict[str, Any] | None:
+        rows = _rows(
+            conn,
+            "MATCH (x:Enrichment {id: $id}) RETURN x.status, x.detail, x.model, x.input_tokens, x.output_tokens, "
+            "x.cache_read_tokens, x.cache_write_tokens",
+            {"id": memory_id},
+        )
+        if not rows:
+            return None
+        keys = (
+            "status",
+            "detail",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        )
+        return dict(zip(keys, rows[0], strict=True))
+
     def relation_history(self, conn: kuzu.Connection, memory_ids: Sequence[str]) -> list[RelationState]:
         """Every relation the given memories recorded, with its validity (for memory_read and tests)."""
         rows = _rows(
@@ -982,6 +1016,7 @@ class GraphStore:
         entities no remaining memory mentions. Returns how many entities were deleted."""
         ids = list(ids)
         _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
         _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
         _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
         orphans = _rows(

@@ -38,7 +38,7 @@ from storage._lance import VectorIndex
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-from storage.enrich import Fact, enrich, speaker_of
+from storage.enrich import Fact, enrich, llm, speaker_of
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
 from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
 from storage.extraction import EntityLexicon, extract
@@ -124,6 +124,7 @@ class Engine:
         self.lexicon = EntityLexicon()
         # Predicates with one current value per subject: a new value supersedes the old (settings can widen it).
         self.functional: frozenset[str] = frozenset(DEFAULT_FUNCTIONAL)
+        self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
@@ -194,6 +195,8 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        if self.enricher is not None:
+            self.enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()
         self._lane_pool.shutdown(wait=True)
         self.text.close()
@@ -498,6 +501,10 @@ class Engine:
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
         receipts = self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
+        if self.enricher is not None:
+            for p, r in zip(prepared, receipts, strict=True):
+                if r.status == "added":
+                    self.enricher.submit(self._llm_job(r, p, now, principal))
         self._group_keys.update(key for p in prepared for key in GROUP_KEYS if key in p.metadata)
         self._after_write(
             [s for p in prepared for s in p.scopes],
@@ -622,20 +629,44 @@ class Engine:
 
         return intent
 
-    def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
-        """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
-        tree = self._tree()
+    def use_llm(self, extractor: llm.Extractor) -> None:
+        """Enrich every newly added memory with ``extractor`` (Claude) after its commit, in the background."""
+        if self.enricher is None:
+            self.enricher = llm.Enricher(extractor, self._apply_llm)
+
+    def wait_enriched(self, timeout: float = 30.0) -> bool:
+        """Block until the LLM pass has handled every memory written so far (True; False on timeout)."""
+        return self.enricher is None or self.enricher.wait_idle(timeout)
+
+    def _llm_job(self, r: WriteReceipt, p: _Prepared, now: datetime, principal: Principal) -> llm.Job:
+        speaker = speaker_of(p.metadata, p.scopes, principal.name)
+        return llm.Job(r.id, p.content, now, p.event_time, tuple(p.scopes), speaker, self._access(principal))
+
+    def _apply_llm(
+        self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
+    ) -> None:
+        model = self.enricher.extractor.model if self.enricher is not None else ""
+        self.reconciler.submit(
+            lambda tx: llm.apply(self.graph, tx, job, result, error, functional=self.functional, model=model)
+        )
+
+    def _access(self, principal: Principal) -> Access:
+        """What reconciliation may see and change on ``principal``'s behalf (the scope tree as it is then)."""
 
         def may(level: Level) -> Callable[[Sequence[str]], bool]:
-            if level is Level.READ:
-                return lambda scopes: (
-                    principal.unrestricted
-                    or any(principal.may(level, ScopeId.parse(s), tree) for s in scopes)
-                )
-            return lambda scopes: (
-                principal.unrestricted or all(principal.may(level, ScopeId.parse(s), tree) for s in scopes)
-            )
+            def check(scopes: Sequence[str]) -> bool:
+                if principal.unrestricted:
+                    return True
+                tree = self._tree()
+                test = any if level is Level.READ else all
+                return test(principal.may(level, ScopeId.parse(s), tree) for s in scopes)
 
+            return check
+
+        return Access(may(Level.READ), may(Level.WRITE))
+
+    def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
+        """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
         out, changed = reconcile(
             self.graph,
             tx.conn,
@@ -643,7 +674,7 @@ class Engine:
             scopes=p.scopes,
             facts=p.facts,
             functional=self.functional,
-            access=Access(may(Level.READ), may(Level.WRITE)),
+            access=self._access(principal),
             now=tx.now,
         )
         for mid in changed:
@@ -1020,6 +1051,7 @@ class Engine:
             relations = self.graph.relation_history(conn, [mid])
             conflicting = self.graph.contradictions(conn, mid)
             others = self.graph.fetch(conn, conflicting)
+            enrichment = self.graph.enrichment_of(conn, mid)
         tree = self._tree()
         if mid not in records or not self._can_read(principal, records[mid], tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
@@ -1035,6 +1067,7 @@ class Engine:
             tuple(versions),
             relations=tuple(_relation_line(r, readable) for r in relations),
             contradicts=tuple(i for i in conflicting if i in readable),
+            enrichment=llm.describe(enrichment, self.enricher is not None and self.enricher.pending(mid)),
         )
 
     def list(

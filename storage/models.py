@@ -222,6 +222,7 @@ class MemoryRecord:
     versions: tuple[Memory, ...]
     relations: tuple[str, ...] = ()
     contradicts: tuple[str, ...] = ()
+    enrichment: str | None = None  # how the optional LLM pass went ("llm <model>: failed (...)"), if it ran
 
 
 @dataclass(frozen=True, slots=True)

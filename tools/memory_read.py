@@ -31,6 +31,11 @@ class MemoryReadOut(BaseModel):
         default_factory=list,
         description="Ids of memories that conflict with this one (both are kept); read them to decide which holds.",
     )
+    enrichment: str | None = Field(
+        default=None,
+        description="How the optional background LLM extraction went for this memory (pending, done or failed "
+        "with the reason, and its token cost); null when it is not configured. A failure changed nothing.",
+    )
 
 
 async def memory_read(engine: Engine, caller: Caller, args: MemoryReadIn) -> MemoryReadOut:
@@ -41,6 +46,7 @@ async def memory_read(engine: Engine, caller: Caller, args: MemoryReadIn) -> Mem
         versions=[MemoryView.of(m) for m in record.versions],
         relations=list(record.relations),
         contradicts=list(record.contradicts),
+        enrichment=record.enrichment,
     )
 
 

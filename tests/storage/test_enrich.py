@@ -66,7 +66,8 @@ def test_a_new_value_supersedes_the_old_and_closes_it_when_the_change_took_effec
     # History shows the chain; default recall shows only the current value.
     assert [m.id for m in engine.read(new.id).versions] == [old.id, new.id]
     found = [h.memory.id for h in engine.recall("where does Ana live", ["user:sam"], k=5)]
-    assert new.id in found and old.id not in found
+    assert new.id in found
+    assert old.id not in found
 
 
 def test_an_update_told_out_of_order_goes_straight_to_history(engine: Engine) -> None:
@@ -86,7 +87,8 @@ def test_a_memory_stays_current_while_one_of_its_statements_still_holds(engine: 
     assert moved.supersedes == (both.id,)
     assert engine.read(both.id).memory.status == "current"  # works_at Eni still holds
     left = engine.write("Maria no longer works at Eni.", ["user:sam"])
-    assert left.supersedes == (both.id,) and left.relations == ()
+    assert left.supersedes == (both.id,)
+    assert left.relations == ()
     assert engine.read(both.id).memory.status == "superseded"
 
 
@@ -99,7 +101,8 @@ def test_contradictions_are_linked_both_ways_and_both_kept(engine: Engine) -> No
     denied = engine.write("Tom is not allergic to cats.", ["user:sam"])
     assert hates.contradicts == (likes.id,)
     assert born_again.contradicts == (born.id,)
-    assert denied.contradicts == (allergic.id,) and denied.relations == ()
+    assert denied.contradicts == (allergic.id,)
+    assert denied.relations == ()
     for a, b in ((likes, hates), (born, born_again), (allergic, denied)):
         assert engine.read(a.id).contradicts == (b.id,)
         assert engine.read(b.id).contradicts == (a.id,)
@@ -109,7 +112,8 @@ def test_contradictions_are_linked_both_ways_and_both_kept(engine: Engine) -> No
 def test_restated_relations_are_reported_as_duplicates(engine: Engine) -> None:
     first = engine.write("Tom works at Acme Corp.", ["user:sam"])
     again = engine.write("tom works at acme corp, as ever", ["user:sam"])
-    assert again.duplicates == (first.id,) and again.supersedes == ()
+    assert again.duplicates == (first.id,)
+    assert again.supersedes == ()
     elsewhere = engine.write("Tom works at Acme Corp!", ["user:other"])
     assert elsewhere.duplicates == ()  # only the same scope is compared
 
