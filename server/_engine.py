@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,13 +25,31 @@ log = logging.getLogger(__name__)
 _RETRY_MIN, _RETRY_MAX = 0.1, 2.0
 
 
-def _open_engine(data_dir: Path, functional: tuple[str, ...] = ()) -> Engine:
+@dataclass(frozen=True, slots=True)
+class WriteTimeOptions:
+    """What the write path does beyond storing: settings passed through to the Engine."""
+
+    functional: tuple[str, ...] = ()
+    anthropic_api_key: str = field(default="", repr=False)
+    anthropic_model: str = "claude-sonnet-4-6"
+    llm_min_interval: float = 0.5
+
+
+def _open_engine(data_dir: Path, options: WriteTimeOptions | None = None) -> Engine:
     # Imported here, in the opening thread: the store libraries must stay off the handshake path.
     from storage import Engine
 
+    opts = options or WriteTimeOptions()
     engine = Engine.open(data_dir, warm=True)
-    if functional:
-        engine.functional = frozenset(functional)
+    if opts.functional:
+        engine.functional = frozenset(opts.functional)
+    if opts.anthropic_api_key:
+        import anthropic
+
+        from storage.enrich.claude import ClaudeExtractor
+
+        client = anthropic.Anthropic(api_key=opts.anthropic_api_key)
+        engine.use_llm(ClaudeExtractor(client, opts.anthropic_model, min_interval=opts.llm_min_interval))
     return engine
 
 
@@ -42,9 +61,9 @@ class EngineHolder:
     model, say) are permanent and every ``get`` raises them.
     """
 
-    def __init__(self, data_dir: Path, *, wait: float, functional: tuple[str, ...] = ()) -> None:
+    def __init__(self, data_dir: Path, *, wait: float, options: WriteTimeOptions | None = None) -> None:
         self._data_dir = data_dir
-        self._functional = functional
+        self._options = options
         self._wait = wait
         self._engine: Engine | None = None
         self._failure: MnemographError | None = None
@@ -88,7 +107,7 @@ class EngineHolder:
             try:
                 # Shielded: a cancelled owner must still see the engine it opened, to close it.
                 with anyio.CancelScope(shield=True):
-                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir, self._functional)
+                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir, self._options)
             except StorageUnavailable as exc:
                 self._last_error = exc
                 log.warning("store not available yet (%s); retrying in %.1fs", exc, delay)

@@ -26,7 +26,7 @@ import uvicorn
 from server._activity import Activity
 from server._auth import FileTokenVerifier
 from server._daemon import ReadyPipe
-from server._engine import EngineHolder
+from server._engine import EngineHolder, WriteTimeOptions
 from server._owner_http import owner_app
 from server._runtime import RuntimePaths
 from server._tokens import TokenStore
@@ -49,9 +49,13 @@ class _Uvicorn(uvicorn.Server):
 
 async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> None:
     """Serve ``paths.data_dir`` until idle or signalled. The caller holds the owner lock."""
-    holder = EngineHolder(
-        paths.data_dir, wait=settings.engine_wait, functional=settings.functional_predicates
+    options = WriteTimeOptions(
+        settings.functional_predicates,
+        settings.anthropic_api_key,
+        settings.anthropic_model,
+        settings.llm_min_interval,
     )
+    holder = EngineHolder(paths.data_dir, wait=settings.engine_wait, options=options)
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
     server = build_server(holder.get, default_scopes=settings.default_scopes)

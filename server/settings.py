@@ -21,6 +21,9 @@ Variables (all optional):
 - ``MNEMOGRAPH_FUNCTIONAL_PREDICATES``: comma-separated relation predicates that hold one current value per
   subject, so a new value supersedes the old one at write time; default ``lives_in, works_at, job_title,
   phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
+- ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
+  ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
+  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5).
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
 only (no variable, so it is never inherited by accident) and is refused unless the host is loopback.
@@ -33,7 +36,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +74,9 @@ class Settings:
     spawn_timeout: float = 60.0
     log_level: str = "INFO"
     functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
+    anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
+    anthropic_model: str = "claude-sonnet-4-6"
+    llm_min_interval: float = 0.5
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -115,6 +121,9 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         spawn_timeout=_number(pick("spawn_timeout"), "spawn_timeout", float, 1.0, 3_600.0, 60.0),
         log_level=level,
         functional_predicates=_predicates(pick("functional_predicates")),
+        anthropic_api_key=str(pick("anthropic_api_key") or ""),
+        anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
+        llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
     )
 
 
