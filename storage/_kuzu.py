@@ -841,18 +841,26 @@ class GraphStore:
         out: list[OpenRelation] = []
         for predicate in dict.fromkeys(predicates):
             # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
-            # seen to match a previous call's values in Kùzu 0.11.
+            # seen to match a previous call's values in Kùzu 0.11. The recording memories are then looked up
+            # by primary key (a join on ``m.id = r.memory_id`` would scan every memory).
             rows = _rows(
                 conn,
                 "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity) WHERE r.predicate = $p AND r.valid_to IS NULL "
-                "MATCH (m:Memory) WHERE m.id = r.memory_id AND m.retired_at IS NULL AND m.superseded_by IS NULL "
-                "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at, m.scopes ORDER BY r.recorded_at",
+                "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at",
                 {"a": entity_key(subject), "p": predicate},
             )
-            out.extend(
-                OpenRelation(predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(sc or ()))
-                for bid, bn, mid, vf, at, sc in rows
-            )
+            for bid, bn, mid, vf, at in rows:
+                state = _rows(
+                    conn,
+                    "MATCH (m:Memory {id: $id}) RETURN m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
+                    {"id": mid},
+                )
+                if state and state[0][0]:
+                    out.append(
+                        OpenRelation(
+                            predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(state[0][1] or ())
+                        )
+                    )
         return out
 
     def close_relation(
@@ -881,12 +889,7 @@ class GraphStore:
         )
 
     def open_relation_count(self, conn: kuzu.Connection, memory_id: str) -> int:
-        rows = _rows(
-            conn,
-            "MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = $m AND r.valid_to IS NULL RETURN count(r)",
-            {"m": memory_id},
-        )
-        return int(rows[0][0]) if rows else 0
+        return sum(r.valid_to is None for r in self.relation_history(conn, [memory_id]))
 
     def contradict(self, conn: kuzu.Connection, new: str, old: str, predicate: str, at: datetime) -> None:
         _exec(
@@ -936,14 +939,19 @@ class GraphStore:
         return dict(zip(keys, rows[0], strict=True))
 
     def relation_history(self, conn: kuzu.Connection, memory_ids: Sequence[str]) -> list[RelationState]:
-        """Every relation the given memories recorded, with its validity (for memory_read and tests)."""
-        rows = _rows(
-            conn,
-            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id IN $ids "
-            "RETURN a.name, r.predicate, b.name, r.memory_id, r.valid_from, r.valid_to, r.ended_by",
-            {"ids": list(memory_ids)},
-        )
-        return [RelationState(a, p, b, m, utc(vf), utc(vt), by) for a, p, b, m, vf, vt, by in rows]
+        """Every relation the given memories recorded, with its validity. Reached through the entities each
+        memory mentions (a relation's ends always are), so the cost does not grow with the store."""
+        out: dict[Any, RelationState] = {}
+        for mid in dict.fromkeys(memory_ids):
+            rows = _rows(
+                conn,
+                "MATCH (m:Memory {id: $m})-[:MENTIONS]->(a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id = $m "
+                "RETURN ID(r), a.name, r.predicate, b.name, r.valid_from, r.valid_to, r.ended_by",
+                {"m": mid},
+            )
+            for rid, a, p, b, vf, vt, by in rows:
+                out.setdefault(str(rid), RelationState(a, p, b, mid, utc(vf), utc(vt), by))
+        return list(out.values())
 
     def supersede(
         self,
@@ -1017,6 +1025,12 @@ class GraphStore:
         ids = list(ids)
         _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
+        # A relation closed by an erased memory is open again: what ended it is no longer known.
+        _exec(
+            conn,
+            "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",
+            {"ids": ids},
+        )
         _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
         _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
         orphans = _rows(
