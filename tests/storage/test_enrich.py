@@ -182,7 +182,7 @@ def test_hostile_input_costs_little() -> None:
 def test_erasing_the_update_reopens_what_it_closed(engine: Engine) -> None:
     both = engine.write("Maria lives in Rome and works at Eni.", ["user:sam"])
     moved = engine.write("Maria moved to Milan.", ["user:sam"])
-    assert engine.read(both.id).relations[0].startswith("Maria —lives_in→ Rome [? → ")
+    assert any(f"ended by {moved.id}" in r for r in engine.read(both.id).relations)
     engine.erase(moved.id, confirm=moved.id)
     assert sorted(engine.read(both.id).relations) == [
         "Maria —lives_in→ Rome [? → open]",
