@@ -833,7 +833,7 @@ class GraphStore:
         )
 
     def open_relations(
-        self, conn: kuzu.Connection, subject: str, predicates: Sequence[str]
+        self, conn: kuzu.Connection, subject: str, predicates: Sequence[str], obj: str | None = None
     ) -> list[OpenRelation]:
         """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
         current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
@@ -843,11 +843,15 @@ class GraphStore:
             # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
             # seen to match a previous call's values in Kùzu 0.11. The recording memories are then looked up
             # by primary key (a join on ``m.id = r.memory_id`` would scan every memory).
+            params = {"a": entity_key(subject), "p": predicate}
+            target = "(b:Entity)"
+            if obj is not None:  # only this object: a key lookup on both ends
+                target, params["b"] = "(b:Entity {id: $b})", entity_key(obj)
             rows = _rows(
                 conn,
-                "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity) WHERE r.predicate = $p AND r.valid_to IS NULL "
+                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL "
                 "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at",
-                {"a": entity_key(subject), "p": predicate},
+                params,
             )
             for bid, bn, mid, vf, at in rows:
                 state = _rows(

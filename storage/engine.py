@@ -506,11 +506,7 @@ class Engine:
                 if r.status == "added":
                     self.enricher.submit(self._llm_job(r, p, now, principal))
         self._group_keys.update(key for p in prepared for key in GROUP_KEYS if key in p.metadata)
-        self._after_write(
-            [s for p in prepared for s in p.scopes],
-            [e for p in prepared for e in p.entities],
-            [r for p in prepared for r in p.relations],
-        )
+        self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
         changed = [r for r in receipts if r.status != "duplicate"]
         if changed:
             self.audit.record(
@@ -650,16 +646,17 @@ class Engine:
             lambda tx: llm.apply(self.graph, tx, job, result, error, functional=self.functional, model=model)
         )
 
-    def _access(self, principal: Principal) -> Access:
-        """What reconciliation may see and change on ``principal``'s behalf (the scope tree as it is then)."""
+    def _access(self, principal: Principal, tree: Mapping[ScopeId, ScopeId] | None = None) -> Access:
+        """What reconciliation may see and change on ``principal``'s behalf: in ``tree``, else in the scope
+        tree as it is at each check (a background job runs later, after scopes may have moved)."""
 
         def may(level: Level) -> Callable[[Sequence[str]], bool]:
             def check(scopes: Sequence[str]) -> bool:
                 if principal.unrestricted:
                     return True
-                tree = self._tree()
+                parents = self._tree() if tree is None else tree
                 test = any if level is Level.READ else all
-                return test(principal.may(level, ScopeId.parse(s), tree) for s in scopes)
+                return test(principal.may(level, ScopeId.parse(s), parents) for s in scopes)
 
             return check
 
@@ -674,8 +671,9 @@ class Engine:
             scopes=p.scopes,
             facts=p.facts,
             functional=self.functional,
-            access=self._access(principal),
+            access=self._access(principal, self._tree()),
             now=tx.now,
+            related=lambda name: self.lexicon.relations(name) > 1,  # 1: the new memory's own
         )
         for mid in changed:
             tx.record("supersede", mid)
@@ -721,17 +719,17 @@ class Engine:
         for r in rels:
             vf = (since or {}).get((r.subject, r.predicate, r.object))
             self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now, valid_from=vf)
+            # Counted now, not after the commit, so the next write of the same batch sees it (over-counting
+            # when the transaction fails is harmless: the count only lets reconciliation skip queries).
+            self.lexicon.related(r.subject)
+            self.lexicon.related(r.object)
         tx.record("add", new.id)
 
-    def _after_write(
-        self, scopes: Sequence[str], entities: Sequence[EntityIn], relations: Sequence[RelationIn] = ()
-    ) -> None:
+    def _after_write(self, scopes: Sequence[str], entities: Sequence[EntityIn]) -> None:
+        """Names into the lexicon once committed (relations are counted by ``_insert``, in the writer)."""
         for e in entities:
             self.lexicon.add(e.name, e.aliases)
             self.lexicon.mentioned(e.name)
-        for r in relations:
-            self.lexicon.related(r.subject)
-            self.lexicon.related(r.object)
         if any(s not in self._scopes for s in scopes):
             self._reload_tree()
 
@@ -1050,7 +1048,8 @@ class Engine:
             records = self.graph.fetch(conn, ids)
             relations = self.graph.relation_history(conn, [mid])
             conflicting = self.graph.contradictions(conn, mid)
-            others = self.graph.fetch(conn, conflicting)
+            enders = [r.ended_by for r in relations if r.ended_by]
+            others = self.graph.fetch(conn, list(dict.fromkeys([*conflicting, *enders])))
             enrichment = self.graph.enrichment_of(conn, mid)
         tree = self._tree()
         if mid not in records or not self._can_read(principal, records[mid], tree):

@@ -67,19 +67,32 @@ def reconcile(
     functional: frozenset[str],
     access: Access,
     now: datetime,
+    related: Callable[[str], bool] = lambda _name: True,
 ) -> tuple[Outcome, list[str]]:
     """Apply the rules above; returns the outcome and the ids of memories whose state changed (superseded:
-    the caller records them in the change log)."""
+    the caller records them in the change log). ``related(name)`` may say cheaply that no relation touches a
+    subject yet (it must never say so wrongly)."""
     out = Outcome()
     changed: list[str] = []
     targets = set(scopes)
     to_supersede: dict[str, tuple[str, datetime, str]] = {}  # old id -> (new id, valid_to, reason)
     for f in facts:
-        preds = [f.predicate] + ([OPPOSITE[f.predicate]] if f.predicate in OPPOSITE else [])
+        if not related(f.subject):
+            continue  # no relation has ever touched this subject: nothing stored to compare with
         obj_key = entity_key(f.object)
+        # Only what can matter is fetched: the same relation (duplicate, negation), its opposite, and every
+        # value only for predicates with one value (update, fixed). Keeps the cost flat as a subject's
+        # likes and visits pile up.
+        found = graph.open_relations(conn, f.subject, [f.predicate], f.object)
+        if f.predicate in OPPOSITE:
+            found += graph.open_relations(conn, f.subject, [OPPOSITE[f.predicate]], f.object)
+        if f.status == "asserted" and (f.predicate in functional or f.predicate in FIXED):
+            found += [
+                r for r in graph.open_relations(conn, f.subject, [f.predicate]) if r.object_id != obj_key
+            ]
         rels = [
             r
-            for r in graph.open_relations(conn, f.subject, preds)
+            for r in found
             if r.memory_id != new_id and targets & set(r.scopes) and access.can_read(r.scopes)
         ]
         # Told out of order: a stored value that took effect after this statement makes it the older one.
