@@ -41,7 +41,7 @@ from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
 from storage.enrich import Fact, enrich, llm, speaker_of
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
 from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
-from storage.extraction import EntityLexicon, extract
+from storage.extraction import EntityLexicon, _norm, extract
 from storage.graph_lane import GraphLane
 from storage.intent import analyse
 from storage.models import (
@@ -664,6 +664,10 @@ class Engine:
 
     def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
         """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
+        own: dict[str, int] = {}  # relations this memory itself just counted, per name
+        for r in p.relations:
+            for end in (r.subject, r.object):
+                own[_norm(end)] = own.get(_norm(end), 0) + 1
         out, changed = reconcile(
             self.graph,
             tx.conn,
@@ -673,7 +677,7 @@ class Engine:
             functional=self.functional,
             access=self._access(principal, self._tree()),
             now=tx.now,
-            related=lambda name: self.lexicon.relations(name) > 1,  # 1: the new memory's own
+            related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
         )
         for mid in changed:
             tx.record("supersede", mid)

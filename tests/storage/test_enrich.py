@@ -188,3 +188,10 @@ def test_erasing_the_update_reopens_what_it_closed(engine: Engine) -> None:
         "Maria —lives_in→ Rome [? → open]",
         "Maria —works_at→ Eni [? → open]",
     ]
+
+
+def test_no_longer_ends_a_subjects_only_relation(engine: Engine) -> None:
+    married = engine.write("Noor is married to Bilal.", ["user:sam"])
+    ended = engine.write("Noor is no longer married to Bilal.", ["user:sam"])
+    assert ended.supersedes == (married.id,)
+    assert engine.read(married.id).memory.status == "superseded"
