@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,36 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _RETRY_MIN, _RETRY_MAX = 0.1, 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTimeOptions:
+    """What the write path does beyond storing: settings passed through to the Engine."""
+
+    functional: tuple[str, ...] = ()
+    anthropic_api_key: str = field(default="", repr=False)
+    anthropic_model: str = "claude-sonnet-4-6"
+    llm_min_interval: float = 0.5
+
+
+def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
+    """What the owner applies to the engine once it is open: the functional predicates and, with an API key,
+    the Claude extractor (imported only then)."""
+
+    def apply(engine: Engine) -> None:
+        if options.functional:
+            engine.functional = frozenset(options.functional)
+        if options.anthropic_api_key:
+            import anthropic
+
+            from storage.enrich.claude import ClaudeExtractor
+
+            client = anthropic.Anthropic(api_key=options.anthropic_api_key)
+            engine.use_llm(
+                ClaudeExtractor(client, options.anthropic_model, min_interval=options.llm_min_interval)
+            )
+
+    return apply
 
 
 def _open_engine(data_dir: Path, runtime: str) -> Engine:

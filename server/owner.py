@@ -19,6 +19,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import uvicorn
@@ -26,13 +27,16 @@ import uvicorn
 from server._activity import Activity
 from server._auth import FileTokenVerifier
 from server._daemon import ReadyPipe
-from server._engine import EngineHolder
+from server._engine import EngineHolder, WriteTimeOptions, write_time
 from server._owner_http import owner_app
 from server._runtime import RuntimePaths
 from server._tokens import TokenStore, scope_holders
 from server._uds import serve_sessions
 from server.app import VERSION, build_server
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from storage import Engine
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +56,21 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     tokens = TokenStore(paths.data_dir)
     # Names tokens are granted on and the local user's default scopes are theirs: no token may create them.
     holders = scope_holders(tokens, settings.default_scopes)
+    enrich = write_time(
+        WriteTimeOptions(
+            settings.functional_predicates,
+            settings.anthropic_api_key,
+            settings.anthropic_model,
+            settings.llm_min_interval,
+        )
+    )
+
+    def configure(engine: Engine) -> None:
+        engine.reserve_scopes(holders)
+        enrich(engine)
+
     holder = EngineHolder(
-        paths.data_dir,
-        wait=settings.engine_wait,
-        configure=lambda engine: engine.reserve_scopes(holders),
-        embedder=settings.embedder,
+        paths.data_dir, wait=settings.engine_wait, configure=configure, embedder=settings.embedder
     )
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()

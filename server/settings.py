@@ -24,6 +24,12 @@ Variables (all optional):
   second, ~100 MB) or ``torch`` (sentence-transformers; 10+ s to load, ~1 GB). Same model, same vectors.
 - ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
+- ``MNEMOGRAPH_FUNCTIONAL_PREDICATES``: comma-separated relation predicates that hold one current value per
+  subject, so a new value supersedes the old one at write time; default ``lives_in, works_at, job_title,
+  phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
+- ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
+  ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
+  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5).
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
 only (no variable, so it is never inherited by accident) and is refused unless the host is loopback; even then
@@ -37,7 +43,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +88,10 @@ class Settings:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     embedder: str = "numpy"
+    functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
+    anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
+    anthropic_model: str = "claude-sonnet-4-6"
+    llm_min_interval: float = 0.5
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -134,7 +144,23 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         header_timeout=_number(pick("header_timeout"), "header_timeout", float, 0.1, 3_600.0, 10.0),
         body_timeout=_number(pick("body_timeout"), "body_timeout", float, 0.1, 3_600.0, 30.0),
         embedder=embedder,
+        functional_predicates=_predicates(pick("functional_predicates")),
+        anthropic_api_key=str(pick("anthropic_api_key") or ""),
+        anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
+        llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
     )
+
+
+def _predicates(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    out = tuple(p.strip() for p in str(value).split(",") if p.strip())
+    bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]
+    if bad:
+        raise SettingsError(
+            f"{PREFIX}FUNCTIONAL_PREDICATES takes comma-separated snake_case predicates like lives_in, got {bad[0]!r}"
+        )
+    return out
 
 
 def login_scope(environ: Mapping[str, str]) -> str:

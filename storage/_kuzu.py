@@ -70,6 +70,17 @@ def _schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity, name STRING, type STRING, aliases STRING[])",
         "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
         "recorded_at TIMESTAMP)",
+        # Write-time reconciliation (storage.enrich.reconcile): a relation's validity, closed by the memory
+        # that ended it; and CONTRADICTS between memories whose statements conflict. Added in place to
+        # stores created before them (the columns read NULL there: open, as those relations were).
+        "ALTER TABLE RELATES ADD IF NOT EXISTS valid_from TIMESTAMP",
+        "ALTER TABLE RELATES ADD IF NOT EXISTS valid_to TIMESTAMP",
+        "ALTER TABLE RELATES ADD IF NOT EXISTS ended_by STRING",
+        "CREATE REL TABLE IF NOT EXISTS CONTRADICTS(FROM Memory TO Memory, predicate STRING, at TIMESTAMP)",
+        # The outcome of the optional LLM enrichment of a memory (never its content): shown by memory_read.
+        "CREATE NODE TABLE IF NOT EXISTS Enrichment(id STRING PRIMARY KEY, status STRING, detail STRING, "
+        "model STRING, input_tokens INT64, output_tokens INT64, cache_read_tokens INT64, "
+        "cache_write_tokens INT64, at TIMESTAMP)",
     ]
 
 
@@ -174,6 +185,30 @@ class Relation:
     other_id: str
     other_name: str
     outgoing: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRelation:
+    """A RELATES edge still valid, as reconciliation sees it: the memory that recorded it and its scopes."""
+
+    predicate: str
+    object_id: str
+    object_name: str
+    memory_id: str
+    valid_from: datetime | None
+    recorded_at: datetime
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationState:
+    subject: str
+    predicate: str
+    object: str
+    memory_id: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    ended_by: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -837,14 +872,153 @@ class GraphStore:
             )
 
     def relate(
-        self, conn: kuzu.Connection, memory_id: str, subject: str, predicate: str, obj: str, at: datetime
+        self,
+        conn: kuzu.Connection,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        at: datetime,
+        valid_from: datetime | None = None,
     ) -> None:
         _exec(
             conn,
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
-            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
-            {"a": entity_key(subject), "b": entity_key(obj), "p": predicate, "m": memory_id, "at": at},
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf}]->(b)",
+            {
+                "a": entity_key(subject),
+                "b": entity_key(obj),
+                "p": predicate,
+                "m": memory_id,
+                "at": at,
+                "vf": valid_from,
+            },
         )
+
+    def open_relations(
+        self, conn: kuzu.Connection, subject: str, predicates: Sequence[str], obj: str | None = None
+    ) -> list[OpenRelation]:
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
+        current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
+        stated for the relation."""
+        out: list[OpenRelation] = []
+        for predicate in dict.fromkeys(predicates):
+            # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
+            # seen to match a previous call's values in Kùzu 0.11. The recording memories are then looked up
+            # by primary key (a join on ``m.id = r.memory_id`` would scan every memory).
+            params = {"a": entity_key(subject), "p": predicate}
+            target = "(b:Entity)"
+            if obj is not None:  # only this object: a key lookup on both ends
+                target, params["b"] = "(b:Entity {id: $b})", entity_key(obj)
+            rows = _rows(
+                conn,
+                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL "
+                "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at",
+                params,
+            )
+            for bid, bn, mid, vf, at in rows:
+                state = _rows(
+                    conn,
+                    "MATCH (m:Memory {id: $id}) RETURN m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
+                    {"id": mid},
+                )
+                if state and state[0][0]:
+                    out.append(
+                        OpenRelation(
+                            predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(state[0][1] or ())
+                        )
+                    )
+        return out
+
+    def close_relation(
+        self,
+        conn: kuzu.Connection,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        valid_to: datetime,
+        ended_by: str,
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) "
+            "WHERE r.memory_id = $m AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = $vt, r.ended_by = $by",
+            {
+                "a": entity_key(subject),
+                "b": entity_key(obj),
+                "m": memory_id,
+                "p": predicate,
+                "vt": valid_to,
+                "by": ended_by,
+            },
+        )
+
+    def open_relation_count(self, conn: kuzu.Connection, memory_id: str) -> int:
+        return sum(r.valid_to is None for r in self.relation_history(conn, [memory_id]))
+
+    def contradict(self, conn: kuzu.Connection, new: str, old: str, predicate: str, at: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
+            "CREATE (n)-[:CONTRADICTS {predicate: $p, at: $at}]->(o)",
+            {"new": new, "old": old, "p": predicate, "at": at},
+        )
+
+    def contradictions(self, conn: kuzu.Connection, memory_id: str) -> list[str]:
+        """Ids of memories linked to this one by CONTRADICTS, in either direction."""
+        rows = _rows(
+            conn,
+            "MATCH (a:Memory {id: $id})-[:CONTRADICTS]-(b:Memory) RETURN DISTINCT b.id ORDER BY b.id",
+            {"id": memory_id},
+        )
+        return [r[0] for r in rows]
+
+    def record_enrichment(self, conn: kuzu.Connection, memory_id: str, row: Mapping[str, Any]) -> None:
+        """Keep how the LLM enrichment of a memory went (status, detail, model, token counts)."""
+        _exec(
+            conn,
+            "MERGE (x:Enrichment {id: $id}) SET x.status = $status, x.detail = $detail, x.model = $model, "
+            "x.input_tokens = $input_tokens, x.output_tokens = $output_tokens, "
+            "x.cache_read_tokens = $cache_read_tokens, x.cache_write_tokens = $cache_write_tokens, x.at = $at",
+            {"id": memory_id, **row},
+        )
+
+    def enrichment_of(self, conn: kuzu.Connection, memory_id: str) -> dict[str, Any] | None:
+        rows = _rows(
+            conn,
+            "MATCH (x:Enrichment {id: $id}) RETURN x.status, x.detail, x.model, x.input_tokens, x.output_tokens, "
+            "x.cache_read_tokens, x.cache_write_tokens",
+            {"id": memory_id},
+        )
+        if not rows:
+            return None
+        keys = (
+            "status",
+            "detail",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        )
+        return dict(zip(keys, rows[0], strict=True))
+
+    def relation_history(self, conn: kuzu.Connection, memory_ids: Sequence[str]) -> list[RelationState]:
+        """Every relation the given memories recorded, with its validity. Reached through the entities each
+        memory mentions (a relation's ends always are), so the cost does not grow with the store."""
+        out: dict[Any, RelationState] = {}
+        for mid in dict.fromkeys(memory_ids):
+            rows = _rows(
+                conn,
+                "MATCH (m:Memory {id: $m})-[:MENTIONS]->(a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id = $m "
+                "RETURN ID(r), a.name, r.predicate, b.name, r.valid_from, r.valid_to, r.ended_by",
+                {"m": mid},
+            )
+            for rid, a, p, b, vf, vt, by in rows:
+                out.setdefault(str(rid), RelationState(a, p, b, mid, utc(vf), utc(vt), by))
+        return list(out.values())
 
     def supersede(
         self,
@@ -926,6 +1100,13 @@ class GraphStore:
             )
         ]
         _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
+        # A relation closed by an erased memory is open again: what ended it is no longer known.
+        _exec(
+            conn,
+            "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",
+            {"ids": ids},
+        )
         _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
         # A version that stays while its newer version goes must not point at it; it stays out of current
         # recall (its validity was closed when it was superseded), now as retired at that same moment.

@@ -35,14 +35,16 @@ from scopes import descendants as subtree
 from storage import _validate as v
 from storage import backup as snapshots
 from storage import recall as recall_path
-from storage._kuzu import Connection, GraphStore, NewMemory, entity_key
+from storage._kuzu import Connection, GraphStore, NewMemory, RelationState, entity_key
 from storage._lance import VectorIndex
 from storage._private import make_private
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
+from storage.enrich import Fact, enrich, llm, speaker_of
+from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
 from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
-from storage.extraction import EntityLexicon, extract
+from storage.extraction import EntityLexicon, _norm, extract
 from storage.graph_lane import GraphLane
 from storage.intent import analyse
 from storage.models import (
@@ -87,6 +89,14 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _relation_line(r: RelationState, readable: set[str]) -> str:
+    """ "Ana —lives_in→ Lisbon [2023-03-01 → open]", with the memory that ended it when the reader may see it."""
+    start = r.valid_from.date().isoformat() if r.valid_from else "?"
+    end = r.valid_to.date().isoformat() if r.valid_to else "open"
+    by = f", ended by {r.ended_by}" if r.ended_by and r.ended_by in readable else ""
+    return f"{r.subject} —{r.predicate}→ {r.object} [{start} → {end}{by}]"
+
+
 @dataclass
 class _Prepared:
     """A validated write, ready for the reconciler."""
@@ -104,6 +114,7 @@ class _Prepared:
     metadata: dict[str, Any]
     provenance: Provenance
     vector: list[float] | None
+    facts: tuple[Fact, ...] = ()
 
 
 class Engine:
@@ -118,6 +129,9 @@ class Engine:
         self.text = TextIndex(data_dir / "text")
         self.reconciler = Reconciler(self.graph, self.vectors, self.text)
         self.lexicon = EntityLexicon()
+        # Predicates with one current value per subject: a new value supersedes the old (settings can widen it).
+        self.functional: frozenset[str] = frozenset(DEFAULT_FUNCTIONAL)
+        self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
@@ -205,6 +219,8 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        if self.enricher is not None:
+            self.enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()
         self._lane_pool.shutdown(wait=True)
         self.text.close()
@@ -604,13 +620,13 @@ class Engine:
             vectors = self.embedder.embed([p.content for p in todo])
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
-        receipts = self.reconciler.submit_many([self._write_intent(p) for p in prepared])
+        receipts = self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
+        if self.enricher is not None:
+            for p, r in zip(prepared, receipts, strict=True):
+                if r.status == "added":
+                    self.enricher.submit(self._llm_job(r, p, now, principal))
         self._group_keys.update(key for p in prepared for key in GROUP_KEYS if key in p.metadata)
-        self._after_write(
-            [s for p in prepared for s in p.scopes],
-            [e for p in prepared for e in p.entities],
-            [r for p in prepared for r in p.relations],
-        )
+        self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
         changed = [r for r in receipts if r.status != "duplicate"]
         if changed:
             self.audit.record(
@@ -659,8 +675,24 @@ class Engine:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
                     given.append(EntityIn(name=end))
-        found = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
+        found = enrich(
+            text,
+            written_at=now,
+            lexicon=self.lexicon,
+            given=given,
+            relations=rels,
+            event_time=ev,
+            speaker=speaker_of(meta, targets, principal.name),
+        )
         entities = self._known_to(principal, text, found.entities, given)
+        # A relation whose end the principal may not learn (an alias matched from another team's memories)
+        # goes with that entity: the receipt would name it.
+        hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
+        relations = [
+            r
+            for r in found.relations
+            if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
+        ]
         if ev is not None:
             event, source_of_time = ev, "caller"
         elif found.times:
@@ -677,10 +709,11 @@ class Engine:
             valid_from=vf or now,
             valid_to=vt,
             entities=entities,
-            relations=rels,
+            relations=relations,
             metadata=meta,
             provenance=Provenance(principal.name, principal.client, src),
             vector=vector,
+            facts=found.facts,
         )
 
     def _known_to(
@@ -708,7 +741,7 @@ class Engine:
                     hidden.add(e.name)
         return [e for e in found if e.name not in hidden]
 
-    def _write_intent(self, p: _Prepared) -> Callable[[Tx], WriteReceipt]:
+    def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:
         def intent(tx: Tx) -> WriteReceipt:
             cur, existing = self._resolve_content(tx, p.content, p.id)
             if existing is not None:
@@ -738,11 +771,78 @@ class Engine:
                 tx.now,
                 vec,
             )
-            self._insert(tx, new, p.scopes, p.entities, p.relations)
+            since = {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
+            self._insert(tx, new, p.scopes, p.entities, p.relations, since)
             names = tuple(sorted(e.name for e in p.entities))
-            return WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+            receipt = WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+            return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
 
         return intent
+
+    def use_llm(self, extractor: llm.Extractor) -> None:
+        """Enrich every newly added memory with ``extractor`` (Claude) after its commit, in the background."""
+        if self.enricher is None:
+            self.enricher = llm.Enricher(extractor, self._apply_llm)
+
+    def wait_enriched(self, timeout: float = 30.0) -> bool:
+        """Block until the LLM pass has handled every memory written so far (True; False on timeout)."""
+        return self.enricher is None or self.enricher.wait_idle(timeout)
+
+    def _llm_job(self, r: WriteReceipt, p: _Prepared, now: datetime, principal: Principal) -> llm.Job:
+        speaker = speaker_of(p.metadata, p.scopes, principal.name)
+        return llm.Job(r.id, p.content, now, p.event_time, tuple(p.scopes), speaker, self._access(principal))
+
+    def _apply_llm(
+        self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
+    ) -> None:
+        model = self.enricher.extractor.model if self.enricher is not None else ""
+        self.reconciler.submit(
+            lambda tx: llm.apply(self.graph, tx, job, result, error, functional=self.functional, model=model)
+        )
+
+    def _access(self, principal: Principal, tree: Mapping[ScopeId, ScopeId] | None = None) -> Access:
+        """What reconciliation may see and change on ``principal``'s behalf: in ``tree``, else in the scope
+        tree as it is at each check (a background job runs later, after scopes may have moved)."""
+
+        def may(level: Level) -> Callable[[Sequence[str]], bool]:
+            def check(scopes: Sequence[str]) -> bool:
+                if principal.unrestricted:
+                    return True
+                parents = self._tree() if tree is None else tree
+                test = any if level is Level.READ else all
+                return test(principal.may(level, ScopeId.parse(s), parents) for s in scopes)
+
+            return check
+
+        return Access(may(Level.READ), may(Level.WRITE))
+
+    def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
+        """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
+        own: dict[str, int] = {}  # relations this memory itself just counted, per name
+        for r in p.relations:
+            for end in (r.subject, r.object):
+                own[_norm(end)] = own.get(_norm(end), 0) + 1
+        out, changed = reconcile(
+            self.graph,
+            tx.conn,
+            new_id=receipt.id,
+            scopes=p.scopes,
+            facts=p.facts,
+            functional=self.functional,
+            access=self._access(principal, self._tree()),
+            now=tx.now,
+            related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
+        )
+        for mid in changed:
+            tx.record("supersede", mid)
+        return dataclasses.replace(
+            receipt,
+            relations=tuple(out.recorded),
+            supersedes=tuple(out.supersedes),
+            superseded_by=out.superseded_by,
+            contradicts=tuple(out.contradicts),
+            duplicates=tuple(out.duplicates),
+        )
 
     def _resolve_content(self, tx: Tx, text: str, mid: str) -> tuple[str, Memory | None]:
         """The id this content gets now, and the current memory that already has it (if any).
@@ -767,6 +867,7 @@ class Engine:
         scopes: Sequence[str],
         entities: Sequence[EntityIn],
         rels: Sequence[RelationIn],
+        since: Mapping[tuple[str, str, str], datetime] | None = None,
     ) -> None:
         self.graph.ensure_scopes(tx.conn, scopes, tx.now)
         self.graph.insert_memory(tx.conn, new, scopes, entities)
@@ -774,18 +875,19 @@ class Engine:
         if entities:
             self.graph.mention(tx.conn, new.id, entities)
         for r in rels:
-            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now)
+            vf = (since or {}).get((r.subject, r.predicate, r.object))
+            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now, valid_from=vf)
+            # Counted now, not after the commit, so the next write of the same batch sees it (over-counting
+            # when the transaction fails is harmless: the count only lets reconciliation skip queries).
+            self.lexicon.related(r.subject)
+            self.lexicon.related(r.object)
         tx.record("add", new.id)
 
-    def _after_write(
-        self, scopes: Sequence[str], entities: Sequence[EntityIn], relations: Sequence[RelationIn] = ()
-    ) -> None:
+    def _after_write(self, scopes: Sequence[str], entities: Sequence[EntityIn]) -> None:
+        """Names into the lexicon once committed (relations are counted by ``_insert``, in the writer)."""
         for e in entities:
             self.lexicon.add(e.name, e.aliases)
             self.lexicon.mentioned(e.name)
-        for r in relations:
-            self.lexicon.related(r.subject)
-            self.lexicon.related(r.object)
         if any(s not in self._scopes for s in scopes):
             self._reload_tree()
 
@@ -1159,6 +1261,11 @@ class Engine:
         with self.graph.read() as conn:
             ids = [mid, *self.graph.chain(conn, mid)]
             records = self.graph.fetch(conn, ids)
+            relations = self.graph.relation_history(conn, [mid])
+            conflicting = self.graph.contradictions(conn, mid)
+            enders = [r.ended_by for r in relations if r.ended_by]
+            others = self.graph.fetch(conn, list(dict.fromkeys([*conflicting, *enders])))
+            enrichment = self.graph.enrichment_of(conn, mid)
         tree = self._tree()
         if mid not in records or not self._can_read(principal, records[mid], tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
@@ -1166,7 +1273,16 @@ class Engine:
             principal, [m for m in records.values() if self._can_read(principal, m, tree)], tree
         )
         versions = sorted(shown, key=lambda m: (m.recorded_at, m.id))
-        return MemoryRecord(next(m for m in shown if m.id == mid), tuple(versions))
+        readable = {m.id for m in shown} | {
+            i for i, m in others.items() if self._can_read(principal, m, tree)
+        }
+        return MemoryRecord(
+            next(m for m in shown if m.id == mid),
+            tuple(versions),
+            relations=tuple(_relation_line(r, readable) for r in relations),
+            contradicts=tuple(i for i in conflicting if i in readable),
+            enrichment=llm.describe(enrichment, self.enricher is not None and self.enricher.pending(mid)),
+        )
 
     def list(
         self,

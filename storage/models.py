@@ -122,11 +122,20 @@ class Memory:
 
 @dataclass(frozen=True, slots=True)
 class WriteReceipt:
+    """A write's outcome. The reconciliation fields (``storage.enrich.reconcile``) name only memories the
+    writer may read: ``supersedes`` (updated by this one), ``superseded_by`` (this one was older news),
+    ``contradicts`` (conflicting, both kept) and ``duplicates`` (already stating the same relation)."""
+
     id: str
     status: WriteStatus
     scopes: tuple[str, ...]
     entities: tuple[str, ...]
     event_time: datetime
+    relations: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+    contradicts: tuple[str, ...] = ()
+    duplicates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +225,15 @@ class Recalled(list[Hit]):
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
-    """A memory with its whole version chain, oldest first (the memory itself included)."""
+    """A memory with its whole version chain, oldest first (the memory itself included); the relations it
+    recorded with their validity ("Ana —lives_in→ Lisbon [2023-03-01 → 2024-05-02]"), and the memories that
+    contradict it (only those the reader may read)."""
 
     memory: Memory
     versions: tuple[Memory, ...]
+    relations: tuple[str, ...] = ()
+    contradicts: tuple[str, ...] = ()
+    enrichment: str | None = None  # how the optional LLM pass went ("llm <model>: failed (...)"), if it ran
 
 
 @dataclass(frozen=True, slots=True)

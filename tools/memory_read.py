@@ -22,13 +22,31 @@ class MemoryReadOut(BaseModel):
     versions: list[MemoryView] = Field(
         description="Its whole version chain, oldest first (the memory itself included)."
     )
+    relations: list[str] = Field(
+        default_factory=list,
+        description="Statements this memory recorded, with when each held: "
+        "'Ana —lives_in→ Lisbon [2023-03-01 → 2024-05-02, ended by <id>]'; 'open' means still current.",
+    )
+    contradicts: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories that conflict with this one (both are kept); read them to decide which holds.",
+    )
+    enrichment: str | None = Field(
+        default=None,
+        description="How the optional background LLM extraction went for this memory (pending, done or failed "
+        "with the reason, and its token cost); null when it is not configured. A failure changed nothing.",
+    )
 
 
 async def memory_read(engine: Engine, caller: Caller, args: MemoryReadIn) -> MemoryReadOut:
     """Read the record; works for superseded and retired memories too."""
     record = await blocking(engine.read, args.id, principal=caller.principal)
     return MemoryReadOut(
-        memory=MemoryView.of(record.memory), versions=[MemoryView.of(m) for m in record.versions]
+        memory=MemoryView.of(record.memory),
+        versions=[MemoryView.of(m) for m in record.versions],
+        relations=list(record.relations),
+        contradicts=list(record.contradicts),
+        enrichment=record.enrichment,
     )
 
 

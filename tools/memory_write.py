@@ -77,6 +77,26 @@ class MemoryWriteOut(BaseModel):
     scopes: list[str] = Field(description="Every scope the memory now belongs to.")
     entities: list[str] = Field(description="The entities recorded as mentioned.")
     event_time: datetime = Field(description="The event time stored for the memory.")
+    relations: list[str] = Field(
+        default_factory=list, description="Statements recorded from it, e.g. 'Ana —lives_in→ Porto'."
+    )
+    supersedes: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories this one updates (a new value for lives_in, works_at, job_title, ...): "
+        "they leave default recall and stay in history.",
+    )
+    superseded_by: str | None = Field(
+        default=None,
+        description="Set when this memory was older news than one already stored: it went straight to history.",
+    )
+    contradicts: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories that conflict with this one; both are kept. If one is wrong, retire it "
+        "or amend it.",
+    )
+    duplicates: list[str] = Field(
+        default_factory=list, description="Ids of memories that already state the same relation."
+    )
 
 
 async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> MemoryWriteOut:
@@ -100,6 +120,11 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         scopes=list(receipt.scopes),
         entities=list(receipt.entities),
         event_time=receipt.event_time,
+        relations=list(receipt.relations),
+        supersedes=list(receipt.supersedes),
+        superseded_by=receipt.superseded_by,
+        contradicts=list(receipt.contradicts),
+        duplicates=list(receipt.duplicates),
     )
 
 
@@ -109,8 +134,12 @@ SPEC = ToolSpec(
     description=(
         "Store something worth remembering beyond this conversation: a fact, an event, a preference, a decision. "
         "Write one self-contained statement per call. Pass the entities and relations you already know; they "
-        "make the memory findable by name. To correct or update something already stored, call amend with its "
-        "id instead of writing a contradicting memory. Writing identical content again is harmless."
+        "make the memory findable by name (without them, names and common relations such as lives_in, "
+        "works_at, likes or allergic_to are read from the text; negated, hypothetical, uncertain or reported "
+        "statements are never recorded as facts). A new value for a single-valued relation (where someone "
+        "lives or works, a job title, phone, email) supersedes the old memory automatically; the receipt "
+        "lists what was superseded, contradicted or duplicated. To correct a specific memory, call amend "
+        "with its id. Writing identical content again is harmless."
     ),
     input_model=MemoryWriteIn,
     output_model=MemoryWriteOut,

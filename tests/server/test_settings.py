@@ -67,3 +67,20 @@ def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None
 def test_the_embedding_runtime_is_numpy_unless_torch_is_asked_for() -> None:
     assert load_settings({}).embedder == "numpy"
     assert load_settings({"MNEMOGRAPH_EMBEDDER": "Torch"}).embedder == "torch"
+
+
+def test_write_time_settings(tmp_path: Path) -> None:
+    s = load_settings(
+        {
+            "MNEMOGRAPH_DATA_DIR": str(tmp_path),
+            "MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives_in, works_at,team_of",
+            "MNEMOGRAPH_ANTHROPIC_API_KEY": "sk-ant-secret",
+        }
+    )
+    assert s.functional_predicates == ("lives_in", "works_at", "team_of")
+    assert (s.anthropic_model, s.llm_min_interval) == ("claude-sonnet-4-6", 0.5)
+    assert s.anthropic_api_key == "sk-ant-secret"
+    assert "sk-ant-secret" not in repr(s)  # a secret never reaches a log line through a repr
+    assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).anthropic_api_key == ""  # off by default
+    with pytest.raises(SettingsError, match="MNEMOGRAPH_FUNCTIONAL_PREDICATES takes comma-separated"):
+        load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives in"})

@@ -1,0 +1,145 @@
+"""Write-time intelligence, offline: typed entities, relations with their assertion status, and the time
+each statement took effect; then reconciliation against what is stored (``storage.enrich.reconcile``).
+
+Layers: what the caller passes wins (entities by name and type, relations, event time); this fills the
+gaps with no model and no network. Statements that are negated, hypothetical, uncertain or reported never
+become relations; negated ones are still handed to reconciliation (they may end or contradict a stored
+relation). Cost is linear in the content's length (see ``_text``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from storage.enrich import _contacts, _statements
+from storage.enrich._statements import Statement, Status
+from storage.enrich._text import sentences, tokens
+from storage.extraction import EntityLexicon, _norm
+from storage.extraction import extract as extract_names
+from storage.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn
+from storage.timeparse import TimeMention
+
+__all__ = ["Enriched", "Fact", "Statement", "Status", "enrich", "speaker_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A statement to reconcile: asserted ones are stored as relations; negated ones only end or
+    contradict. ``at``: when it took effect (a time named in its sentence, else the memory's event time)."""
+
+    subject: str
+    predicate: str
+    object: str
+    status: Status
+    at: datetime
+    ended: bool = False
+    dated: bool = False  # ``at`` was stated (by the caller or in the text), not just the time of writing
+
+
+@dataclass(frozen=True, slots=True)
+class Enriched:
+    entities: tuple[EntityIn, ...]
+    times: tuple[TimeMention, ...]
+    relations: tuple[RelationIn, ...]  # what is stored: the caller's, else the asserted statements
+    facts: tuple[Fact, ...]  # what is reconciled: asserted and negated
+    statements: tuple[Statement, ...]  # everything read, for benchmarks and debugging
+
+
+def speaker_of(metadata: Mapping[str, object], scopes: Sequence[str], principal: str) -> str | None:
+    """Who "I" is: ``metadata.speaker`` if given, else the user of a single ``user:NAME`` target scope, else
+    the writing principal (unless it is the anonymous local one). None: first-person statements are skipped."""
+    given = metadata.get("speaker")
+    if isinstance(given, str) and given.strip():
+        return given.strip()[:200]
+    users = [s.split(":", 1)[1] for s in scopes if s.startswith("user:")]
+    if len(users) == 1 and users[0]:
+        return users[0]
+    return principal if principal and principal != "local" else None
+
+
+def enrich(
+    content: str,
+    *,
+    written_at: datetime,
+    lexicon: EntityLexicon,
+    given: Sequence[EntityIn] = (),
+    relations: Sequence[RelationIn] = (),
+    event_time: datetime | None = None,
+    speaker: str | None = None,
+) -> Enriched:
+    """Entities, times, relations and facts of ``content``. ``event_time``: the caller's (then no time scan);
+    ``relations``: the caller's (then none are read from the text, but the caller's are still reconciled)."""
+    found = extract_names(
+        content, written_at=written_at, lexicon=lexicon, given=given, times=event_time is None
+    )
+    when = event_time or (found.times[0].when.astimezone(UTC) if found.times else written_at)
+
+    def known(phrase: str) -> str | None:
+        """The entity whose name or alias is exactly ``phrase`` (lower case), if exactly one."""
+        hits = [
+            m.name
+            for m in lexicon.match(phrase, fuzzy=False)
+            if m.how in ("exact", "alias") and m.text == phrase
+        ]
+        return hits[0] if len(hits) == 1 else None
+
+    toks = tokens(content)
+    sents = sentences(content, toks)
+    ctx = _statements.Context(speaker=speaker, known=known)
+    statements = _statements.read(sents, content, ctx) + _contacts.read(sents, content, ctx)
+    facts: list[Fact] = []
+    if relations:
+        dated = event_time is not None or bool(found.times)
+        facts = [Fact(r.subject, r.predicate, r.object, "asserted", when, dated=dated) for r in relations]
+        stored = tuple(relations)
+    else:
+        for s in statements:
+            if s.status in ("asserted", "negated"):
+                at, dated = _at(s, found.times, when, event_time is not None)
+                facts.append(Fact(s.subject, s.predicate, s.object, s.status, at, s.ended, dated))
+        seen: dict[tuple[str, str, str], RelationIn] = {}
+        for f in facts:
+            if f.status == "asserted":
+                seen.setdefault(
+                    (_norm(f.subject), f.predicate, _norm(f.object)),
+                    RelationIn(f.subject, f.predicate, f.object),
+                )
+        stored = tuple(seen.values())[:MAX_RELATIONS]  # the caller's limit holds for what is read too
+        facts = facts[: 2 * MAX_RELATIONS]
+    entities = {_norm(e.name): e for e in given}
+    types = {_norm(s.subject): s.subject_type for s in statements} | {
+        _norm(s.object): s.object_type for s in statements if s.object_type != "title"
+    }
+    for e in found.entities:
+        key = _norm(e.name)
+        if key not in entities:
+            entities[key] = EntityIn(e.name, types.get(key, _guess_type(e.name)), e.aliases)
+    named = [(s.subject, s.subject_type) for s in statements] + [
+        (s.object, s.object_type) for s in statements if s.object_type in ("person", "place", "org")
+    ]
+    for name, kind in named[: 2 * MAX_ENTITIES]:
+        key = _norm(name)
+        if key and key not in entities:
+            entities[key] = EntityIn(name, kind)
+    for r in stored:
+        for name in (r.subject, r.object):
+            key = _norm(name)
+            if key and key not in entities:
+                entities[key] = EntityIn(name, types.get(key, "thing"))
+    return Enriched(tuple(entities.values()), tuple(found.times), stored, tuple(facts), tuple(statements))
+
+
+def _guess_type(name: str) -> str:
+    t = _statements._type_of(name)
+    return "thing" if t == "person" else t  # a bare capitalised span is not known to be a person
+
+
+def _at(s: Statement, times: Sequence[TimeMention], default: datetime, given: bool) -> tuple[datetime, bool]:
+    """When the statement took effect: a time named in its own sentence, else the memory's event time (stated
+    when the caller gave it or the text named one)."""
+    for t in times:
+        if s.start <= t.start < max(s.end, s.start + 1):
+            return t.when.astimezone(UTC), True
+    return default, given or bool(times)

@@ -1,0 +1,248 @@
+"""Layer 3: Claude reads a memory's statements through tool use (structured output), after the commit.
+
+One request per memory: fixed instructions (cached with ``cache_control``, so repeated calls pay for them
+once per cache lifetime) and the memory's text; the model must answer by calling ``record_statements``. Rate
+limits (429), overload (529), other 5xx, timeouts and connection errors are retried here with exponential
+backoff and jitter, honouring ``retry-after``; the SDK's own retries are off so attempts are counted once.
+Anything malformed is a failure: nothing is applied and the reason is kept for ``memory_read``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import anthropic
+from anthropic.types import MessageParam, TextBlockParam, ToolChoiceToolParam, ToolParam
+
+STATUSES = ("asserted", "negated", "hypothetical", "uncertain", "reported")
+MAX_STATEMENTS = 64
+_PREDICATE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+INSTRUCTIONS = """You extract structured statements from one memory written by or about a user, for a
+long-term memory store. Call the record_statements tool exactly once.
+
+Rules:
+- A statement is (subject, predicate, object). Subjects and objects are names as written in full ("Ana Lima",
+  "Acme Corp", "Lisbon") or short common-noun phrases for things ("oat milk", "peanuts").
+- "I", "me", "my" refer to the speaker named in the request; use that name. Resolve "he"/"she" to the person
+  named earlier in the text when it is clear; otherwise leave the statement out.
+- Predicates are snake_case. Prefer: lives_in, works_at, job_title, studies_at, married_to, likes, dislikes,
+  allergic_to, owns, visited, born_in, from, phone, email, sibling_of, friend_of, parent_of, child_of,
+  partner_of, colleague_of, reports_to; use lived_in, worked_at, studied_at for the past. "moved to X" is
+  lives_in X.
+- status says how the statement was made: asserted (stated as true), negated ("doesn't", "never", "no
+  longer"), hypothetical (conditions, plans, wishes, questions, the future), uncertain ("maybe", "I think"),
+  reported (someone else said or believes it). Only asserted statements become facts; report the others
+  with their status anyway.
+- ended is true when the text says something stopped being true ("no longer works at X").
+- types: person, org, place or thing.
+- Do not invent anything that is not in the text. An empty list is a valid answer."""
+TOOL: ToolParam = {
+    "name": "record_statements",
+    "description": "Record every statement the memory makes, with its assertion status.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "statements": {
+                "type": "array",
+                "maxItems": MAX_STATEMENTS,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "subject": {"type": "string"},
+                        "subject_type": {"type": "string", "enum": ["person", "org", "place", "thing"]},
+                        "predicate": {"type": "string"},
+                        "object": {"type": "string"},
+                        "object_type": {"type": "string", "enum": ["person", "org", "place", "thing"]},
+                        "status": {"type": "string", "enum": list(STATUSES)},
+                        "ended": {"type": "boolean"},
+                    },
+                    "required": ["subject", "predicate", "object", "status"],
+                },
+            }
+        },
+        "required": ["statements"],
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LlmStatement:
+    subject: str
+    predicate: str
+    object: str
+    status: str
+    subject_type: str = "thing"
+    object_type: str = "thing"
+    ended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LlmResult:
+    statements: tuple[LlmStatement, ...]
+    usage: Usage
+    model: str
+    attempts: int
+
+
+class ExtractionFailed(Exception):
+    """The model could not be asked or answered badly; ``reason`` is for the reader of ``memory_read``."""
+
+    def __init__(self, reason: str, usage: Usage, attempts: int) -> None:
+        super().__init__(reason)
+        self.reason, self.usage, self.attempts = reason, usage, attempts
+
+
+class ClaudeExtractor:
+    """Ask Claude for a memory's statements. Thread-safe; calls are spaced by ``min_interval`` seconds (a
+    simple rate limit shared by all callers) and retried ``max_attempts`` times in all."""
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        model: str,
+        *,
+        max_attempts: int = 4,
+        base_delay: float = 0.5,
+        max_delay: float = 20.0,
+        min_interval: float = 0.0,
+        max_tokens: int = 2048,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = client.with_options(max_retries=0)
+        self.model = model
+        self._max_attempts, self._base, self._cap = max_attempts, base_delay, max_delay
+        self._min_interval, self._max_tokens, self._sleep = min_interval, max_tokens, sleep
+        self._lock = threading.Lock()
+        self._last = 0.0
+
+    def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult:
+        request = (
+            f"Speaker: {speaker or 'unknown (leave first-person statements out)'}\n"
+            f"Written at: {written_at.isoformat()}\n\n<memory>\n{content}\n</memory>"
+        )
+        usage = Usage()
+        for attempt in range(1, self._max_attempts + 1):
+            self._space()
+            system: list[TextBlockParam] = [
+                {"type": "text", "text": INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}
+            ]
+            choice: ToolChoiceToolParam = {"type": "tool", "name": TOOL["name"]}
+            messages: list[MessageParam] = [{"role": "user", "content": request}]
+            try:
+                response = self._client.messages.create(
+                    model=self.model,
+                    max_tokens=self._max_tokens,
+                    system=system,
+                    tools=[TOOL],
+                    tool_choice=choice,
+                    messages=messages,
+                )
+            except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
+                reason = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "could not connect"
+                self._retry_or_fail(reason, None, usage, attempt)
+                continue
+            except anthropic.APIStatusError as exc:
+                reason = f"HTTP {exc.status_code} ({_kind(exc.status_code)})"
+                if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+                    self._retry_or_fail(reason, exc.response.headers, usage, attempt)
+                    continue
+                raise ExtractionFailed(f"{reason}: not retried", usage, attempt) from None
+            usage = usage + _usage(response.usage)
+            return LlmResult(_parse(response.content, usage, attempt), usage, response.model, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retry_or_fail(self, reason: str, headers: Any, usage: Usage, attempt: int) -> None:
+        if attempt >= self._max_attempts:
+            raise ExtractionFailed(f"{reason} after {attempt} attempts", usage, attempt)
+        self._sleep(self.backoff(attempt, headers))
+
+    def backoff(self, attempt: int, headers: Any = None) -> float:
+        """Seconds before attempt ``attempt + 1``: the server's ``retry-after`` when given, else exponential
+        from ``base_delay`` with up to 25% jitter, capped at ``max_delay``."""
+        if headers is not None:
+            for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+                try:
+                    value = float(headers.get(name)) * scale
+                except (TypeError, ValueError):
+                    continue
+                if 0 <= value <= 60:
+                    return value
+        return min(self._base * 2 ** (attempt - 1), self._cap) * (1 - 0.25 * random.random())
+
+    def _space(self) -> None:
+        with self._lock:
+            wait = self._last + self._min_interval - time.monotonic()
+            if wait > 0:
+                self._sleep(wait)
+            self._last = time.monotonic()
+
+
+def _kind(status: int) -> str:
+    return {429: "rate limited", 529: "overloaded", 408: "request timeout", 409: "conflict"}.get(
+        status, "server error" if status >= 500 else "refused"
+    )
+
+
+def _usage(u: Any) -> Usage:
+    return Usage(
+        int(u.input_tokens or 0),
+        int(u.output_tokens or 0),
+        int(getattr(u, "cache_read_input_tokens", 0) or 0),
+        int(getattr(u, "cache_creation_input_tokens", 0) or 0),
+    )
+
+
+def _parse(blocks: Any, usage: Usage, attempt: int) -> tuple[LlmStatement, ...]:
+    """The statements of the ``record_statements`` call; ExtractionFailed on anything else."""
+    call = next((b for b in blocks if getattr(b, "type", "") == "tool_use" and b.name == TOOL["name"]), None)
+    if call is None:
+        raise ExtractionFailed("malformed answer: the model did not call record_statements", usage, attempt)
+    raw = call.input.get("statements") if isinstance(call.input, dict) else None
+    if not isinstance(raw, list) or len(raw) > MAX_STATEMENTS:
+        raise ExtractionFailed("malformed answer: 'statements' is not a list of at most 64", usage, attempt)
+    out = []
+    for n, item in enumerate(raw):
+        ok = isinstance(item, dict) and all(
+            isinstance(item.get(k), str) and 0 < len(item[k].strip()) <= 200
+            for k in ("subject", "predicate", "object")
+        )
+        if not ok or item.get("status") not in STATUSES or not _PREDICATE.fullmatch(item["predicate"]):
+            raise ExtractionFailed(
+                f"malformed answer: statement {n} is not a valid statement", usage, attempt
+            )
+        types = ("person", "org", "place", "thing")
+        out.append(
+            LlmStatement(
+                item["subject"].strip(),
+                item["predicate"],
+                item["object"].strip(),
+                item["status"],
+                item.get("subject_type") if item.get("subject_type") in types else "thing",
+                item.get("object_type") if item.get("object_type") in types else "thing",
+                item.get("ended") is True,
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,207 @@
+"""Running the LLM enrichment after the commit: a queue, one worker thread, and applying what it found.
+
+A write is acknowledged before any of this starts, so a slow, rate-limited or failing model never delays or
+fails it. Each job asks the extractor once (with its own retries), then applies the asserted statements it
+returned as relations, and reconciles them like offline ones, in one writer intent. A failure applies
+nothing and is recorded (``Enrichment`` row) so ``memory_read`` shows it. On close, the job in flight
+finishes and jobs still queued are recorded as not run.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from storage._kuzu import GraphStore
+from storage.enrich import Fact
+from storage.enrich.claude import ExtractionFailed, LlmResult, Usage
+
+__all__ = ["Enricher", "ExtractionFailed", "Extractor", "Job", "LlmResult", "apply", "describe"]
+from storage.enrich.reconcile import Access, Outcome, reconcile
+from storage.extraction import _norm
+from storage.models import EntityIn
+from storage.reconciler import Tx
+
+log = logging.getLogger("mnemograph.enrich")
+
+
+class Extractor(Protocol):
+    model: str
+
+    def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    memory_id: str
+    content: str
+    written_at: datetime
+    event_time: datetime
+    scopes: tuple[str, ...]
+    speaker: str | None
+    access: Access
+
+
+class Enricher:
+    """One background worker feeding ``apply`` (which runs a writer intent) with extractor results."""
+
+    def __init__(
+        self, extractor: Extractor, apply: Callable[[Job, LlmResult | None, ExtractionFailed | None], None]
+    ) -> None:
+        self.extractor = extractor
+        self._apply = apply
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._pending: set[str] = set()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="mnemograph-enrich", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            self._pending.add(job.memory_id)
+        self._jobs.put(job)
+
+    def pending(self, memory_id: str) -> bool:
+        with self._cond:
+            return memory_id in self._pending
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until every submitted job has been applied or recorded as failed."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending, timeout)
+
+    def close(self, abandon: Callable[[Job], None]) -> None:
+        """Finish the job in flight; ``abandon`` each job still queued (recorded as not run)."""
+        with self._cond:
+            self._stopping = True
+        left: list[Job] = []
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                left.append(job)
+        self._jobs.put(None)
+        self._thread.join()
+        for job in left:
+            try:
+                abandon(job)
+            finally:
+                self._done(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                try:
+                    result = self.extractor.extract(
+                        job.content, written_at=job.event_time, speaker=job.speaker
+                    )
+                except ExtractionFailed as exc:
+                    self._apply(job, None, exc)
+                except Exception as exc:  # a bug or an SDK surprise: still visible in memory_read
+                    log.exception("enrichment of %s failed", job.memory_id)
+                    self._apply(job, None, ExtractionFailed(f"unexpected {type(exc).__name__}", Usage(), 0))
+                else:
+                    self._apply(job, result, None)
+            except Exception:
+                log.exception("recording the enrichment of %s failed", job.memory_id)
+            finally:
+                self._done(job)
+
+    def _done(self, job: Job) -> None:
+        with self._cond:
+            self._pending.discard(job.memory_id)
+            self._cond.notify_all()
+
+
+def apply(
+    graph: GraphStore,
+    tx: Tx,
+    job: Job,
+    result: LlmResult | None,
+    error: ExtractionFailed | None,
+    *,
+    functional: frozenset[str],
+    model: str,
+) -> Outcome | None:
+    """In the writer: record the LLM's relations for ``job``'s memory and reconcile them, or the failure.
+
+    Nothing is applied to a memory that is gone or no longer current (erased, retired, superseded since)."""
+    usage = result.usage if result is not None else (error.usage if error is not None else Usage())
+    row: dict[str, Any] = {
+        "model": result.model if result is not None else model,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "at": tx.now,
+    }
+    if not graph.live_state(tx.conn, job.memory_id):
+        return None  # erased or no longer current: nothing to say about it
+    if result is None:
+        reason = error.reason if error is not None else "not run"
+        graph.record_enrichment(tx.conn, job.memory_id, row | {"status": "failed", "detail": reason})
+        return None
+    memory = graph.fetch(tx.conn, [job.memory_id])[job.memory_id]
+    known = {_norm(e) for e in memory.entities}
+    recorded = {
+        (_norm(r.subject), r.predicate, _norm(r.object))
+        for r in graph.relation_history(tx.conn, [job.memory_id])
+    }
+    before = set(recorded)
+    facts: list[Fact] = []
+    new_entities: dict[str, EntityIn] = {}
+    added = 0
+    for s in result.statements:
+        if s.status not in ("asserted", "negated"):
+            continue
+        facts.append(Fact(s.subject, s.predicate, s.object, s.status, job.event_time, s.ended))  # type: ignore[arg-type]
+        key = (_norm(s.subject), s.predicate, _norm(s.object))
+        if s.status != "asserted" or key in recorded:
+            continue
+        for name, kind in ((s.subject, s.subject_type), (s.object, s.object_type)):
+            if _norm(name) not in known:
+                new_entities.setdefault(_norm(name), EntityIn(name[:200], kind))
+        recorded.add(key)
+        added += 1
+    if new_entities:
+        graph.mention(tx.conn, job.memory_id, list(new_entities.values()))
+    done: set[tuple[str, str, str]] = set()
+    for f in facts:
+        key = (_norm(f.subject), f.predicate, _norm(f.object))
+        if f.status == "asserted" and key not in before and key not in done:
+            done.add(key)
+            graph.relate(tx.conn, job.memory_id, f.subject[:200], f.predicate, f.object[:200], tx.now)
+    out, changed = reconcile(
+        graph, tx.conn, new_id=job.memory_id, scopes=job.scopes, facts=facts, functional=functional,
+        access=job.access, now=tx.now,
+    )  # fmt: skip
+    for mid in changed:
+        tx.record("supersede", mid)
+    detail = (
+        f"{added} relation(s) added, {len(out.supersedes)} superseded, {len(out.contradicts)} contradicted"
+    )
+    graph.record_enrichment(tx.conn, job.memory_id, row | {"status": "done", "detail": detail})
+    return out
+
+
+def describe(row: dict[str, Any] | None, pending: bool) -> str | None:
+    """One line for memory_read: how the LLM enrichment went, and what it cost in tokens."""
+    if row is None:
+        return "llm: pending" if pending else None
+    return (
+        f"llm {row['model']}: {row['status']} ({row['detail']}); tokens in {row['input_tokens']} "
+        f"(cache read {row['cache_read_tokens']}, cache write {row['cache_write_tokens']}), out {row['output_tokens']}"
+    )

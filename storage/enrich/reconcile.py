@@ -1,0 +1,177 @@
+"""Reconciliation at write time: does a new memory update, contradict or repeat what is stored?
+
+Run inside the write transaction, right after the new memory and its relations are inserted, against the
+relations recorded by current memories that share a target scope with it:
+
+- **update**: a new value for a functional predicate (``lives_in``, ``works_at``, ...) closes the previous
+  relation's validity at the time the change took effect, and the memory that recorded it is superseded
+  when none of its relations is still open (history then shows the chain). A statement older than the
+  stored one ("moved to Lisbon in 2020" after "moved to Porto in 2023") is recorded as already closed
+  instead, and its memory is the superseded one. "no longer" / "anymore" closes without a new value.
+- **contradiction**: a different value for a fixed predicate (``born_in``), likes vs dislikes of the same
+  thing, or a negation of a stored relation: both memories are kept and linked by ``CONTRADICTS``.
+- **duplicate**: the same relation already recorded by another memory: reported.
+
+Only memories the writer may read are considered, so a receipt never names anything from a scope the
+writer cannot read; a memory is changed (closed, superseded) only if the writer may write all its scopes
+(otherwise the conflict is linked as a contradiction instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from storage._kuzu import Connection, GraphStore, OpenRelation, entity_key
+from storage.enrich import Fact
+
+DEFAULT_FUNCTIONAL = (
+    "lives_in", "works_at", "job_title", "phone", "email", "married_to", "studies_at", "reports_to",
+    "partner_of",
+)  # fmt: skip
+FIXED = frozenset(("born_in", "birth_date", "birthday", "born_on"))
+OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
+
+
+@dataclass
+class Outcome:
+    """What reconciliation did for one new memory; ids only of memories the writer may read."""
+
+    supersedes: list[str] = field(default_factory=list)
+    superseded_by: str | None = None
+    contradicts: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+    recorded: list[str] = field(default_factory=list)  # "Ana —lives_in→ Porto"
+
+    def add(self, bucket: list[str], mid: str) -> None:
+        if mid not in bucket:
+            bucket.append(mid)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The writer's view: may it read / write a memory in these scopes."""
+
+    can_read: Callable[[Sequence[str]], bool]
+    can_write: Callable[[Sequence[str]], bool]
+
+
+def reconcile(
+    graph: GraphStore,
+    conn: Connection,
+    *,
+    new_id: str,
+    scopes: Sequence[str],
+    facts: Sequence[Fact],
+    functional: frozenset[str],
+    access: Access,
+    now: datetime,
+    related: Callable[[str], bool] = lambda _name: True,
+) -> tuple[Outcome, list[str]]:
+    """Apply the rules above; returns the outcome and the ids of memories whose state changed (superseded:
+    the caller records them in the change log). ``related(name)`` may say cheaply that no relation touches a
+    subject yet (it must never say so wrongly)."""
+    out = Outcome()
+    changed: list[str] = []
+    targets = set(scopes)
+    to_supersede: dict[str, tuple[str, datetime, str]] = {}  # old id -> (new id, valid_to, reason)
+    for f in facts:
+        if not related(f.subject):
+            continue  # no relation has ever touched this subject: nothing stored to compare with
+        obj_key = entity_key(f.object)
+        # Only what can matter is fetched: the same relation (duplicate, negation), its opposite, and every
+        # value only for predicates with one value (update, fixed). Keeps the cost flat as a subject's
+        # likes and visits pile up.
+        found = graph.open_relations(conn, f.subject, [f.predicate], f.object)
+        if f.predicate in OPPOSITE:
+            found += graph.open_relations(conn, f.subject, [OPPOSITE[f.predicate]], f.object)
+        if f.status == "asserted" and (f.predicate in functional or f.predicate in FIXED):
+            found += [
+                r for r in graph.open_relations(conn, f.subject, [f.predicate]) if r.object_id != obj_key
+            ]
+        rels = [
+            r
+            for r in found
+            if r.memory_id != new_id and targets & set(r.scopes) and access.can_read(r.scopes)
+        ]
+        # Told out of order: a stored value that took effect after this statement makes it the older one.
+        later = sorted(
+            (
+                r
+                for r in rels
+                if r.predicate == f.predicate and f.dated and r.valid_from and r.valid_from > f.at
+            ),
+            key=lambda r: r.valid_from or f.at,
+        )
+        for rel in rels:
+            same_object = rel.object_id == obj_key
+            writable = access.can_write(rel.scopes)
+            if f.status == "negated":
+                if rel.predicate != f.predicate or not same_object:
+                    continue
+                if f.ended and writable:
+                    _close(graph, conn, rel, f.subject, f.at if f.dated else now, new_id)
+                    out.add(out.supersedes, rel.memory_id)
+                    to_supersede[rel.memory_id] = (
+                        new_id,
+                        f.at if f.dated else now,
+                        f"no longer {f.predicate}",
+                    )
+                else:
+                    _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
+                continue
+            if rel.predicate != f.predicate:  # likes vs dislikes of the same thing
+                if same_object:
+                    _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
+                continue
+            if same_object:
+                out.add(out.duplicates, rel.memory_id)
+                continue
+            if f.predicate in FIXED:
+                _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
+            elif f.predicate in functional:
+                if not writable:
+                    _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
+                elif not later:
+                    # Newer news (or undated: the later telling wins). Closed when the change took effect.
+                    _close(graph, conn, rel, f.subject, f.at if f.dated else now, new_id)
+                    out.add(out.supersedes, rel.memory_id)
+                    to_supersede[rel.memory_id] = (new_id, f.at if f.dated else now, f"update: {f.predicate}")
+        if later and f.status == "asserted" and f.predicate in functional:
+            first = later[0]
+            assert first.valid_from is not None
+            if first.object_id != obj_key:
+                graph.close_relation(
+                    conn,
+                    new_id,
+                    f.subject,
+                    f.predicate,
+                    f.object,
+                    valid_to=first.valid_from,
+                    ended_by=first.memory_id,
+                )
+                out.superseded_by = out.superseded_by or first.memory_id
+                to_supersede[new_id] = (first.memory_id, first.valid_from, f"update: {f.predicate}")
+    for old, (new, valid_to, reason) in to_supersede.items():
+        if graph.open_relation_count(conn, old) == 0 and graph.live_state(conn, old):
+            graph.supersede(conn, old, new, reason=reason, at=now, close_valid_to=valid_to)
+            changed.append(old)
+    out.recorded = [f"{f.subject} —{f.predicate}→ {f.object}" for f in facts if f.status == "asserted"]
+    return out, changed
+
+
+def _close(
+    graph: GraphStore, conn: Connection, rel: OpenRelation, subject: str, at: datetime, by: str
+) -> None:
+    graph.close_relation(
+        conn, rel.memory_id, subject, rel.predicate, rel.object_name, valid_to=at, ended_by=by
+    )
+
+
+def _contradict(
+    graph: GraphStore, conn: Connection, out: Outcome, new: str, old: str, predicate: str, now: datetime
+) -> None:
+    if old not in out.contradicts:
+        graph.contradict(conn, new, old, predicate, now)
+        out.contradicts.append(old)

@@ -1,0 +1,52 @@
+"""Floors on the extraction benchmark (bench/extraction.py over the hand-written cases): precision and recall
+of the relations recorded, the current state after updates, and the supersessions, contradictions and
+duplicates reported. The development set was tuned on; the held-out set was not, so its floors are lower."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOORS = {
+    "development": {
+        "relations": 0.95,
+        "current state": 0.95,
+        "supersedes": 0.9,
+        "contradicts": 0.9,
+        "duplicates": 0.9,
+    },
+    "held-out": {
+        "relations": 0.85,
+        "current state": 0.8,
+        "supersedes": 0.75,
+        "contradicts": 0.75,
+        "duplicates": 0.5,
+    },
+}
+
+
+def test_extraction_and_reconciliation_meet_their_floors(tmp_path: Path) -> None:
+    out = tmp_path / "scores.json"
+    cmd = [
+        sys.executable,
+        str(ROOT / "bench" / "extraction.py"),
+        "--latency",
+        "0",
+        "--out",
+        "",
+        "--json",
+        str(out),
+    ]
+    subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    scores = json.loads(out.read_text())
+    assert scores["development"]["cases"] >= 80
+    assert scores["held-out"]["cases"] >= 20
+    for name, floors in FLOORS.items():
+        for metric, floor in floors.items():
+            got = scores[name][metric]
+            assert got["precision"] >= floor, (name, metric, got)
+            assert got["recall"] >= floor, (name, metric, got)

@@ -1,0 +1,187 @@
+"""The Claude path (layer 3) through the real ``anthropic`` SDK, with the HTTP API faked by an
+``httpx2.MockTransport``: success, malformed tool output, 429 and 529 with retry, timeouts, and the write
+acknowledged before the model answers. Real stores and model otherwise."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from storage import Engine
+from storage.enrich.claude import ClaudeExtractor
+
+MODEL = "claude-sonnet-4-6"
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def answer(statements: Any, *, cache_read: int = 100) -> httpx2.Response:
+    body = {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [
+            {
+                "type": "tool_use",
+                "id": "tu_1",
+                "name": "record_statements",
+                "input": {"statements": statements},
+            }
+        ],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 120,
+            "output_tokens": 30,
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": 0,
+        },
+    }
+    return httpx2.Response(200, json=body)
+
+
+def error(status: int, headers: dict[str, str] | None = None) -> httpx2.Response:
+    kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+    return httpx2.Response(
+        status, headers=headers or {}, json={"type": "error", "error": {"type": kind, "message": kind}}
+    )
+
+
+class Fake:
+    """The Messages API: answers in turn from ``script`` and keeps every request it got."""
+
+    def __init__(self, *script: httpx2.Response | type[Exception]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.sleeps: list[float] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(json.loads(request.content))
+        step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if isinstance(step, type):
+            raise step("timed out", request=request)  # type: ignore[call-arg]
+        return step
+
+    def extractor(self) -> ClaudeExtractor:
+        client = anthropic.Anthropic(
+            api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(self))
+        )
+        return ClaudeExtractor(client, MODEL, sleep=self.sleeps.append)
+
+
+WORKS = [
+    {
+        "subject": "Ana",
+        "subject_type": "person",
+        "predicate": "works_at",
+        "object": "Acme",
+        "object_type": "org",
+        "status": "asserted",
+    },
+    {"subject": "Ana", "predicate": "likes", "object": "sushi", "status": "hypothetical"},
+]
+
+
+@pytest.fixture
+def fake_engine(engine: Engine) -> Iterator[Callable[[Fake], Engine]]:
+    def use(fake: Fake) -> Engine:
+        engine.use_llm(fake.extractor())
+        return engine
+
+    return use
+
+
+def test_statements_from_claude_are_recorded_and_reconciled_after_the_commit(
+    fake_engine: Callable[[Fake], Engine],
+) -> None:
+    fake = Fake(answer([]), answer(WORKS))
+    engine = fake_engine(fake)
+    before = engine.write("Ana works at Initech.", ["user:sam"])
+    new = engine.write("Big news from Ana today: she signed with the Acme people.", ["user:sam"])
+    assert engine.wait_enriched()
+    record = engine.read(new.id)
+    assert [r.split(" [")[0] for r in record.relations] == ["Ana —works_at→ Acme"]  # not the hypothetical one
+    assert record.enrichment is not None
+    assert "done (1 relation(s) added, 1 superseded" in record.enrichment
+    assert "tokens in 120 (cache read 100, cache write 0), out 30" in record.enrichment
+    assert engine.read(before.id).memory.status == "superseded"
+    sent = fake.requests[-1]
+    assert sent["system"][0]["cache_control"] == {"type": "ephemeral"}  # the fixed instructions are cached
+    assert sent["tool_choice"] == {"type": "tool", "name": "record_statements"}
+    assert "Speaker: sam" in sent["messages"][0]["content"]
+
+
+def test_malformed_tool_output_changes_nothing_and_is_visible(fake_engine: Callable[[Fake], Engine]) -> None:
+    fake = Fake(answer("not a list"))
+    engine = fake_engine(fake)
+    receipt = engine.write("Ana lives in Lisbon.", ["user:sam"])
+    assert engine.wait_enriched()
+    record = engine.read(receipt.id)
+    assert record.relations == ("Ana —lives_in→ Lisbon [? → open]",)  # the offline pass, untouched
+    assert record.enrichment is not None
+    assert "failed (malformed answer: 'statements' is not a list" in record.enrichment
+    assert record.memory.status == "current"
+
+
+@pytest.mark.parametrize(("status", "headers"), [(429, {"retry-after-ms": "5"}), (529, {})])
+def test_rate_limits_and_overload_are_retried_with_backoff(
+    fake_engine: Callable[[Fake], Engine], status: int, headers: dict[str, str]
+) -> None:
+    fake = Fake(error(status, headers), error(status, headers), answer(WORKS))
+    engine = fake_engine(fake)
+    receipt = engine.write("Ana's new employer is Acme.", ["user:sam"])
+    assert engine.wait_enriched()
+    assert len(fake.requests) == 3
+    if headers:
+        assert fake.sleeps == [0.005, 0.005]  # the server's retry-after is honoured
+    else:
+        assert 0.375 <= fake.sleeps[0] <= 0.5 < fake.sleeps[1] <= 1.0  # exponential, with jitter
+    record = engine.read(receipt.id)
+    assert record.enrichment is not None
+    assert "done" in record.enrichment
+    assert any(r.startswith("Ana —works_at→ Acme") for r in record.relations)
+
+
+def test_timeouts_are_retried_then_recorded_as_a_failure(fake_engine: Callable[[Fake], Engine]) -> None:
+    fake = Fake(httpx2.ReadTimeout)
+    engine = fake_engine(fake)
+    receipt = engine.write("Ana moved to Porto.", ["user:sam"])
+    assert engine.wait_enriched()
+    assert len(fake.requests) == 4
+    assert len(fake.sleeps) == 3
+    assert fake.sleeps[0] < fake.sleeps[2]
+    record = engine.read(receipt.id)
+    assert record.enrichment is not None
+    assert "failed (timed out after 4 attempts)" in record.enrichment
+    assert record.relations == ("Ana —lives_in→ Porto [? → open]",)
+
+
+def test_the_write_is_acknowledged_before_the_model_answers(fake_engine: Callable[[Fake], Engine]) -> None:
+    release = threading.Event()
+    fake = Fake(answer(WORKS))
+
+    def slow(request: httpx2.Request) -> httpx2.Response:
+        assert release.wait(30)
+        return fake(request)
+
+    client = anthropic.Anthropic(
+        api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(slow))
+    )
+    engine = fake_engine(fake)
+    engine.enricher = None
+    engine.use_llm(ClaudeExtractor(client, MODEL, sleep=fake.sleeps.append))
+    receipt = engine.write(
+        "Ana signed with Acme.", ["user:sam"]
+    )  # returns while the model is still "thinking"
+    assert engine.read(receipt.id).enrichment == "llm: pending"
+    release.set()
+    assert engine.wait_enriched()
+    record = engine.read(receipt.id)
+    assert record.enrichment is not None
+    assert record.enrichment.startswith(f"llm {MODEL}: done")

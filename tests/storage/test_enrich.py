@@ -1,0 +1,197 @@
+"""Write-time intelligence through Engine.write: statements read from the text (with their assertion status),
+and reconciliation against what is stored (updates, contradictions, duplicates), as receipts and memory_read
+show them. Real stores in tmp_path, real model."""
+
+from __future__ import annotations
+
+import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from scopes import Grant, Principal
+from storage import CachedEmbedder, Engine, RelationIn
+from storage.enrich import enrich
+from storage.extraction import EntityLexicon
+
+
+def principal(name: str, *grants: str) -> Principal:
+    return Principal(name, client="tests", grants=tuple(Grant.parse(g) for g in grants))
+
+
+def test_first_person_statements_are_the_speakers(engine: Engine) -> None:
+    # In a single user scope, "I" is that user; metadata.speaker names someone else; with neither, no guess.
+    mine = engine.write("I live in Porto and work at Feedzai.", ["user:ana"])
+    assert mine.relations == ("ana —lives_in→ Porto", "ana —works_at→ Feedzai")
+    told = engine.write("I'm allergic to peanuts.", ["project:trip"], metadata={"speaker": "Tom"})
+    assert told.relations == ("Tom —allergic_to→ peanuts",)
+    anonymous = engine.write("I'm allergic to shellfish.", ["project:trip"])
+    assert anonymous.relations == ()
+    assert "ana" in {e.casefold() for e in mine.entities}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ana doesn't live in Lisbon.",
+        "Ana has never worked at Google.",
+        "If Ana gets the job, she'll move to Berlin.",
+        "Ana is thinking about moving to Amsterdam.",
+        "Maybe Ana is allergic to peanuts.",
+        "I think Ana works at Deloitte.",
+        "Tom said Ana works at Google.",
+        "Apparently Ana moved to Denver.",
+        "Does Ana live in Paris?",
+    ],
+)
+def test_negated_hypothetical_uncertain_reported_and_asked_never_become_relations(
+    engine: Engine, text: str
+) -> None:
+    receipt = engine.write(text, ["user:sam"])
+    assert receipt.relations == ()
+    assert engine.read(receipt.id).relations == ()
+
+
+def test_a_new_value_supersedes_the_old_and_closes_it_when_the_change_took_effect(engine: Engine) -> None:
+    old = engine.write("Ana lives in Lisbon.", ["user:sam"])
+    new = engine.write("Ana moved to Porto in March 2023.", ["user:sam"])
+    assert new.supersedes == (old.id,)
+    before = engine.read(old.id)
+    assert before.memory.status == "superseded"
+    assert before.memory.superseded_by == new.id
+    assert before.memory.valid_to == datetime(2023, 3, 1, tzinfo=UTC)
+    assert before.relations == (f"Ana —lives_in→ Lisbon [? → 2023-03-01, ended by {new.id}]",)
+    assert engine.read(new.id).relations == ("Ana —lives_in→ Porto [2023-03-01 → open]",)
+    # History shows the chain; default recall shows only the current value.
+    assert [m.id for m in engine.read(new.id).versions] == [old.id, new.id]
+    found = [h.memory.id for h in engine.recall("where does Ana live", ["user:sam"], k=5)]
+    assert new.id in found
+    assert old.id not in found
+
+
+def test_an_update_told_out_of_order_goes_straight_to_history(engine: Engine) -> None:
+    later = engine.write("Ana moved to Porto in March 2023.", ["user:sam"])
+    earlier = engine.write("Ana moved to Braga in 2020.", ["user:sam"])
+    assert (earlier.superseded_by, earlier.supersedes) == (later.id, ())
+    assert engine.read(earlier.id).memory.status == "superseded"
+    assert engine.read(later.id).memory.status == "current"
+    assert engine.read(earlier.id).relations == (
+        f"Ana —lives_in→ Braga [2020-01-01 → 2023-03-01, ended by {later.id}]",
+    )
+
+
+def test_a_memory_stays_current_while_one_of_its_statements_still_holds(engine: Engine) -> None:
+    both = engine.write("Maria lives in Rome and works at Eni.", ["user:sam"])
+    moved = engine.write("Maria moved to Milan.", ["user:sam"])
+    assert moved.supersedes == (both.id,)
+    assert engine.read(both.id).memory.status == "current"  # works_at Eni still holds
+    left = engine.write("Maria no longer works at Eni.", ["user:sam"])
+    assert left.supersedes == (both.id,)
+    assert left.relations == ()
+    assert engine.read(both.id).memory.status == "superseded"
+
+
+def test_contradictions_are_linked_both_ways_and_both_kept(engine: Engine) -> None:
+    likes = engine.write("I love coffee.", ["user:sam"])
+    hates = engine.write("I hate coffee.", ["user:sam"])
+    born = engine.write("Ana was born in Faro.", ["user:sam"])
+    born_again = engine.write("Ana was born in Evora.", ["user:sam"])
+    allergic = engine.write("Tom is allergic to cats.", ["user:sam"])
+    denied = engine.write("Tom is not allergic to cats.", ["user:sam"])
+    assert hates.contradicts == (likes.id,)
+    assert born_again.contradicts == (born.id,)
+    assert denied.contradicts == (allergic.id,)
+    assert denied.relations == ()
+    for a, b in ((likes, hates), (born, born_again), (allergic, denied)):
+        assert engine.read(a.id).contradicts == (b.id,)
+        assert engine.read(b.id).contradicts == (a.id,)
+        assert engine.read(a.id).memory.status == engine.read(b.id).memory.status == "current"
+
+
+def test_restated_relations_are_reported_as_duplicates(engine: Engine) -> None:
+    first = engine.write("Tom works at Acme Corp.", ["user:sam"])
+    again = engine.write("tom works at acme corp, as ever", ["user:sam"])
+    assert again.duplicates == (first.id,)
+    assert again.supersedes == ()
+    elsewhere = engine.write("Tom works at Acme Corp!", ["user:other"])
+    assert elsewhere.duplicates == ()  # only the same scope is compared
+
+
+def test_the_callers_relations_win_and_are_reconciled(engine: Engine) -> None:
+    first = engine.write(
+        "Ana's employer: Acme.", ["user:sam"], relations=[RelationIn("Ana", "works_at", "Acme")]
+    )
+    second = engine.write(
+        "Ana lives in Lisbon; her employer is now Globex.",
+        ["user:sam"],
+        relations=[RelationIn("Ana", "works_at", "Globex")],
+    )
+    assert second.relations == ("Ana —works_at→ Globex",)  # nothing read from the text besides
+    assert second.supersedes == (first.id,)
+
+
+def test_functional_predicates_are_configurable(engine: Engine) -> None:
+    engine.functional = frozenset({"likes"})
+    jazz = engine.write("Ana likes jazz.", ["user:sam"])
+    assert engine.write("Ana likes techno.", ["user:sam"]).supersedes == (jazz.id,)
+    home = engine.write("Ana lives in Lisbon.", ["user:sam"])
+    assert engine.write("Ana lives in Porto.", ["user:sam"]).supersedes == ()
+    assert engine.read(home.id).memory.status == "current"
+
+
+def test_reconciliation_never_changes_or_names_what_the_writer_cannot_read_or_write(engine: Engine) -> None:
+    private = engine.write("Ana lives in Lisbon.", ["agent:a"])
+    shared = engine.write("Ana works at Acme.", ["team:t", "agent:a"])
+    b = principal("B", "agent:b=w", "team:t=w")
+    moved = engine.write("Ana moved to Porto.", ["team:t"], principal=b)
+    assert (moved.supersedes, moved.contradicts, moved.duplicates) == ((), (), ())
+    assert engine.read(private.id).memory.status == "current"
+    switched = engine.write("Ana works at Globex.", ["team:t"], principal=b)
+    # B can read the shared memory but not write all its scopes: linked as a conflict, not superseded.
+    assert (switched.supersedes, switched.contradicts) == ((), (shared.id,))
+    assert engine.read(shared.id).memory.status == "current"
+    assert engine.read(shared.id).relations == ("Ana —works_at→ Acme [? → open]",)
+
+
+def test_validity_and_links_survive_a_restart(data_dir: Path, embedder: CachedEmbedder) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        old = engine.write("Kenji lives in Kyoto.", ["user:sam"])
+        new = engine.write("Kenji moved to Tokyo in 2021.", ["user:sam"])
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        assert engine.read(old.id).relations == (
+            f"Kenji —lives_in→ Kyoto [? → 2021-01-01, ended by {new.id}]",
+        )
+        third = engine.write("Kenji relocated to Seoul in 2024.", ["user:sam"])
+        assert third.supersedes == (new.id,)
+
+
+def test_hostile_input_costs_little() -> None:
+    # A 31 KB single word and 32 KB of repeated triggers: linear work, bounded memory, nothing absurd found.
+    lexicon = EntityLexicon()
+    now = datetime.now(UTC)
+    for text in ("x" * 31_000, "I live in " * 3_500, "Ana " * 8_000, ("If not maybe " * 2_000)[:32_000]):
+        tracemalloc.start()
+        found = enrich(text, written_at=now, lexicon=lexicon, speaker="sam")
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 48 * 2**20
+        assert len(found.relations) <= 64
+
+
+def test_erasing_the_update_reopens_what_it_closed(engine: Engine) -> None:
+    both = engine.write("Maria lives in Rome and works at Eni.", ["user:sam"])
+    moved = engine.write("Maria moved to Milan.", ["user:sam"])
+    assert any(f"ended by {moved.id}" in r for r in engine.read(both.id).relations)
+    engine.erase(moved.id, confirm=moved.id)
+    assert sorted(engine.read(both.id).relations) == [
+        "Maria —lives_in→ Rome [? → open]",
+        "Maria —works_at→ Eni [? → open]",
+    ]
+
+
+def test_no_longer_ends_a_subjects_only_relation(engine: Engine) -> None:
+    married = engine.write("Noor is married to Bilal.", ["user:sam"])
+    ended = engine.write("Noor is no longer married to Bilal.", ["user:sam"])
+    assert ended.supersedes == (married.id,)
+    assert engine.read(married.id).memory.status == "superseded"
