@@ -39,8 +39,7 @@ from _common import load as load_avg
 from _embcache import DiskCache
 from _lme_data import Question, embed_texts, load, spaced, split
 from _lme_metrics import Scores
-from mcp import Client
-from mcp.types import Implementation
+from _sdk import Client, Implementation
 from tqdm import tqdm
 
 from server.app import build_server
