@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from storage.models import MAX_CONTENT_CHARS
+
 FILE = "longmemeval_s_cleaned_499of500.json.gz"
 SPLITS = ("dev", "report", "all")
 
@@ -105,14 +107,13 @@ def spaced(questions: Sequence[Question], limit: int | None) -> list[Question]:
 
 
 def embed_texts(questions: Sequence[Question]) -> list[str]:
-    """Every text whose vector the units need: user turns (assistant units reuse their round's user vector)
-    and the questions."""
+    """Every text the engine will embed: each turn that says something (the engine embeds every memory
+    written through the tools), cut to the content limit as the benchmark writes it, and the questions."""
     out: dict[str, None] = {}
     for q in questions:
         out.setdefault(q.text, None)
         for session in q.sessions:
-            said = [t.content for t in session if t.content.strip()]
-            users = [t.content for t in session if t.role == "user" and t.content.strip()]
-            for text in users or said[:1]:  # a session without user turns: its first reply
-                out.setdefault(text, None)
+            for t in session:
+                if t.content.strip():
+                    out.setdefault(t.content[:MAX_CONTENT_CHARS], None)
     return list(out)

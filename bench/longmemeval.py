@@ -1,18 +1,23 @@
-"""LongMemEval_S retrieval benchmark: session-level recall through the real engine API, no LLM.
+"""LongMemEval_S retrieval benchmark: session-level recall through the MCP tools, no LLM.
 
-    python bench/longmemeval.py ../shared/bench-data/                  # dev split (tune here), all 250
-    python bench/longmemeval.py ../shared/bench-data/ --split report   # reporting split: the headline
+    python bench/longmemeval.py ../shared/bench-data/ --limit 60     # dev split (tune here), evenly spaced
+    python bench/longmemeval.py ../shared/bench-data/ --split report   # reporting split: the headline (lead)
     python bench/longmemeval.py ../shared/bench-data/ --limit 3 --out /tmp/lme.md   # smoke (CI)
 
-Each question's haystack goes into its own data directory: every turn (scope ``run:lme-<n>-turn``) and a
-per-session digest of the user turns (``run:lme-<n>-session``) become memories with ``metadata.session``, the
-session date as event time and a precomputed vector (user text embedded once per machine, in a disk cache;
-assistant turns carry the vector of the user turn they answer). Every variant is one ``Engine.recall``
-(``now`` = the question date): the baselines over the turns, ``full`` = the engine's ``default`` recipe over
-turns and digests, ablations = that recipe with one thing changed. A session ranks where its first unit
-appears in the hits. Metrics count a session as retrieved when any of its units is (LongMemEval's
-``recall_any``); abstention questions are left out. ``--save-lists`` also keeps per-lane lists for offline
-tuning. Writes docs/benchmarks/longmemeval.md and longmemeval_<split>.png unless ``--out`` says otherwise.
+Each question's haystack goes into its own data directory, written exactly as a client writes it: one
+``memory_write`` call per turn through an MCP ``Client`` on the real server (kind ``message``, the session
+date as ``event_time``, ``metadata`` {session, turn, role}: the client's own labels), the engine embedding
+every turn itself (through a disk cache of the same model's vectors, so reruns are fast). Content longer
+than the tool's limit is cut to it, as a client would have to. Nothing else is written: no digests.
+
+The headline ``full`` is one ``recall`` tool call (``k`` 100, ``now`` = the question date, ``token_budget``
+at its maximum so the list is long enough to score, ``group_by="session"``: the documented argument that
+ranks a conversation as a whole). ``full, no group_by`` is the same call without it. Baselines and ablations
+are ``Engine.recall`` calls on the same store with a named or changed recipe (the tool does not take
+recipes). A session ranks where its first turn appears in the hits. Metrics count a session as retrieved
+when any of its turns is (LongMemEval's ``recall_any``); abstention questions are left out. ``--save-lists``
+also keeps per-lane lists for offline tuning. Writes docs/benchmarks/longmemeval.md and
+longmemeval_<split>.png unless ``--out`` says otherwise.
 """
 
 from __future__ import annotations
@@ -29,22 +34,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
+import anyio
 from _common import load as load_avg
 from _embcache import DiskCache
-from _lme_data import Question, Turn, embed_texts, load, spaced, split
+from _lme_data import Question, embed_texts, load, spaced, split
 from _lme_metrics import Scores
+from _sdk import Client, Implementation
 from tqdm import tqdm
 
-from storage import Engine, MiniLMEmbedder, WriteItem, content_id
-from storage.models import MAX_CONTENT_CHARS, MAX_K
+from server.app import build_server
+from storage import Engine, MiniLMEmbedder, content_id
+from storage.models import MAX_CONTENT_CHARS, MAX_K, MAX_TOKEN_BUDGET
 from storage.recipes import RECIPES, Recipe
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
 CACHE = Path.home() / ".cache" / "mnemograph-bench"
 NEVER = 10**12  # an ann_threshold no per-question table reaches: exact search
-GRANULARITIES = ("turn", "session")  # rounds measured on dev, not kept (see the notes)
-LANES = ("bm25", "vector")
 
 
 # -- units: what a haystack becomes -------------------------------------------------------------------------
@@ -52,113 +57,75 @@ LANES = ("bm25", "vector")
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    granularity: str
     content: str
     session: int
-    turns: tuple[int, ...]
+    turn: int
     role: str
-    vector: np.ndarray
 
 
 def _clip(text: str) -> str:
     return text if len(text) <= MAX_CONTENT_CHARS else text[:MAX_CONTENT_CHARS]
 
 
-def _norm(v: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(v))
-    return v / n if n else v
+def units(q: Question) -> list[Unit]:
+    """Every turn that says something, in order."""
+    return [
+        Unit(_clip(t.content), si, t.index, t.role)
+        for si, session in enumerate(q.sessions)
+        for t in session
+        if t.content.strip()
+    ]
 
 
-def units(q: Question, cache: DiskCache, granularities: Sequence[str]) -> list[Unit]:
-    """Turns (assistant turns carry their round's user vector: embedding every long reply would cost more
-    than the whole rest of the run), rounds (user turn + reply, the user vector) and a session digest
-    (user turns joined, the mean of their vectors)."""
-    out: list[Unit] = []
-    for si, session in enumerate(q.sessions):
-        user_vecs: list[np.ndarray] = []
-        said = [t for t in session if t.content.strip()]
-        if not said:
-            continue
-        # Replies before any user turn (some sessions open with the assistant) take the session's first user
-        # vector; a session with no user turn at all takes its first reply's (see embed_texts).
-        first = next((t for t in said if t.role == "user"), said[0])
-        first_vec = cache.get(first.content)
-        last_user = first_vec
-        rounds: list[list[Turn]] = []
-        for t in session:
-            if not t.content.strip():
-                continue
-            if t.role == "user":
-                last_user = cache.get(t.content)
-                user_vecs.append(last_user)
-                rounds.append([t])
-            elif rounds:
-                rounds[-1].append(t)
-            else:
-                rounds.append([t])
-            if "turn" in granularities:
-                out.append(Unit("turn", _clip(t.content), si, (t.index,), t.role, last_user))
-        if "round" in granularities:
-            for r in rounds:
-                vec = cache.get(r[0].content) if r[0].role == "user" else first_vec
-                text = _clip("\n".join(t.content for t in r))
-                out.append(Unit("round", text, si, tuple(t.index for t in r), "round", vec))
-        if "session" in granularities and user_vecs:
-            text = _clip("\n".join(t.content for t in session if t.role == "user" and t.content.strip()))
-            idx = tuple(t.index for t in session if t.role == "user")
-            out.append(Unit("session", text, si, idx, "session", _norm(np.mean(user_vecs, axis=0))))
-    return out
-
-
-# -- one question through the engine --------------------------------------------------------------------------
+# -- one question through the MCP tools ------------------------------------------------------------------------
 
 
 @dataclass
 class Asked:
-    """One question's unit lists (``lane:granularity`` -> memory ids, best first) and how to map them back."""
+    """One question's lists (variant name -> memory ids, best first) and how to map them back."""
 
     q: Question
     lists: dict[str, list[str]]
     sessions_of: dict[str, list[str]]  # memory id -> session ids (a text can recur in two sessions)
     turns_of: dict[str, list[str]]  # memory id -> "session#turn" keys
-    role_of: dict[str, str]  # memory id -> user | assistant | round | session
+    role_of: dict[str, str]  # memory id -> user | assistant
     session_time: dict[str, datetime]
     write_s: float = 0.0
     recall_s: float = 0.0
 
 
-def scope(q: Question, granularity: str) -> str:
-    return f"run:lme-{content_id(q.id)[:12]}-{granularity}"
+def scope(q: Question) -> str:
+    return f"run:lme-{content_id(q.id)[:12]}"
 
 
-# The engine's default recipe as it was merged (graph lane, time boost x1.5, memory-level RRF k 60, no
-# grouping): measured beside the tuned default so the change shows in the same run.
+# The engine's default recipe as it was first merged (graph lane, time boost x1.5, memory-level RRF k 60):
+# measured beside the tuned default so the change shows in the same run.
 MERGED_DEFAULT = Recipe("merged-default", {"bm25": 1.0, "vector": 1.0, "graph": 1.0})
-BOTH = "turn+session"  # one recall over the turn and the session-digest scopes together
 _DEFAULT = RECIPES["default"]
+GROUP = "session"  # the metadata key the client labels its conversations with, asked for by group_by
+TOOL = "tool"  # a variant answered by the recall tool itself
 
-# Every variant is one Engine.recall: name -> (what it is, recipe, granularities searched). Sessions rank by
-# the first appearance of one of their units in the hits.
-VARIANTS: dict[str, tuple[str, str | Recipe, str]] = {
-    "bm25": ("engine recipe `bm25`, turn units", "bm25", "turn"),
-    "vector": ("engine recipe `vector`, turn units", "vector", "turn"),
-    "hybrid": ("engine recipe `hybrid` (plain BM25 + vector RRF), turn units", "hybrid", "turn"),
-    "default as merged": ("the engine's default recipe before tuning, turn units", MERGED_DEFAULT, "turn"),
-    "full": ("the engine's `default` recipe, turns + session digests", "default", BOTH),
-    # ablations: the default recipe with one thing changed
+# name -> (what it is, recipe or TOOL, group_by). Sessions rank by their first turn in the hits.
+VARIANTS: dict[str, tuple[str, str | Recipe, str | None]] = {
+    "bm25": ("engine recipe `bm25`", "bm25", None),
+    "vector": ("engine recipe `vector`", "vector", None),
+    "hybrid": ("engine recipe `hybrid` (plain BM25 + vector RRF)", "hybrid", None),
+    "default as merged": ("the engine's default recipe before tuning", MERGED_DEFAULT, None),
+    "full": ("the `recall` tool, defaults, `group_by=session`", TOOL, GROUP),
+    "full, no group_by": ("the `recall` tool, defaults, no grouping", TOOL, None),
+    # ablations: the default recipe with one thing changed, group_by=session, through Engine.recall
     "full − graph": (
         "no graph lane",
         _DEFAULT.with_(weights={k: w for k, w in _DEFAULT.weights.items() if k != "graph"}),
-        BOTH,
+        GROUP,
     ),
-    "full − time rule": ("time expressions ignored", _DEFAULT.with_(time={"enabled": False}), BOTH),
-    "full − grouping": ("memory-level fusion (no group rule)", _DEFAULT.with_(group={"key": None}), BOTH),
-    "full − session digest": ("turn units only", "default", "turn"),
+    "full − time rule": ("time expressions ignored", _DEFAULT.with_(time={"enabled": False}), GROUP),
     "full − keep top": (
         "each session listed by its best member only (`keep_top` 0)",
         _DEFAULT.with_(group={"keep_top": 0}),
-        BOTH,
+        GROUP,
     ),
+    "full − relevance rule": ("no relevance floor", _DEFAULT.with_(relevance_floor=0.0), GROUP),
 }
 
 # Extra lists for offline tuning (--save-lists), one lane each. ``s-*`` see the query with its time
@@ -167,43 +134,73 @@ VARIANTS: dict[str, tuple[str, str | Recipe, str]] = {
 _STRIP = {"enabled": True, "boost": 0.0}
 
 
-def _lane(lane: str, prefix: str, **changes: object) -> Recipe:
+def _lane(lane: str, prefix: str) -> Recipe:
     return _DEFAULT.with_(
         name=f"{prefix}-{lane}",
         weights={lane: 1.0},
         time=_STRIP,
         dedup_cosine=None,
         history_questions=False,
-        **changes,
+        relevance_floor=0.0,
     )
 
 
-TUNING: dict[str, tuple[str | Recipe, tuple[str, ...]]] = {
-    "s-bm25": (_lane("bm25", "s", group={"key": None}), ("turn",)),
-    "s-vector": (_lane("vector", "s", group={"key": None}), ("turn",)),
-    "s-graph": (_lane("graph", "s", group={"key": None}), ("turn",)),
-    "g-bm25": (_lane("bm25", "g", group={"key": "session"}), ("turn", "session", BOTH)),
-    "g-vector": (_lane("vector", "g", group={"key": "session"}), ("turn", BOTH)),
-    "g-graph": (_lane("graph", "g", group={"key": "session"}), ("turn",)),
+TUNING: dict[str, tuple[str, str | Recipe, str | None]] = {
+    f"{p}-{lane}": ("tuning list", _lane(lane, p), GROUP if p == "g" else None)
+    for p in ("s", "g")
+    for lane in ("bm25", "vector", "graph")
 }
 
 
-def recalls(variants: Sequence[str], tuning: bool) -> dict[str, tuple[str | Recipe, tuple[str, ...]]]:
-    """The recalls a question needs: list name -> (recipe, granularities); lists are keyed ``name:gran``."""
-    out = {name: (VARIANTS[name][1], (VARIANTS[name][2],)) for name in variants}
-    return out | TUNING if tuning else out
+async def _write_all(client: Client, q: Question, us: Sequence[Unit]) -> None:
+    """One memory_write per turn, a few in flight at a time (as several agents would write)."""
+    limiter = anyio.Semaphore(16)
+
+    async def one(u: Unit) -> None:
+        async with limiter:
+            result = await client.call_tool(
+                "memory_write",
+                {
+                    "content": u.content,
+                    "scopes": [scope(q)],
+                    "kind": "message",
+                    "event_time": q.session_dates[u.session].isoformat(),
+                    "metadata": {"session": q.session_ids[u.session], "turn": u.turn, "role": u.role},
+                },
+            )
+            if result.is_error:
+                raise RuntimeError(f"memory_write failed: {result.content}")
+
+    async with anyio.create_task_group() as tg:
+        for u in us:
+            tg.start_soon(one, u)
+
+
+async def _recall_tool(client: Client, q: Question, group_by: str | None) -> list[str]:
+    args: dict[str, object] = {
+        "query": q.text,
+        "scopes": [scope(q)],
+        "k": MAX_K,
+        "now": q.date.isoformat(),
+        "token_budget": MAX_TOKEN_BUDGET,
+    }
+    if group_by:
+        args["group_by"] = group_by
+    result = await client.call_tool("recall", args)
+    if result.is_error or not isinstance(result.structured_content, dict):
+        raise RuntimeError(f"recall failed: {result.content}")
+    return [r["id"] for r in result.structured_content["results"]]
 
 
 def ask(
     q: Question,
     cache: DiskCache,
     root: Path,
-    granularities: Sequence[str],
-    recalls: Mapping[str, tuple[str | Recipe, tuple[str, ...]]],
+    variants: Mapping[str, tuple[str, str | Recipe, str | None]],
 ) -> Asked:
-    """Ingest ``q``'s haystack into a fresh data directory, run every (recipe, granularity) recall, close."""
+    """Write ``q``'s haystack through the MCP tools into a fresh data directory, run every variant, close."""
     path = root / content_id(q.id)[:12]
-    us = units(q, cache, granularities)
+    us = units(q)
     sessions_of: dict[str, list[str]] = {}
     turns_of: dict[str, list[str]] = {}
     role_of: dict[str, str] = {}
@@ -212,42 +209,40 @@ def ask(
         sid = q.session_ids[u.session]
         if sid not in sessions_of.setdefault(mid, []):
             sessions_of[mid].append(sid)
-        turns_of.setdefault(mid, []).extend(f"{sid}#{i}" for i in u.turns)
+        turns_of.setdefault(mid, []).append(f"{sid}#{u.turn}")
         role_of.setdefault(mid, u.role)
     e = Engine.open(path, embedder=cache, warm=False, ann_threshold=NEVER)
+    lists: dict[str, list[str]] = {}
+    spent = [0.0, 0.0]
+
+    async def session() -> None:
+        async def source() -> Engine:
+            return e
+
+        server = build_server(source, default_scopes=(scope(q),))
+        async with Client(server, mode="legacy", client_info=Implementation(name="lme", version="1")) as c:
+            start = time.perf_counter()
+            await _write_all(c, q, us)
+            e.reconciler.wait_projected()
+            spent[0] = time.perf_counter() - start
+            start = time.perf_counter()
+            for name, (_, recipe, group_by) in variants.items():
+                if recipe == TOOL:
+                    lists[name] = await _recall_tool(c, q, group_by)
+                else:
+                    hits = e.recall(q.text, [scope(q)], k=MAX_K, recipe=recipe, now=q.date, group_by=group_by)
+                    lists[name] = [h.memory.id for h in hits]
+            spent[1] = time.perf_counter() - start
+
     try:
-        start = time.perf_counter()
-        items = [
-            WriteItem(
-                u.content,
-                [scope(q, u.granularity)],
-                "message",
-                event_time=q.session_dates[u.session],
-                metadata={"session": q.session_ids[u.session], "turns": list(u.turns), "role": u.role},
-                source="longmemeval",
-                vector=u.vector,
-            )
-            for u in us
-        ]
-        for lo in range(0, len(items), 1024):
-            e.write_many(items[lo : lo + 1024])
-        e.reconciler.wait_projected()
-        mid_write = time.perf_counter()
-        lists = {}
-        for name, (recipe, gs) in recalls.items():
-            for g in gs:
-                if set(g.split("+")) <= set(granularities):
-                    scopes = [scope(q, x) for x in g.split("+")]
-                    hits = e.recall(q.text, scopes, k=MAX_K, recipe=recipe, now=q.date)
-                    lists[f"{name}:{g}"] = [h.memory.id for h in hits]
-        end = time.perf_counter()
+        anyio.run(session)
     finally:
         e.close()
         shutil.rmtree(path, ignore_errors=True)
     times = {}
     for sid, d in zip(q.session_ids, q.session_dates, strict=True):
         times.setdefault(sid, d)
-    return Asked(q, lists, sessions_of, turns_of, role_of, times, mid_write - start, end - mid_write)
+    return Asked(q, lists, sessions_of, turns_of, role_of, times, spent[0], spent[1])
 
 
 # -- variants: how unit lists become a session ranking ---------------------------------------------------------
@@ -271,12 +266,11 @@ def _first_sessions(a: Asked, units: Sequence[str]) -> list[str]:
 
 
 def _turn_keys(a: Asked, units: Sequence[str]) -> list[str]:
-    """The turns retrieved, in hit order; session digests are not turns and are skipped."""
+    """The turns retrieved, in hit order."""
     out: dict[str, None] = {}
     for u in units:
-        if a.role_of.get(u) != "session":
-            for t in a.turns_of.get(u, ()):
-                out.setdefault(t, None)
+        for t in a.turns_of.get(u, ()):
+            out.setdefault(t, None)
     return list(out)
 
 
@@ -284,7 +278,7 @@ def engine_ranker(name: str) -> Ranker:
     """A variant's engine recall; a session ranks where its first unit in the hits does."""
 
     def rank(a: Asked) -> Ranked:
-        units = a.lists[f"{name}:{VARIANTS[name][2]}"]
+        units = a.lists[name]
         return Ranked(_first_sessions(a, units), _turn_keys(a, units))
 
     return rank
@@ -344,14 +338,14 @@ def run(args: argparse.Namespace) -> Run:
     r = Run(args.split, scored, embed_s=time.perf_counter() - t0, embedded=len(todo))
     names = [n for n in VARIANTS if not args.variants or n in set(args.variants.split(","))]
     table = {n: (VARIANTS[n][0], engine_ranker(n)) for n in names}
-    wanted = recalls(names, bool(args.save_lists))
+    wanted = {n: VARIANTS[n] for n in names} | (TUNING if args.save_lists else {})
     r.scores = {name: [] for name in table}
     r.described = {name: what for name, (what, _) in table.items()}
     root = Path(tempfile.mkdtemp(prefix="lme-", dir=args.work))
     saved: list[Asked] = []
     try:
         for q in tqdm(scored, desc=f"questions ({args.split})", unit="q"):
-            a = ask(q, cache, root, GRANULARITIES, wanted)
+            a = ask(q, cache, root, wanted)
             r.write_s += a.write_s
             r.recall_s += a.recall_s
             r.units += sum(1 for _ in a.sessions_of)

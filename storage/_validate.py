@@ -17,6 +17,7 @@ from storage.errors import InvalidInput
 from storage.models import (
     MAX_CONTENT_CHARS,
     MAX_ENTITIES,
+    MAX_GROUP_KEY_CHARS,
     MAX_K,
     MAX_METADATA_BYTES,
     MAX_NAME_CHARS,
@@ -230,3 +231,13 @@ def vector(value: Sequence[float], dim: int) -> list[float]:
     if len(out) != dim or not all(math.isfinite(x) for x in out):
         raise InvalidInput(f"vector must have {dim} finite numbers, got {len(out)}")
     return out
+
+
+def group_key(value: object) -> str:
+    """A metadata key to group recall by: a short non-empty string."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_GROUP_KEY_CHARS:
+        raise InvalidInput(
+            f"group_by must be a metadata key of 1 to {MAX_GROUP_KEY_CHARS} characters, got {value!r}",
+            hint="pass the metadata key your memories share per conversation, e.g. 'session'",
+        )
+    return value.strip()

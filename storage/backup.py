@@ -352,7 +352,6 @@ def restore(engine: Engine, parsed: Parsed) -> ImportSummary:
     reconciler.submit(edges)
     engine._reload_tree()
     engine._reload_lexicon()
-    engine._reload_group_keys()
     return ImportSummary(
         str(engine.data_dir),
         len(parsed.memories),

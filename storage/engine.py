@@ -67,7 +67,7 @@ from storage.models import (
     WriteItem,
     WriteReceipt,
 )
-from storage.recipes import GROUP_KEYS, Recipe, resolve
+from storage.recipes import Recipe, resolve
 from storage.reconciler import Reconciler, Tx
 
 log = logging.getLogger("mnemograph.engine")
@@ -136,7 +136,6 @@ class Engine:
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
-        self._group_keys: set[str] = set()
         self._holders: Callable[[], Mapping[str, frozenset[str]]] = dict
         self._closed = False
         # Lanes of one recall run side by side; sized for a few concurrent recalls.
@@ -202,7 +201,6 @@ class Engine:
         self.reconciler.start()
         self._reload_tree()
         self._reload_lexicon()
-        self._reload_group_keys()
         if (self.data_dir / VACUUM_MARKER).exists():
             try:
                 self._vacuum()  # an erasure was interrupted before its files were rewritten
@@ -625,7 +623,6 @@ class Engine:
             for p, r in zip(prepared, receipts, strict=True):
                 if r.status == "added":
                     self.enricher.submit(self._llm_job(r, p, now, principal))
-        self._group_keys.update(key for p in prepared for key in GROUP_KEYS if key in p.metadata)
         self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
         changed = [r for r in receipts if r.status != "duplicate"]
         if changed:
@@ -892,12 +889,24 @@ class Engine:
             self._reload_tree()
 
     def amend(
-        self, id: str, content: str, *, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
+        self,
+        id: str,
+        content: str,
+        *,
+        reason: str = "",
+        effective_at: datetime | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
     ) -> AmendReceipt:
-        """Write a new version of a current memory; the old one is superseded and its validity closed."""
+        """Write a new version of a current memory; the old one is superseded and its validity closed.
+
+        ``effective_at`` is when the change took effect in the world (default: now): the old version's
+        validity ends and the new one's begins there, so ``recall(as_of=...)`` answers on valid time. The
+        transaction time (``recorded_at``) is always now.
+        """
         old_id = self._resolve_id(v.memory_id(id), principal)
         text = v.content(content)
         why = v.reason(reason)
+        effective = v.when(effective_at, "effective_at")
         now = _now()
         found = extract(text, written_at=now, lexicon=self.lexicon)
         entities = self._known_to(principal, text, found.entities, ())
@@ -915,6 +924,18 @@ class Engine:
                 "call recall to find the memory to amend",
             )
             self._require_current(old, "amend", principal, tx.conn)
+            start = effective or tx.now
+            if start > tx.now:
+                raise InvalidInput(
+                    f"effective_at ({start.isoformat()}) is in the future",
+                    hint="amend when the change happens, or write the plan as an event memory",
+                )
+            if start < old.valid_from:
+                raise InvalidInput(
+                    f"effective_at ({start.isoformat()}) is before the memory it amends became valid "
+                    f"({old.valid_from.isoformat()})",
+                    hint="pass a later effective_at, or write a separate memory for the earlier period",
+                )
             if old.content == text:
                 raise Conflict("the new content is identical to the current version", hint="nothing to amend")
             cur, existing = self._resolve_content(tx, text, mid)
@@ -940,16 +961,16 @@ class Engine:
                     old.metadata,
                     event,
                     src,
-                    tx.now,
+                    start,
                     None,
                     tx.now,
                     vec,
                     supersedes=old.id,
                 )
                 self._insert(tx, new, old.scopes, entities, ())
-            self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=tx.now)
+            self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=start)
             tx.record("supersede", old.id)
-            return AmendReceipt(cur, old.id, old.scopes)
+            return AmendReceipt(cur, old.id, old.scopes, existing.valid_from if existing else start)
 
         receipt = self.reconciler.submit(intent)
         self._after_write((), entities)
@@ -1146,13 +1167,6 @@ class Engine:
                 again = content_id(m.content, salt=again)
         return list(seen)
 
-    def _reload_group_keys(self) -> None:
-        """Which recipes' group keys (``metadata.session``) some memory carries. Grouping fetches the record of
-        every lane candidate, so recall in a store where no memory has the key skips it (plain weighted fusion:
-        each memory would be a group of its own anyway)."""
-        with self.graph.read() as conn:
-            self._group_keys = {key for key in GROUP_KEYS if self.graph.has_metadata_key(conn, key)}
-
     def _reload_lexicon(self) -> None:
         self.lexicon.clear()
         with self.graph.read() as conn:
@@ -1325,6 +1339,9 @@ class Engine:
         recipe: str | Recipe = "default",
         now: datetime | None = None,
         token_budget: int | None = None,
+        group_by: str | None = None,
+        known_at: datetime | None = None,
+        cut_chars: int | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
     ) -> Recalled:
         """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
@@ -1336,7 +1353,14 @@ class Engine:
         query ("last Tuesday", "in May", "two weeks ago") are resolved against it, in its time zone, and boost
         memories whose event time falls in that window. It does not move validity (that is ``as_of``).
         ``recipe`` is a name from ``RECIPES`` or a ``Recipe``. ``token_budget`` keeps results, best first,
-        while their estimated tokens (characters / 4) fit.
+        while their estimated tokens (characters / 4, counting at most ``cut_chars`` of each when the caller
+        shows only that much) fit.
+
+        ``group_by`` names a metadata key (``"session"``): memories sharing its value are ranked as one
+        conversation (``Recipe.group``). Only this call groups; nothing stored switches grouping on.
+        ``as_of`` answers on valid time (what was true then, as we know it now); ``known_at`` on transaction
+        time (what the store believed at that instant: memories recorded by then and not yet superseded or
+        retired by then). Both may be combined.
 
         Naming a scope the principal may not read is refused (ScopeDenied); ancestors and descendants it may
         not read are skipped. ``scopes=None`` reads every scope the principal may read.
@@ -1347,8 +1371,8 @@ class Engine:
         """
         text = v.query(query)
         chosen = resolve(recipe)
-        if chosen.group.key in GROUP_KEYS and chosen.group.key not in self._group_keys:
-            chosen = chosen.with_(group={"key": None, "head": 0})
+        if group_by is not None:
+            chosen = chosen.with_(group={"key": v.group_key(group_by)})
         ref = v.reference_time(now)
         budget = v.token_budget(token_budget)
         tree = self._tree()
@@ -1376,6 +1400,8 @@ class Engine:
             search_text=intent.search_text,
             intervals=intent.intervals,
             token_budget=budget,
+            known_at=v.when(known_at, "known_at"),
+            cut_chars=cut_chars,
         )
         # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
         behind = self.reconciler.wait_fresh()
@@ -1386,7 +1412,20 @@ class Engine:
             return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)
         return Recalled(
-            [dataclasses.replace(h, memory=m) for h, m in zip(hits, seen, strict=True)], behind=behind
+            [
+                dataclasses.replace(
+                    h,
+                    memory=m,
+                    # Earlier versions the query matched: only those the caller may read, as it may see them.
+                    via=tuple(
+                        self._seen_all(
+                            principal, [o for o in h.via if self._can_read(principal, o, tree)], tree
+                        )
+                    ),
+                )
+                for h, m in zip(hits, seen, strict=True)
+            ],
+            behind=behind,
         )
 
     # -- consistency -------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ nor leads anywhere.
 Ranking, by graph distance from the query: memories mentioning a query entity (0), memories that
 recorded a relation on a path (hop - 1/2), memories mentioning an entity reached after ``hop`` edges (hop);
 ties go to memories mentioning more query entities, then to those on a path. Memories reached through a
-path carry it as a statement: ``Hotel Aria —located_in→ Lisbon —in→ Portugal``.
+path carry it as a statement: ``Hotel Aria —located_in→ Lisbon —in→ Portugal``; those that state a relation
+on such a path are also reported with the path's length (``Found.statements``), which fusion rewards
+(``GraphRule.path_weight``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class GraphLane:
         rule = recipe.graph
         rank: dict[str, tuple[float, int, int]] = {}  # id -> (distance, -query entities, -paths)
         paths: dict[str, list[str]] = {}
+        stated: dict[str, int] = {}  # id -> hops of the first path on which it states the relation
 
         def reach(mid: str, distance: float, seed: bool = False, path: str | None = None) -> None:
             d, s, _ = rank.get(mid, (distance, 0, 0))
@@ -87,6 +90,7 @@ class GraphLane:
                     continue
                 statement = _step(path, r)
                 reach(m.id, hop - 0.5, path=statement)
+                stated.setdefault(m.id, hop)
                 if r.other_id not in visited and len(nxt) < rule.max_entities:
                     visited.add(r.other_id)
                     nxt[r.other_id] = statement
@@ -96,4 +100,8 @@ class GraphLane:
                     mentions(entity, hop, max(1, rule.per_entity >> hop), path=statement)
             frontier = nxt
         ordered = sorted(rank, key=lambda mid: (*rank[mid], mid))[:depth]
-        return Found(ordered, {mid: tuple(paths[mid]) for mid in ordered if paths.get(mid)})
+        return Found(
+            ordered,
+            {mid: tuple(paths[mid]) for mid in ordered if paths.get(mid)},
+            statements={mid: stated[mid] for mid in ordered if mid in stated},
+        )

@@ -22,6 +22,7 @@ MAX_METADATA_BYTES = 16_384
 MAX_K = 100
 MAX_REASON_CHARS = 1_000
 MAX_TOKEN_BUDGET = 100_000
+MAX_GROUP_KEY_CHARS = 100
 
 
 class MemoryKind(StrEnum):
@@ -115,6 +116,17 @@ class Memory:
             return Status.SUPERSEDED
         return Status.CURRENT
 
+    @property
+    def has_event_time(self) -> bool:
+        """Whether something happened at ``event_time``: events and messages always; notes and summaries when
+        the caller or the content gave the time. Facts and preferences hold over a validity interval instead;
+        their ``event_time`` is only when they were written, and time expressions in a query never boost them."""
+        if self.kind in (MemoryKind.EVENT, MemoryKind.MESSAGE):
+            return True
+        if self.kind in (MemoryKind.FACT, MemoryKind.PREFERENCE):
+            return False
+        return self.event_time_source != "recorded"
+
     def valid_at(self, t: datetime) -> bool:
         """True when the memory's valid-time interval [valid_from, valid_to) contains ``t``."""
         return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
@@ -143,6 +155,7 @@ class AmendReceipt:
     id: str
     supersedes: str
     scopes: tuple[str, ...]
+    valid_from: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +214,9 @@ class Hit:
     ``lanes`` maps each lane that found the memory to its 1-based rank there (empty for a version added to
     complete a chain in a history answer). ``time`` is the time rule applied, if the query named a time.
     ``paths`` are entity-graph statements that led to it (``Hotel Aria —located_in→ Lisbon``). ``collapsed``
-    are ids of near-duplicates folded into this result.
+    are ids of near-duplicates folded into this result. ``via`` are ids of earlier versions of this memory
+    that the lanes matched (their records, oldest last): the query found the chain through them, and the current
+    version is shown.
     """
 
     memory: Memory
@@ -210,6 +225,7 @@ class Hit:
     time: TimeMatch | None = None
     paths: tuple[str, ...] = ()
     collapsed: tuple[str, ...] = ()
+    via: tuple[Memory, ...] = ()
 
 
 class Recalled(list[Hit]):

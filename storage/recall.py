@@ -63,12 +63,19 @@ class Query:
     search_text: str = ""  # the words given to BM25 and the vector lane (time expressions removed)
     intervals: tuple[Interval, ...] = ()  # time windows named in the query, resolved against the caller's now
     token_budget: int | None = None
+    known_at: datetime | None = None  # transaction time: what the store believed at this instant
+    cut_chars: int | None = None  # the caller shows at most this many characters of each result
     # The query's embedding, once the vector lane has prepared it.
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def live_only(self) -> bool:
-        return not self.include_history and self.as_of is None
+        return not self.include_history and self.as_of is None and self.known_at is None
+
+    @property
+    def valid_time(self) -> datetime | None:
+        """The valid-time instant the answer is about, when it is not now."""
+        return self.as_of if self.as_of is not None else self.known_at
 
     @property
     def words(self) -> str:
@@ -82,6 +89,8 @@ class Found:
     ids: list[str]
     paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     vectors: Mapping[str, np.ndarray] = field(default_factory=dict)  # stored vectors, unit length, if at hand
+    # Memories that themselves state a relation on a path from an entity named in the query: id -> hops.
+    statements: Mapping[str, int] = field(default_factory=dict)
 
 
 class Lane(Protocol):
@@ -98,6 +107,12 @@ class Lane(Protocol):
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found: ...
 
 
+def _lane_live_only(q: Query, recipe: Recipe) -> bool:
+    # Following version chains, the text lanes also search superseded versions: a hit on one counts for the
+    # chain's current version (``_Pool``), so the words of earlier versions lead to the current one.
+    return q.live_only and not recipe.follow_versions
+
+
 @dataclass
 class Bm25Lane:
     index: TextIndex
@@ -108,7 +123,8 @@ class Bm25Lane:
 
     def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
         kinds = [k.value for k in q.kinds] if q.kinds else None
-        hits = self.index.search(q.words, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds)
+        live = _lane_live_only(q, recipe)
+        hits = self.index.search(q.words, scopes=q.scopes, k=depth, live_only=live, kinds=kinds)
         return Found([i for i, _ in hits])
 
 
@@ -130,8 +146,9 @@ class VectorLane:
         want = (
             recipe.dedup_cosine is not None
         )  # the rows' vectors come with them: near-duplicates fold for free
+        live = _lane_live_only(q, recipe)
         hits, matrix = self.index.search_with_vectors(
-            vec, scopes=q.scopes, k=depth, live_only=q.live_only, kinds=kinds, vectors=want
+            vec, scopes=q.scopes, k=depth, live_only=live, kinds=kinds, vectors=want
         )
         ids = [i for i, _ in hits]
         if matrix is None or not ids:
@@ -156,19 +173,57 @@ def fuse(ranked: Mapping[str, Sequence[str]], recipe: Recipe) -> list[tuple[str,
     return [(m, scores[m], ranks[m]) for m in order]
 
 
-def visible(m: Memory, q: Query) -> bool:
+def _with_paths(
+    fused: list[tuple[str, float, dict[str, int]]], found: Mapping[str, Found], recipe: Recipe
+) -> list[tuple[str, float, dict[str, int]]]:
+    """``GraphRule.path_weight``: a memory that states a relation on a path from an entity the query names
+    (the hotel is in Udaipur, Udaipur is in Rajasthan) gains ``path_weight / (rrf_k + hops)``. Such a statement
+    is the answer to a multi-hop question, yet it shares no words with it; only the caller's explicit
+    relations make such paths, so memories without relations rank as plain fusion ranks them."""
+    weight = recipe.graph.path_weight * (recipe.weights.get("graph", 0.0) > 0)
+    hops: dict[str, int] = {}
+    for f in found.values():
+        for mid, h in f.statements.items():
+            hops[mid] = min(h, hops.get(mid, h))
+    if not hops or weight <= 0:
+        return fused
+    scored = [(m, s + weight / (recipe.rrf_k + hops[m]) if m in hops else s, lanes) for m, s, lanes in fused]
+    return sorted(scored, key=lambda e: (-e[1], e[0]))
+
+
+def visible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
     """Whether the query may see this memory at all: one of its scopes, and its time view (current and
-    valid now; valid at ``as_of``; anything with history). Decides which graph edges may be followed."""
+    valid now; valid at ``as_of``; anything with history). Decides which graph edges may be followed.
+
+    With ``known_at`` (transaction time) the view is what the store believed then: recorded by then, not yet
+    retired or superseded by then (``replaced_at``: when its successor was recorded, if known), and valid at
+    ``as_of`` (default ``known_at``), a validity end written after ``known_at`` not yet counting.
+    """
     if not set(m.scopes) & set(q.scopes):
         return False
+    if q.known_at is not None:
+        return _believed(m, q.known_at, q.as_of or q.known_at, replaced_at)
     if q.as_of is not None:
         return m.valid_at(q.as_of)
     return q.include_history or (m.status is Status.CURRENT and m.valid_at(q.now))
 
 
-def admissible(m: Memory, q: Query) -> bool:
+def _believed(m: Memory, known: datetime, valid: datetime, replaced_at: datetime | None) -> bool:
+    if m.recorded_at > known:
+        return False
+    if m.retired_at is not None and m.retired_at <= known:
+        return False
+    if m.superseded_by is not None and (replaced_at is None or replaced_at <= known):
+        return False
+    # A validity end closed by a later supersession or retirement was not known yet.
+    closed_later = m.retired_at is not None or m.superseded_by is not None
+    end = None if closed_later else m.valid_to
+    return m.valid_from <= valid and (end is None or valid < end)
+
+
+def admissible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
     """The canonical filter on results: visible, of a requested kind, inside the event-time window."""
-    if not visible(m, q):
+    if not visible(m, q, replaced_at):
         return False
     if q.kinds and m.kind not in q.kinds:
         return False
@@ -192,9 +247,12 @@ class _Candidate:
     collapsed: list[str] = field(default_factory=list)
     unit: np.ndarray | None = None  # the stored vector, unit length, when the vector lane returned it
     group: str | None = None  # the recipe's group (GroupRule.key) this memory belongs to, if it has one
+    via: list[Memory] = field(default_factory=list)  # earlier versions the lanes matched
 
     def hit(self) -> Hit:
-        return Hit(self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed))
+        return Hit(
+            self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed), tuple(self.via)
+        )
 
 
 def run(
@@ -218,7 +276,7 @@ def run(
         found.update((name, f.result()) for name, f in futures)
     else:
         found = {lane.name: lane.search(q, depth, recipe) for lane in active}
-    fused = fuse({name: f.ids for name, f in found.items()}, recipe)
+    fused = _with_paths(fuse({name: f.ids for name, f in found.items()}, recipe), found, recipe)
     paths: dict[str, list[str]] = {}
     vectors: dict[str, np.ndarray] = {}
     for f in found.values():
@@ -232,25 +290,36 @@ def run(
         if recipe.group.key is not None:
             grouped = _grouped(q, graph, conn, found, fused, recipe, paths, vectors, executor)
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
-            if not q.live_only:
+            if not q.live_only and q.known_at is None:
                 kept = _chains(kept, q, graph, conn)
-            hits = [c.hit() for c in kept[: q.k]]
-            return _fit(hits, q.token_budget) if q.token_budget is not None else hits
-        pool = _Pool(q, graph, conn, fused, paths, vectors, executor)
+            return _finish(kept, q, recipe)
+        pool = _Pool(q, graph, conn, fused, paths, vectors, executor, recipe.follow_versions)
         cands = pool.take(want)
         if timed:
             for c in cands:
                 _apply_time(c, q, recipe)
             cands.sort(key=lambda c: (-c.score, c.memory.id))
         kept = _dedup(cands, q, recipe, pool)
-        if not q.live_only:
+        if not q.live_only and q.known_at is None:
             kept = _chains(kept, q, graph, conn)
+    return _finish(kept, q, recipe)
+
+
+def _finish(kept: list[_Candidate], q: Query, recipe: Recipe) -> list[Hit]:
+    """The relevance rule (``Recipe.relevance_floor``), then ``k``, then the token budget."""
+    if kept and recipe.relevance_floor > 0:
+        floor = recipe.relevance_floor * max(c.score for c in kept)
+        kept = [c for c in kept if c.score >= floor]
     hits = [c.hit() for c in kept[: q.k]]
-    return _fit(hits, q.token_budget) if q.token_budget is not None else hits
+    return _fit(hits, q.token_budget, q.cut_chars) if q.token_budget is not None else hits
 
 
 class _Pool:
-    """Admitted candidates in fused order, fetched from the canonical store a chunk at a time."""
+    """Admitted candidates in fused order, fetched from the canonical store a chunk at a time.
+
+    With ``follow_versions`` (and a query for current memories) a lane hit on a superseded version stands for
+    its chain's current version, at the hit's place, which records the matched version in ``via``; each
+    memory is taken once, at its best place."""
 
     def __init__(
         self,
@@ -261,9 +330,12 @@ class _Pool:
         paths: Mapping[str, Sequence[str]],
         vectors: Mapping[str, np.ndarray],
         executor: Executor | None = None,
+        follow_versions: bool = False,
     ) -> None:
         self._q, self._graph, self._conn, self._fused = q, graph, conn, fused
         self._paths, self._vectors, self._executor = paths, vectors, executor
+        self._follow = follow_versions and q.live_only
+        self._taken: dict[str, _Candidate] = {}
         self._next = 0
 
     def take(self, n: int) -> list[_Candidate]:
@@ -276,12 +348,47 @@ class _Pool:
             for mid, score, lanes in chunk:
                 self._next += 1
                 mem = records.get(mid)
-                if mem is not None and admissible(mem, self._q):
-                    paths = tuple(self._paths.get(mid, ()))
-                    out.append(_Candidate(mem, score, lanes, paths=paths, unit=self._vectors.get(mid)))
-                    if len(out) == n:
-                        break
+                via = None
+                if mem is not None and self._follow and mem.superseded_by is not None:
+                    via, mem = mem, self._head(mem)
+                if mem is None:
+                    continue
+                taken = self._taken.get(mem.id)
+                if taken is not None:  # already placed higher: this hit only adds to its explanation
+                    for lane, rank in lanes.items():
+                        taken.lanes.setdefault(lane, rank)
+                    if via is not None and all(v.id != via.id for v in taken.via):
+                        taken.via.append(via)
+                    continue
+                if not self._admit(mem):
+                    continue
+                paths = tuple(self._paths.get(mem.id, ()))
+                c = _Candidate(mem, score, dict(lanes), paths=paths, unit=self._vectors.get(mem.id))
+                if via is not None:
+                    c.via.append(via)
+                self._taken[mem.id] = c
+                out.append(c)
+                if len(out) == n:
+                    break
         return out
+
+    def _head(self, m: Memory) -> Memory | None:
+        """The current version of ``m``'s chain (None when the chain ends retired or is too long)."""
+        for _ in range(64):
+            if m.superseded_by is None:
+                return m if m.retired_at is None else None
+            nxt = self._graph.fetch(self._conn, [m.superseded_by]).get(m.superseded_by)
+            if nxt is None:
+                return None
+            m = nxt
+        return None
+
+    def _admit(self, m: Memory) -> bool:
+        replaced = None
+        if self._q.known_at is not None and m.superseded_by is not None:
+            successor = self._graph.fetch(self._conn, [m.superseded_by]).get(m.superseded_by)
+            replaced = successor.recorded_at if successor is not None else None
+        return admissible(m, self._q, replaced)
 
 
 def _time_match(t: datetime, q: Query, recipe: Recipe) -> tuple[float, TimeMatch | None]:
@@ -295,6 +402,8 @@ def _time_match(t: datetime, q: Query, recipe: Recipe) -> tuple[float, TimeMatch
 
 
 def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
+    if not c.memory.has_event_time:
+        return  # a fact or preference holds over its validity; a time in the query does not date it
     f, match = _time_match(c.memory.event_time, q, recipe)
     if match is not None:
         c.score *= f
@@ -344,10 +453,13 @@ def _grouped(
     unit = {m: s for m, s, _ in fused}
     if q.intervals and recipe.time.enabled:
         for g in score:
-            factor_g, times[g] = _time_match(mem[members[g][0][0]].event_time, q, recipe)
-            score[g] *= factor_g
+            best = mem[members[g][0][0]]
+            if best.has_event_time:
+                factor_g, times[g] = _time_match(best.event_time, q, recipe)
+                score[g] *= factor_g
         for m in mem:
-            unit[m] *= _time_match(mem[m].event_time, q, recipe)[0]
+            if mem[m].has_event_time:
+                unit[m] *= _time_match(mem[m].event_time, q, recipe)[0]
     by_unit = sorted(mem, key=lambda m: (-unit[m], m))  # plain memory-level fusion, time rule applied
     head: list[str] = []
     for m in by_unit:
@@ -457,12 +569,14 @@ def _chains(kept: list[_Candidate], q: Query, graph: GraphStore, conn: Connectio
     return out
 
 
-def _fit(hits: list[Hit], budget: int) -> list[Hit]:
-    """Keep results, best first, while their estimated tokens fit the budget; one that does not fit is
-    skipped and smaller ones after it may still be kept."""
+def _fit(hits: list[Hit], budget: int, cut_chars: int | None = None) -> list[Hit]:
+    """Keep results, best first, while their estimated tokens (of at most ``cut_chars`` characters each, when
+    the caller cuts) fit the budget; one that does not fit is skipped and smaller ones after it may still be
+    kept."""
     out, spent = [], 0
     for h in hits:
-        cost = estimate_tokens(h.memory.content)
+        text = h.memory.content
+        cost = estimate_tokens(text if cut_chars is None else text[:cut_chars])
         if spent + cost <= budget:
             out.append(h)
             spent += cost

@@ -58,6 +58,9 @@ class GraphRule:
     # are left to BM25 and only its relations are followed. Also bounds the cost of one mention lookup.
     max_mentions: int = 500
     fuzzy: bool = True  # allow one-edit typos in names of 5+ characters
+    # A memory stating a relation on a path from a query entity gains path_weight / (rrf_k + hops) after
+    # fusion (storage.recall._with_paths): the answer to a two-hop question shares no words with it.
+    path_weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,11 @@ class Recipe:
     group: GroupRule = field(default_factory=GroupRule)
     history_questions: bool = True  # "what did I use before", "used to", ... include superseded versions
     dedup_cosine: float | None = 0.97  # fold results this similar to a better one (None: text equality only)
+    # A lane hit on a superseded version counts for the chain's current version (explained in the result).
+    follow_versions: bool = True
+    # The relevance rule: a result whose fused score is below ``relevance_floor`` x the best result's score is
+    # dropped (0: keep every result up to k). See docs/recall.md.
+    relevance_floor: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = set(self.weights) - set(LANES)
@@ -119,6 +127,8 @@ class Recipe:
                 f"recipe {self.name!r}: time.boost and time.narrow_boost must be in [0, {MAX_BOOST}], "
                 f"time.narrow_days in [0, {MAX_NARROW_DAYS}]"
             )
+        if not 0 <= self.relevance_floor <= 1:
+            raise InvalidInput(f"recipe {self.name!r}: relevance_floor must be in [0, 1]")
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
@@ -132,24 +142,26 @@ class Recipe:
         return replace(self, **changes)
 
 
-# Chosen on the LongMemEval_S development split (113 questions; docs/benchmarks/longmemeval.md): conversation
-# memories (``metadata["session"]``) are ranked as conversations, each lane collapsed before fusion; a small
-# RRF k (a group's first place in a lane matters more than its tail); the memory-level winner keeps first
-# place; a gentle time boost, stronger for a window of a day or a week; the graph lane at a quarter weight (at
-# full weight it pulled fillers that name the same entities to the top). Memories without a session are their own group, so for them this is plain
-# weighted RRF.
+# Chosen on the LongMemEval_S development split (docs/benchmarks/longmemeval.md): a small RRF k (a first place
+# in a lane matters more than a tail); a gentle time boost, stronger for a window of a day or a week; the graph
+# lane at a quarter weight (at full weight it pulled fillers that name the same entities to the top). No
+# grouping: ranking a conversation as a whole is asked for per call (``Engine.recall(group_by=...)``, the
+# recall tool's ``group_by``), never switched on by what some memory's metadata happens to hold. The group rule
+# below only says how a requested grouping behaves (the memory-level winner keeps first place).
 DEFAULT = Recipe(
     "default",
     {"bm25": 1.0, "vector": 1.0, "graph": 0.25},
     rrf_k=5,
     time=TimeRule(boost=0.25, narrow_boost=1.0),
-    group=GroupRule(key="session", head=1),
-    description="all lanes, conversations ranked as a whole, time rule, history questions",
+    group=GroupRule(key=None, head=1),
+    relevance_floor=0.35,
+    description="all lanes, time rule, version chains followed, history questions, relevance rule",
 )
 
 
 def _baseline(name: str, weights: dict[str, float], description: str) -> Recipe:
-    """A plain RRF baseline (k 60) over ``weights``' lanes: no grouping, time rule, history questions or folding."""
+    """A plain RRF baseline (k 60) over ``weights``' lanes: no grouping, time rule, history questions, folding,
+    version following or relevance rule."""
     return DEFAULT.with_(
         name=name,
         weights=weights,
@@ -158,6 +170,8 @@ def _baseline(name: str, weights: dict[str, float], description: str) -> Recipe:
         time={"enabled": False},
         history_questions=False,
         dedup_cosine=None,
+        follow_versions=False,
+        relevance_floor=0.0,
         description=description,
     )
 
@@ -175,10 +189,6 @@ RECIPES: dict[str, Recipe] = {
         ),
     )
 }
-
-
-GROUP_KEYS = frozenset(r.group.key for r in RECIPES.values() if r.group.key)
-"""The metadata keys the named recipes group by; the engine tracks which of them any memory carries."""
 
 
 def resolve(recipe: str | Recipe) -> Recipe:

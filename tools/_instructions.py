@@ -14,16 +14,18 @@ store secrets, credentials or small talk.
 
 When something changes or was wrong, call amend with the old memory's id: the new version replaces it and the \
 old one is kept as history. Do not write a second memory that contradicts the first. When something simply \
-stops being true, call retire. Writing the same content twice is harmless (it reports "duplicate").
+stops being true, call retire. When the change happened earlier than now, pass effective_at to amend or \
+retire. Writing the same content twice is harmless (it reports "duplicate").
 
 Before answering anything that may depend on earlier conversations, call recall with a short query of the \
 names and words that matter. Recall returns current facts only; pass include_history=true to see superseded \
 and retired versions, or as_of to ask what was true at a past time (questions about change, like "where did I \
 work before", include the older versions by themselves). When the user speaks of relative times ("last \
-Tuesday", "in May"), pass the conversation's current date as now, with the user's UTC offset. Set \
-token_budget to what you can afford to read. Each result carries its id, status, validity, which search lanes \
-(bm25 = exact words, vector = meaning, graph = entities) found it, the time rule applied and the entity paths \
-that led to it.
+Tuesday", "in May"), pass the conversation's current date as now, with the user's UTC offset. Each result \
+is compact: content (long content is cut; memory_read the id for all of it), id, kind, when, status, scopes \
+and a one-line reason naming the search lanes (bm25 = exact words, vector = meaning, graph = entities), the \
+entity path or the earlier version that led to it. Weak matches are left out; pass explain=true for scores \
+and full detail, and group_by with your per-conversation metadata key to rank whole conversations.
 
 Scopes (user:<name>, project:<name>, agent:<name>, team:<name>, ...) say whose memory it is. Omit scopes to \
 use the session's default scope (list_scopes shows it); a scope also reads the scopes it sits inside. purge \

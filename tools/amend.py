@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from storage.models import MAX_CONTENT_CHARS, MAX_REASON_CHARS
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import WireModel
+from tools._wire import IsoTime, WireModel
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -22,20 +23,37 @@ class AmendIn(WireModel):
     reason: str = Field(
         default="", max_length=MAX_REASON_CHARS, description="Why it changed, e.g. 'Ana moved to Lisbon'."
     )
+    effective_at: IsoTime | None = Field(
+        default=None,
+        description="When the change took effect in the world (ISO 8601), if not now, e.g. '2024-10-01' for "
+        "'works at Globex since 1 October'. The old version is valid until then, the new one from then: "
+        "recall with as_of answers accordingly.",
+    )
 
 
 class AmendOut(BaseModel):
     id: str = Field(description="The id of the new version.")
     supersedes: str = Field(description="The id of the version it replaced (now superseded).")
     scopes: list[str] = Field(description="The scopes of the new version (those of the old one).")
+    valid_from: datetime = Field(description="When the new version took effect (effective_at, or now).")
 
 
 async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
     """Supersede the memory; recall returns the new version from now on."""
     receipt = await blocking(
-        engine.amend, args.id, args.content, reason=args.reason, principal=caller.principal
+        engine.amend,
+        args.id,
+        args.content,
+        reason=args.reason,
+        effective_at=args.effective_at,
+        principal=caller.principal,
     )
-    return AmendOut(id=receipt.id, supersedes=receipt.supersedes, scopes=list(receipt.scopes))
+    return AmendOut(
+        id=receipt.id,
+        supersedes=receipt.supersedes,
+        scopes=list(receipt.scopes),
+        valid_from=receipt.valid_from,
+    )
 
 
 SPEC = ToolSpec(
@@ -44,7 +62,8 @@ SPEC = ToolSpec(
     description=(
         "Replace a stored memory with a corrected or updated version, e.g. when a fact changed or was wrong. "
         "The old version stays in history (recall with include_history=true) and stops being returned by "
-        "default. Use this instead of writing a second, contradicting memory."
+        "default. Use this instead of writing a second, contradicting memory. When the change happened earlier "
+        "than now, pass effective_at."
     ),
     input_model=AmendIn,
     output_model=AmendOut,

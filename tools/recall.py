@@ -1,11 +1,17 @@
-"""``recall``: the memories that best match a query, with which search lanes found each one."""
+"""``recall``: the memories that best match a query, in a compact form a model can read, with a reason each.
+
+The default answer is what a model needs to use a memory: content (long content cut, with a pointer to
+``memory_read``), id, kind, when, status, scopes and a one-line reason. ``explain=true`` adds the full
+explanation (fused score, each lane's rank, the time rule, entity-graph paths, matched earlier versions,
+folded near-duplicates, provenance and both time axes). docs/recall.md describes every field and rule.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from storage.models import (
     MAX_K,
@@ -13,6 +19,7 @@ from storage.models import (
     MAX_SCOPES_PER_CALL,
     MAX_TOKEN_BUDGET,
     Hit,
+    Memory,
     MemoryKind,
     Status,
     TimeMatch,
@@ -22,6 +29,10 @@ from tools._wire import IsoTime, LocalIsoTime, ProvenanceView, ScopeIdStr, WireM
 
 if TYPE_CHECKING:
     from storage import Engine
+
+DEFAULT_TOKEN_BUDGET = 2_000  # about 8,000 characters of content: ten short memories, or a few long ones cut
+CUT_CHARS = 1_000  # longer content is cut here (about 250 tokens), with a pointer to memory_read
+SNIPPET_CHARS = 60  # of an earlier version quoted in a reason
 
 
 class RecallIn(WireModel):
@@ -41,10 +52,21 @@ class RecallIn(WireModel):
         default=False,
         description="Also search every scope placed inside the given ones (e.g. a team's agents).",
     )
-    k: int = Field(default=10, ge=1, le=MAX_K, description="How many results at most.")
+    k: int = Field(
+        default=10,
+        ge=1,
+        le=MAX_K,
+        description="How many results at most. Fewer come back when the rest score far below the best one.",
+    )
     as_of: IsoTime | None = Field(
         default=None,
-        description="Answer as of this time (ISO 8601): what was true then, including since-replaced facts.",
+        description="Answer on valid time (ISO 8601): what was true at that time, as known now, including "
+        "since-replaced facts (an amend's effective_at counts).",
+    )
+    known_at: IsoTime | None = Field(
+        default=None,
+        description="Answer on transaction time (ISO 8601): what this memory believed at that time, before "
+        "any later correction. Combine with as_of for 'what did we think then about that date'.",
     )
     include_history: bool = Field(
         default=False, description="Also return superseded and retired memories (marked by their status)."
@@ -59,23 +81,48 @@ class RecallIn(WireModel):
         description="The current date and time of the conversation, ISO 8601 with the user's UTC offset, e.g. "
         "'2024-05-30T18:00:00+05:30'. Pass it whenever the query speaks of relative times ('yesterday', "
         "'last Tuesday', 'in May', 'two weeks ago'): they are resolved against it, in that offset, and "
-        "memories from that time rank higher. Default: the server's clock, in UTC.",
+        "events and messages from that time rank higher. Default: the server's clock, in UTC.",
     )
-    token_budget: int | None = Field(
-        default=None,
+    token_budget: int = Field(
+        default=DEFAULT_TOKEN_BUDGET,
         ge=1,
         le=MAX_TOKEN_BUDGET,
-        description="At most this many tokens of memory content in the results (estimated as characters / 4). "
-        "Set it to what you can afford to read; results that do not fit are left out, best ones kept.",
+        description="At most this many tokens of memory content in the results (characters / 4; a long "
+        f"memory counts as its first {CUT_CHARS} characters, which is all that is shown). Results that do "
+        "not fit are left out, best ones kept.",
     )
+    group_by: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description="A metadata key your memories share per conversation (e.g. 'session'): rank each "
+        "conversation as a whole and list its best turns together. Omit to rank memories one by one.",
+    )
+    explain: bool = Field(
+        default=False,
+        description="Add the full explanation to each result: score, each search lane's rank, time rule, "
+        "entity-graph paths, matched earlier versions, folded near-duplicates, provenance and time axes.",
+    )
+
+
+def _compact(model: BaseModel, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    # Optional fields that are empty are left out of the answer: a model pays for every byte it reads.
+    data = handler(model)
+    return {k: v for k, v in data.items() if v is not None}
 
 
 class Lanes(BaseModel):
-    """Which search lanes found a result, as its 1-based rank in each; null when that lane did not find it."""
+    """Which search lanes found a result, as its 1-based rank in each; absent when that lane did not."""
 
-    bm25: int | None = Field(description="Rank by exact words and names (full-text search).")
-    vector: int | None = Field(description="Rank by meaning (semantic search).")
-    graph: int | None = Field(description="Rank by entities and their relations (knowledge graph).")
+    bm25: int | None = Field(default=None, description="Rank by exact words and names (full-text search).")
+    vector: int | None = Field(default=None, description="Rank by meaning (semantic search).")
+    graph: int | None = Field(
+        default=None, description="Rank by entities and their relations (knowledge graph)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _compact(self, handler)
 
 
 class TimeRuleView(BaseModel):
@@ -96,57 +143,75 @@ class TimeRuleView(BaseModel):
         return cls(rule=t.rule, expression=t.expression, interval=list(t.interval), factor=t.factor)
 
 
-class RecallItem(BaseModel):
-    id: str = Field(description="The memory's id; pass it to amend, retire or memory_read.")
-    content: str
-    kind: MemoryKind
-    score: float = Field(description="Fused relevance; higher is better. Only comparable within one recall.")
+class Explanation(BaseModel):
+    """Everything about how a result was found (``explain=true``)."""
+
+    score: float = Field(description="Fused relevance, 4 significant digits; comparable within one recall.")
     lanes: Lanes
-    scopes: list[str]
-    status: Status = Field(description="current, superseded or retired (the last two only with history).")
-    superseded_by: str | None = Field(
-        description="The id of the newer version, when superseded (null also when you may not read it)."
-    )
-    event_time: datetime
-    valid_from: datetime
-    valid_to: datetime | None = Field(description="Null while the memory is still valid.")
     time: TimeRuleView | None = Field(
-        description="Set when the query names a time: how this memory's event time matched it."
+        default=None, description="How the query's time expression matched this memory's event time."
     )
     paths: list[str] = Field(
         description="Entity-graph statements that led here, e.g. 'Hotel Aria —located_in→ Lisbon —in→ Portugal'."
     )
+    via: list[str] = Field(description="Ids of earlier versions of this memory that matched the query.")
     collapsed: list[str] = Field(description="Ids of near-duplicate memories folded into this result.")
     provenance: ProvenanceView = Field(description="Who wrote the memory, and through which client.")
+    event_time: datetime | None = Field(
+        default=None, description="When it happened (events, messages, and notes given a time)."
+    )
+    valid_from: datetime
+    valid_to: datetime | None = Field(default=None, description="Absent while the memory is still valid.")
+    recorded_at: datetime = Field(description="When Mnemograph learned it (transaction time).")
+    superseded_by: str | None = Field(default=None, description="The id of the newer version, if any.")
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _compact(self, handler)
+
+
+class RecallItem(BaseModel):
+    id: str = Field(description="The memory's id; pass it to memory_read, amend or retire.")
+    content: str = Field(
+        description=f"The memory. Content over {CUT_CHARS} characters is cut, ending with a note on how many "
+        "characters were left out: call memory_read with the id for the whole text."
+    )
+    kind: MemoryKind
+    when: str = Field(
+        description="For events and messages, when it happened ('2023-05-23T15:00Z'); for facts, preferences "
+        "and undated notes, their validity ('since 2024-10-01', '2024-01-01 to 2024-10-01')."
+    )
+    status: Status = Field(description="current, superseded or retired (the last two only with history).")
+    scopes: list[str]
+    why: str = Field(
+        description="One line on why it is here: the lanes that found it and their ranks, the entity-graph "
+        "path, the time rule, or the earlier version the query matched."
+    )
+    explain: Explanation | None = Field(default=None, description="Present with explain=true.")
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _compact(self, handler)
 
     @classmethod
-    def of(cls, hit: Hit) -> RecallItem:
+    def of(cls, hit: Hit, explain: bool) -> RecallItem:
         m = hit.memory
         return cls(
             id=m.id,
-            content=m.content,
+            content=_cut(m.content),
             kind=m.kind,
-            score=hit.score,
-            lanes=Lanes(
-                bm25=hit.lanes.get("bm25"), vector=hit.lanes.get("vector"), graph=hit.lanes.get("graph")
-            ),
-            scopes=list(m.scopes),
+            when=when(m),
             status=m.status,
-            superseded_by=m.superseded_by or None,  # "": a newer version the caller may not read
-            event_time=m.event_time,
-            valid_from=m.valid_from,
-            valid_to=m.valid_to,
-            time=TimeRuleView.of(hit.time) if hit.time else None,
-            paths=list(hit.paths),
-            collapsed=list(hit.collapsed),
-            provenance=ProvenanceView(
-                principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source
-            ),
+            scopes=list(m.scopes),
+            why=reason(hit),
+            explain=_explanation(hit) if explain else None,
         )
 
 
 class RecallOut(BaseModel):
-    results: list[RecallItem] = Field(description="Best match first. Empty when nothing matches.")
+    results: list[RecallItem] = Field(
+        description="Best match first. Empty when nothing matches; weak matches are left out (docs/recall.md)."
+    )
     stale: bool = Field(
         default=False,
         description="True when the search indexes lagged behind the store, so the newest writes may be "
@@ -165,14 +230,79 @@ def _stale_warning(behind: int) -> str:
     )
 
 
+def _cut(text: str) -> str:
+    if len(text) <= CUT_CHARS:
+        return text
+    return f"{text[:CUT_CHARS]}… [{len(text) - CUT_CHARS:,} more characters: memory_read this id for all]"
+
+
+def _t(t: datetime) -> str:
+    """A compact UTC time: the date alone at midnight, else to the minute."""
+    if (t.hour, t.minute, t.second, t.microsecond) == (0, 0, 0, 0):
+        return t.strftime("%Y-%m-%d")
+    return t.strftime("%Y-%m-%dT%H:%MZ")
+
+
+def when(m: Memory) -> str:
+    """An event's time, or a fact's validity, in one short string."""
+    if m.has_event_time:
+        return _t(m.event_time)
+    if m.valid_to is None:
+        return f"since {_t(m.valid_from)}"
+    return f"{_t(m.valid_from)} to {_t(m.valid_to)}"
+
+
+def _snippet(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
+
+
+def reason(hit: Hit) -> str:
+    """The one-line reason: lanes with ranks, then the strongest extra evidence."""
+    parts = [", ".join(f"{lane} #{rank}" for lane, rank in sorted(hit.lanes.items(), key=lambda x: x[1]))]
+    if hit.via:
+        old = hit.via[0]
+        parts.append(
+            f"matched earlier version {old.id[:8]} ('{_snippet(old.content)}'), now replaced by this"
+        )
+    if hit.paths:
+        parts.append(f"graph path {max(hit.paths, key=len)}")
+    if hit.time is not None and hit.time.rule != "outside_interval":
+        where = "in" if hit.time.rule == "in_interval" else "near"
+        parts.append(f"time {where} '{hit.time.expression}' x{hit.time.factor:g}")
+    text = "; ".join(p for p in parts if p)
+    return text or "completes a version chain"
+
+
+def _explanation(hit: Hit) -> Explanation:
+    m = hit.memory
+    return Explanation(
+        score=float(f"{hit.score:.4g}"),
+        lanes=Lanes(bm25=hit.lanes.get("bm25"), vector=hit.lanes.get("vector"), graph=hit.lanes.get("graph")),
+        time=TimeRuleView.of(hit.time) if hit.time else None,
+        paths=list(hit.paths),
+        via=[v.id for v in hit.via],
+        collapsed=list(hit.collapsed),
+        provenance=ProvenanceView(
+            principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source
+        ),
+        event_time=m.event_time if m.has_event_time else None,
+        valid_from=m.valid_from,
+        valid_to=m.valid_to,
+        recorded_at=m.recorded_at,
+        superseded_by=m.superseded_by or None,  # "": a newer version the caller may not read
+    )
+
+
 async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
-    """Search; current memories only unless ``include_history`` or ``as_of`` asks for the past."""
+    """Search; current memories only unless ``include_history``, ``as_of`` or ``known_at`` asks for the past."""
     hits = await blocking(
         engine.recall,
         args.query,
         caller.read_scopes(args.scopes),
         k=args.k,
         as_of=args.as_of,
+        known_at=args.known_at,
         include_history=args.include_history,
         kinds=[k.value for k in args.kinds] if args.kinds else None,
         since=args.since,
@@ -180,11 +310,13 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
         descendants=args.descendants,
         now=args.now,
         token_budget=args.token_budget,
+        cut_chars=CUT_CHARS,
+        group_by=args.group_by,
         principal=caller.principal,
     )
     behind = hits.behind
     return RecallOut(
-        results=[RecallItem.of(h) for h in hits],
+        results=[RecallItem.of(h, args.explain) for h in hits],
         stale=behind > 0,
         warning=_stale_warning(behind) if behind else None,
     )
@@ -199,8 +331,9 @@ SPEC = ToolSpec(
         "retired ones appear with include_history=true or as_of, and automatically when the query asks about "
         "change ('used to', 'previously', 'what did I use before'), each version chain oldest first. "
         "When the query speaks of relative times ('last Tuesday', 'two weeks ago'), pass the conversation's "
-        "current date as now; set token_budget to what you can afford to read. Each result says why it is "
-        "there: which lanes found it, the time rule applied, and the entity-graph paths that led to it."
+        "current date as now. Each result is compact: content (long ones cut: memory_read the id for all), "
+        "id, kind, when, status, scopes and a one-line reason; explain=true adds the full explanation. "
+        "Results far weaker than the best are left out; token_budget (default 2000) caps what you read."
     ),
     input_model=RecallIn,
     output_model=RecallOut,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from storage.models import MAX_REASON_CHARS
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import WireModel
+from tools._wire import IsoTime, WireModel
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -20,6 +20,11 @@ class RetireIn(WireModel):
     reason: str = Field(
         default="", max_length=MAX_REASON_CHARS, description="Why, e.g. 'the project was cancelled'."
     )
+    effective_at: IsoTime | None = Field(
+        default=None,
+        description="When it stopped being true in the world (ISO 8601), if not now, e.g. '2024-06-30'. "
+        "recall with as_of before that time still finds it.",
+    )
 
 
 class RetireOut(BaseModel):
@@ -29,8 +34,10 @@ class RetireOut(BaseModel):
 
 
 async def retire(engine: Engine, caller: Caller, args: RetireIn) -> RetireOut:
-    """Close the memory's validity now; it leaves default recall but stays in history."""
-    receipt = await blocking(engine.retire, args.id, reason=args.reason, principal=caller.principal)
+    """Close the memory's validity (now, or at ``effective_at``); it leaves default recall but stays in history."""
+    receipt = await blocking(
+        engine.retire, args.id, reason=args.reason, at=args.effective_at, principal=caller.principal
+    )
     return RetireOut(id=receipt.id, retired_at=receipt.retired_at, valid_to=receipt.valid_to)
 
 

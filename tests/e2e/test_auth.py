@@ -105,9 +105,10 @@ async def test_the_access_matrix(store: Store) -> None:
 
         # A's memory in team:t is found by B and R, with its provenance.
         for client in (cb, cr):
-            hits = (await call(client, "recall", {"query": "when does team T ship releases"}))["results"]
+            asked = {"query": "when does team T ship releases", "explain": True}
+            hits = (await call(client, "recall", asked))["results"]
             assert hits[0]["id"] == shared["id"]
-            assert hits[0]["provenance"]["principal"] == "A"
+            assert hits[0]["explain"]["provenance"]["principal"] == "A"
             assert hits[0]["scopes"] == ["team:t"]
 
         # R cannot write, amend, retire or link in team:t.

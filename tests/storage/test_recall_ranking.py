@@ -245,33 +245,28 @@ def test_group_rule_is_validated() -> None:
         RECIPES["default"].with_(group={"keep_top": -1})
 
 
-def test_the_default_groups_only_once_some_memory_carries_its_key(
+def test_grouping_is_asked_for_per_call_never_switched_on_by_stored_metadata(
     data_dir: Path, embedder: CachedEmbedder
 ) -> None:
-    """Grouping costs a record fetch per candidate, so the default skips it in a store where no memory has a
-    session; from the first such write on (and after a restart) conversations come back once each."""
+    """A ``session`` key in metadata is the client's own label: recall ranks memories one by one until a call
+    asks for ``group_by``; then each conversation comes back once (with ``keep_top`` 0), also after a restart."""
     once_each = RECIPES["default"].with_(group={"keep_top": 0})
     with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
         engine.write(LONE, ["user:ana"])
-        assert engine._group_keys == set()
-        assert engine.recall("desk lamp", ["user:ana"])[0].memory.content == LONE
         for i, text in enumerate(LAMP_CHAT):
             engine.write(text, ["user:ana"], metadata={"session": "lamp", "turn": i})
-        assert engine._group_keys == {"session"}
+        engine.write("The printer is out of toner.", ["user:bob"], metadata={"session": "x"})
+        flat = [
+            h.memory.metadata.get("session") for h in engine.recall("brass desk lamp", ["user:ana"], k=10)
+        ]
+        assert flat.count("lamp") == 3  # without group_by every turn is its own result
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
         once = [
             h.memory.metadata.get("session")
-            for h in engine.recall("brass desk lamp", ["user:ana"], k=10, recipe=once_each)
+            for h in engine.recall(
+                "brass desk lamp", ["user:ana"], k=10, recipe=once_each, group_by="session"
+            )
         ]
         assert once.count("lamp") == 1
-    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
-        assert engine._group_keys == {"session"}
-        again = [
-            h.memory.metadata.get("session")
-            for h in engine.recall("brass desk lamp", ["user:ana"], k=10, recipe=once_each)
-        ]
-        assert again.count("lamp") == 1
-        flat = [
-            h.memory.metadata.get("session")
-            for h in engine.recall("brass desk lamp", ["user:ana"], recipe="hybrid")
-        ]
-        assert flat.count("lamp") == 3  # without grouping every turn is its own result
+        with pytest.raises(InvalidInput):
+            engine.recall("brass desk lamp", ["user:ana"], group_by=" ")

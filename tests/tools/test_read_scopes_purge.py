@@ -63,8 +63,11 @@ async def test_create_scope_link_and_unlink_over_mcp(client: Client) -> None:
     mem = await ok(client, "memory_write", {"content": "Ana owns the site.", "scopes": ["user:ana"]})
     linked = await ok(client, "link_memory", {"id": mem["id"], "scope": "team:web"})
     assert linked == {"id": mem["id"], "scopes": ["team:web", "user:ana"], "changed": True}
-    found = await ok(client, "recall", {"query": "who owns the site", "scopes": ["team:web"]})
-    assert found["results"][0]["provenance"] == {"principal": "local", "client": CLIENT_NAME, "source": ""}
+    found = await ok(
+        client, "recall", {"query": "who owns the site", "scopes": ["team:web"], "explain": True}
+    )
+    provenance = found["results"][0]["explain"]["provenance"]
+    assert provenance == {"principal": "local", "client": CLIENT_NAME, "source": ""}
     below = await ok(
         client, "recall", {"query": "who owns the site", "scopes": ["user:ana"], "descendants": True}
     )

@@ -13,20 +13,17 @@ pytestmark = pytest.mark.anyio
 async def test_recall_returns_results_with_lanes_status_and_validity(client: Client) -> None:
     written = await ok(client, "memory_write", {"content": "Ana Lima lives in Lisbon.", "kind": "fact"})
     await ok(client, "memory_write", {"content": "The office plant needs water on Fridays."})
-    out = await ok(client, "recall", {"query": "where does Ana Lima live", "k": 5})
+    out = await ok(client, "recall", {"query": "where does Ana Lima live", "k": 5, "explain": True})
     top = out["results"][0]
     assert top["id"] == written["id"]
     assert top["content"] == "Ana Lima lives in Lisbon."
-    assert (top["kind"], top["status"], top["superseded_by"], top["valid_to"]) == (
-        "fact",
-        "current",
-        None,
-        None,
-    )
-    assert set(top["lanes"]) == {"bm25", "vector", "graph"}
-    assert top["lanes"]["vector"] is not None
-    assert top["lanes"]["vector"] >= 1
-    assert top["score"] > 0
+    assert (top["kind"], top["status"]) == ("fact", "current")
+    explained = top["explain"]
+    assert "superseded_by" not in explained
+    assert "valid_to" not in explained
+    assert set(explained["lanes"]) <= {"bm25", "vector", "graph"}
+    assert explained["lanes"]["vector"] >= 1
+    assert explained["score"] > 0
 
 
 async def test_recall_hides_superseded_memories_unless_history_is_asked_for(client: Client) -> None:
@@ -37,12 +34,14 @@ async def test_recall_hides_superseded_memories_unless_history_is_asked_for(clie
     current = await ok(client, "recall", {"query": "Bo phone number", "scopes": ["user:bo"]})
     assert [r["id"] for r in current["results"]] == [new["id"]]
     history = await ok(
-        client, "recall", {"query": "Bo phone number", "scopes": ["user:bo"], "include_history": True}
+        client,
+        "recall",
+        {"query": "Bo phone number", "scopes": ["user:bo"], "include_history": True, "explain": True},
     )
     by_id = {r["id"]: r for r in history["results"]}
     assert by_id[old["id"]]["status"] == "superseded"
-    assert by_id[old["id"]]["superseded_by"] == new["id"]
-    assert by_id[old["id"]]["valid_to"] is not None
+    assert by_id[old["id"]]["explain"]["superseded_by"] == new["id"]
+    assert by_id[old["id"]]["explain"]["valid_to"] is not None
 
 
 async def test_kinds_and_event_time_filters(client: Client) -> None:
@@ -72,19 +71,25 @@ async def test_now_resolves_relative_times_in_the_callers_offset(client: Client)
     out = await ok(
         client,
         "recall",
-        {"query": "which desk lamp did I buy last Tuesday", "now": "2023-05-30T18:00:00+05:30"},
+        {
+            "query": "which desk lamp did I buy last Tuesday",
+            "now": "2023-05-30T18:00:00+05:30",
+            "explain": True,
+        },
     )
     top = out["results"][0]
     assert top["id"] == lamp["id"]
-    assert top["time"] == {
+    assert top["when"] == "2023-05-23T15:00Z"
+    assert "time in 'last Tuesday' x2" in top["why"]
+    assert top["explain"]["time"] == {
         "rule": "in_interval",
         "expression": "last Tuesday",
         "interval": ["2023-05-23T00:00:00+05:30", "2023-05-24T00:00:00+05:30"],
         "factor": 2.0,  # 1 + the default recipe's boost for a narrow (one-day) window
     }
-    assert out["results"][1]["time"]["rule"] == "outside_interval"
-    plain = await ok(client, "recall", {"query": "desk lamp"})
-    assert all(r["time"] is None for r in plain["results"])
+    assert out["results"][1]["explain"]["time"]["rule"] == "outside_interval"
+    plain = await ok(client, "recall", {"query": "desk lamp", "explain": True})
+    assert all("time" not in r["explain"] for r in plain["results"])
 
 
 async def test_token_budget_cuts_results(client: Client) -> None:
@@ -114,14 +119,13 @@ async def test_results_show_graph_paths_and_collapsed_twins(client: Client) -> N
         },
     )
     twin = await ok(client, "memory_write", {"content": "hotel aria is in lisbon!"})
-    out = await ok(client, "recall", {"query": "Which country is Hotel Aria in?"})
+    out = await ok(client, "recall", {"query": "Which country is Hotel Aria in?", "explain": True})
     by_content = {r["content"]: r for r in out["results"]}
-    assert (
-        "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal"
-        in by_content["Lisbon is the capital of Portugal."]["paths"]
-    )
-    assert by_content["Lisbon is the capital of Portugal."]["lanes"]["graph"] is not None
-    assert by_content["Hotel Aria is in Lisbon."]["collapsed"] == [twin["id"]]
+    capital = by_content["Lisbon is the capital of Portugal."]
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in capital["explain"]["paths"]
+    assert "graph path Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in capital["why"]
+    assert capital["explain"]["lanes"]["graph"] is not None
+    assert by_content["Hotel Aria is in Lisbon."]["explain"]["collapsed"] == [twin["id"]]
     assert "hotel aria is in lisbon!" not in by_content
 
 

@@ -1,0 +1,224 @@
+"""Recall for memories written as a client writes them (issue 14), each symptom met through the MCP tools.
+
+Every test here fails on 0a747b1: grouping switched on by a ``session`` metadata key, facts dated and
+boosted by their write time, amend without a time of effect, version chains and two-hop relations that did
+not help recall, and an answer of k bulky results whatever their strength.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.tools.conftest import fails, ok
+
+pytestmark = pytest.mark.anyio
+
+FILLERS = [
+    "I commute by bike.",
+    "My favourite food is ramen.",
+    "The office plant needs water on Fridays.",
+    "I am learning to play the cello.",
+    "My sister lives in Porto.",
+    "The team standup is at 9:30 every morning.",
+    "I prefer window seats on long flights.",
+    "The car is due for a service in spring.",
+    "I read mostly science fiction.",
+    "We adopted a cat called Miso.",
+    "My running shoes are worn out.",
+    "The wifi password is on the fridge.",
+]
+
+
+async def _write(client: Client, content: str, **more: Any) -> dict[str, Any]:
+    return await ok(client, "memory_write", {"content": content, **more})
+
+
+async def _fillers(client: Client, scope: str = "user:tester") -> None:
+    for text in FILLERS:
+        await _write(client, text, kind="fact", scopes=[scope])
+
+
+# -- 1. no behaviour keyed on one benchmark's metadata ----------------------------------------------------
+
+
+async def test_a_session_metadata_key_does_not_switch_grouping_on(client: Client) -> None:
+    """A client's own ``session`` metadata is stored as is: near-duplicates still fold into one result.
+    Ranking conversations as a whole is asked for with ``group_by``."""
+    a = await _write(
+        client, "Our flight to Lisbon leaves at 9am on Friday.", kind="note", metadata={"session": "s1"}
+    )
+    b = await _write(
+        client, "Our flight to Lisbon leaves at 9am Friday.", kind="note", metadata={"session": "s2"}
+    )
+    await _write(
+        client, "Unrelated: the printer is out of toner.", scopes=["user:bob"], metadata={"session": "x"}
+    )
+    plain = await ok(client, "recall", {"query": "when does our flight to Lisbon leave"})
+    ids = [r["id"] for r in plain["results"]]
+    assert ids.count(a["id"]) + ids.count(b["id"]) == 1, "near-duplicates must fold without group_by"
+    plain = await ok(client, "recall", {"query": "when does our flight to Lisbon leave", "explain": True})
+    assert plain["results"][0]["explain"]["collapsed"] in ([a["id"]], [b["id"]])
+    grouped = await ok(
+        client, "recall", {"query": "when does our flight to Lisbon leave", "group_by": "session"}
+    )
+    assert {a["id"], b["id"]} <= {r["id"] for r in grouped["results"]}, "two conversations, two answers"
+    code, text = await fails(client, "recall", {"query": "flight", "group_by": ""})
+    assert code == "invalid_arguments"
+    assert "group_by" in text
+
+
+# -- 2. a compact answer a model can use ---------------------------------------------------------------------
+
+
+async def test_default_answer_is_compact_and_explain_gives_the_rest(client: Client) -> None:
+    written = await _write(client, "Ana Lima's passport number is P-4471.", kind="fact")
+    await _fillers(client)
+    out = await ok(client, "recall", {"query": "Ana Lima passport number"})
+    top = out["results"][0]
+    assert top["id"] == written["id"]
+    assert set(top) == {"id", "content", "kind", "when", "status", "scopes", "why"}
+    assert top["when"].startswith("since ")
+    assert "bm25 #1" in top["why"]
+    assert len(out["results"]) < 10, "results far below the best are left out (relevance rule)"
+    full = await ok(client, "recall", {"query": "Ana Lima passport number", "explain": True})
+    explained = full["results"][0]["explain"]
+    assert explained["lanes"]["bm25"] == 1
+    assert explained["provenance"]["client"] == "tests"
+    assert 0 < explained["score"] < 10
+    assert len(repr(explained["score"])) <= 8
+
+
+async def test_long_content_is_cut_with_a_pointer_to_memory_read(client: Client) -> None:
+    long = "Quarterly planning notes for the Zephyr project. " + "Detail line about budgets. " * 1000
+    written = await _write(client, long)
+    await _fillers(client)
+    out = await ok(client, "recall", {"query": "Zephyr project planning"})
+    top = out["results"][0]
+    assert top["id"] == written["id"]
+    assert len(top["content"]) < 1200 < len(long)
+    assert "memory_read" in top["content"]
+    whole = await ok(client, "memory_read", {"id": top["id"]})
+    assert whole["memory"]["content"] == long
+
+
+# -- 3. version chains ---------------------------------------------------------------------------------------
+
+
+async def test_a_query_matching_an_earlier_version_finds_the_current_one(client: Client) -> None:
+    first = await _write(client, "I work as a software engineer at Initech.", kind="fact")
+    await _fillers(client)
+    second = await ok(
+        client, "amend", {"id": first["id"], "content": "I work as a senior software engineer at Initech."}
+    )
+    third = await ok(client, "amend", {"id": second["id"], "content": "I am now a tech lead at Globex."})
+    plain = await ok(client, "recall", {"query": "Where do I work?"})
+    assert plain["results"][0]["id"] == third["id"], [r["content"] for r in plain["results"]]
+    out = await ok(client, "recall", {"query": "Where do I work?", "explain": True})
+    top = out["results"][0]
+    assert top["id"] == third["id"]
+    assert "earlier version" in top["why"]
+    assert set(top["explain"]["via"]) <= {first["id"], second["id"]}
+    assert top["explain"]["via"]
+    assert [r["id"] for r in out["results"]].count(third["id"]) == 1
+
+
+# -- 4. relations reach two hops -----------------------------------------------------------------------------
+
+
+async def test_two_hop_relations_reach_the_answer(client: Client) -> None:
+    await _write(
+        client,
+        "The Grand Palm, a heritage hotel on the lake shore, is located in Udaipur.",
+        kind="fact",
+        relations=[{"subject": "Grand Palm", "predicate": "located_in", "object": "Udaipur"}],
+    )
+    state = await _write(
+        client,
+        "Udaipur belongs to Rajasthan.",
+        kind="fact",
+        relations=[{"subject": "Udaipur", "predicate": "located_in", "object": "Rajasthan"}],
+    )
+    for text in (
+        "Which state has the best beaches? Goa, according to my brother.",
+        "The hotel in Kochi had a great breakfast buffet.",
+        "The state fair is in September.",
+        "Palm oil is in a lot of snacks.",
+        "The Grand Hyatt lobby was too cold.",
+        "Kerala is a state in the south of India.",
+    ):
+        await _write(client, text, kind="fact")
+    await _fillers(client)
+    plain = await ok(client, "recall", {"query": "Which state is the Grand Palm hotel in?"})
+    assert state["id"] in [r["id"] for r in plain["results"][:5]], [r["content"] for r in plain["results"]]
+    out = await ok(client, "recall", {"query": "Which state is the Grand Palm hotel in?", "explain": True})
+    top5 = out["results"][:5]
+    hit = next((r for r in top5 if r["id"] == state["id"]), None)
+    assert hit is not None, [r["content"] for r in out["results"]]
+    assert any("Udaipur" in p and "Rajasthan" in p for p in hit["explain"]["paths"])
+    assert "Rajasthan" in hit["why"]
+
+
+# -- 5. time means what people mean ------------------------------------------------------------------------
+
+
+async def test_facts_are_not_boosted_by_a_time_in_the_query(client: Client) -> None:
+    """Facts told this week and an event of this week; a week later, "what did Sam do last week" must put
+    the event first: facts are not dated by when they were written."""
+    for text in ("Sam has a dog named Rex.", "Sam lives in a flat in Leeds.", "Sam works at Initech."):
+        await _write(client, text, kind="fact")
+    await _write(client, "Sam prefers tea to coffee.", kind="preference")
+    happened = datetime.now(UTC).replace(microsecond=0)
+    run = await _write(
+        client, "Sam ran the Leeds half marathon.", kind="event", event_time=happened.isoformat()
+    )
+    asked = {"query": "what did Sam do last week", "now": (happened + timedelta(days=7)).isoformat()}
+    plain = await ok(client, "recall", asked)
+    assert plain["results"][0]["id"] == run["id"], [r["content"] for r in plain["results"]]
+    out = await ok(client, "recall", {**asked, "explain": True})
+    assert out["results"][0]["id"] == run["id"]
+    assert out["results"][0]["when"] == happened.strftime("%Y-%m-%dT%H:%MZ")
+    assert out["results"][0]["explain"]["time"]["rule"] == "in_interval"
+    facts = [r for r in out["results"] if r["kind"] in ("fact", "preference")]
+    assert facts
+    assert all("time" not in r["explain"] for r in facts)
+    assert all("event_time" not in r["explain"] for r in facts)
+
+
+async def test_amend_with_effective_at_answers_as_of_on_valid_time(client: Client) -> None:
+    old = await _write(client, "Sam works at Initech.", kind="fact", valid_from="2023-01-01")
+    new = await ok(
+        client,
+        "amend",
+        {"id": old["id"], "content": "Sam works at Globex since 1 October.", "effective_at": "2024-10-01"},
+    )
+    assert new["valid_from"].startswith("2024-10-01")
+    october = await ok(client, "recall", {"query": "where did Sam work", "as_of": "2024-10-15"})
+    assert october["results"][0]["id"] == new["id"]
+    assert october["results"][0]["when"] == "since 2024-10-01"
+    september = await ok(client, "recall", {"query": "where did Sam work", "as_of": "2024-09-15"})
+    assert september["results"][0]["id"] == old["id"]
+    assert september["results"][0]["when"] == "2023-01-01 to 2024-10-01"
+    # What we knew then: before the amendment was recorded, October still looked like Initech.
+    recorded = (await ok(client, "memory_read", {"id": old["id"]}))["memory"]["recorded_at"]
+    then = await ok(
+        client, "recall", {"query": "where did Sam work", "as_of": "2024-10-15", "known_at": recorded}
+    )
+    assert [r["id"] for r in then["results"]] == [old["id"]]
+    code, _ = await fails(
+        client, "amend", {"id": new["id"], "content": "Sam works at Hooli.", "effective_at": "2022-01-01"}
+    )
+    assert code == "invalid_input"
+
+
+async def test_retire_with_effective_at_closes_validity_then(client: Client) -> None:
+    m = await _write(client, "Sam is on the chess club committee.", kind="fact", valid_from="2024-01-01")
+    out = await ok(client, "retire", {"id": m["id"], "effective_at": "2024-06-30"})
+    assert out["valid_to"].startswith("2024-06-30")
+    june = await ok(client, "recall", {"query": "chess club committee", "as_of": "2024-06-01"})
+    assert [r["id"] for r in june["results"]] == [m["id"]]
+    july = await ok(client, "recall", {"query": "chess club committee", "as_of": "2024-07-15"})
+    assert july["results"] == []
