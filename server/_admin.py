@@ -24,9 +24,11 @@ from storage.errors import MnemographError, StorageUnavailable
 if TYPE_CHECKING:
     from storage import Engine, ScopeInfo, VerifyReport
 
-Operation = Literal["verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget"]
+Operation = Literal[
+    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import"
+]  # fmt: skip
 OPERATIONS: tuple[Operation, ...] = (
-    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget"
+    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import"
 )  # fmt: skip
 
 
@@ -120,6 +122,11 @@ def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, An
         return {**to_json(summary), "path": str(path), "ok": True}
     if op == "backup":
         return {**to_json(engine.backup(str(args["path"]))), "ok": True}
+    if op == "import":
+        from storage.importers import import_into
+
+        report = import_into(engine, str(args.get("format")), Path(str(args["path"])), str(args["scope"]))
+        return {**dataclasses.asdict(report), "ok": True}
     raise AdminError(f"unknown operation {op!r}")
 
 

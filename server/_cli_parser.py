@@ -43,7 +43,9 @@ def _sentence(message: str) -> str:
         return f"{m.group(2)!r} is not a {what}; choose one of {options}"
     m = re.match(r"argument (\S+): invalid (\w+) value: '?([^']*)'?", message)
     if m:
-        kind = {"int": "a whole number", "float": "a number"}.get(m.group(2), m.group(2))
+        kind = {"int": "a whole number", "float": "a number", "_positive": "a whole number from 1"}.get(
+            m.group(2), m.group(2)
+        )
         return f"{m.group(1)} needs {kind}, not {m.group(3)!r}"
     m = re.match(r"argument (\S+): expected one argument", message)
     if m:
@@ -89,6 +91,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         )
         sys.exit(2)
     return args
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,6 +173,40 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--all", action="store_true", help="stop every running server of this user")
     stop.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to finish")
 
+    listing = sub.add_parser("list", parents=[data_dir, as_json], help="list memories, newest first")
+    listing.add_argument("--scope", help="only this scope and the scopes inside it")
+    listing.add_argument(
+        "--kind", action="append", help="only this kind (repeatable): fact, event, preference…"
+    )
+    listing.add_argument("--since", help="recorded at or after this date or time (ISO 8601)")
+    listing.add_argument("--until", help="recorded before this date or time (ISO 8601)")
+    listing.add_argument("--all", action="store_true", help="also retired and superseded memories")
+    listing.add_argument("--limit", type=int, default=20, help="memories per page (default 20)")
+    listing.add_argument("--page", type=_positive, default=1, help="which page (default 1)")
+    listing.set_defaults(command="memory", needs_store=True)
+    show = sub.add_parser(
+        "show", parents=[data_dir, as_json], help="one memory: versions, provenance, entities, relations"
+    )
+    show.add_argument("id", help="the memory's id (or its first 8+ characters)")
+    show.set_defaults(command="memory", needs_store=True)
+    search = sub.add_parser("search", parents=[data_dir, as_json], help="recall from the terminal, explained")
+    search.add_argument("query", nargs="+", help="what to look for")
+    search.add_argument(
+        "--scope", action="append", help="search this scope (repeatable; default: every scope)"
+    )
+    search.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    search.add_argument("--history", action="store_true", help="also superseded and retired memories")
+    search.add_argument("--descendants", action="store_true", help="also the scopes inside --scope")
+    search.set_defaults(command="memory", needs_store=True)
+    forget = sub.add_parser(
+        "forget",
+        parents=[data_dir, as_json],
+        help="retire a memory: recall stops returning it (history keeps it)",
+    )
+    forget.add_argument("id", help="the memory's id (or its first 8+ characters)")
+    forget.add_argument("--reason", default="", help="why, kept with the memory")
+    forget.set_defaults(command="memory", needs_store=True)
+
     for op, text in (("verify", "check that the stores agree"), ("reindex", "rebuild the derived stores")):
         cmd = sub.add_parser(op, parents=[data_dir, as_json], help=text, description=text)
         cmd.set_defaults(command="admin", op=op, needs_store=True)
@@ -187,8 +230,23 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--json", action="store_true", help="print the summary as JSON")
     export.set_defaults(command="admin", op="export", needs_store=True)
 
-    imp = command("import", "load an export into a new, empty data directory", "import", store=False)
-    imp.add_argument("file", help="a file written by `mnemograph export` ('-' for standard input)")
+    imp = command(
+        "import",
+        "load an export into a new store, or another tool's memory into a scope",
+        "import",
+        store=False,
+    )
+    imp.add_argument("file", help="the file (a folder for markdown); '-' is standard input for an export")
+    imp.add_argument(
+        "--from",
+        dest="source",
+        choices=("mnemograph", "mcp-memory", "mem0", "markdown"),
+        default="mnemograph",
+        help="mnemograph: an export, into a new, empty data directory; mcp-memory: the MCP memory server's "
+        "memory.jsonl; mem0: a Mem0 get_all() export; markdown: a folder of basic-memory or Obsidian notes "
+        "(these merge into the store)",
+    )
+    imp.add_argument("--scope", help="other tools: the scope to import into (default: your personal scope)")
 
     snap = sub.add_parser(
         "backup", parents=[data_dir, as_json], help="copy the stores consistently, even while serving"

@@ -131,7 +131,7 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
         **memory_json(hit.memory),
         "score": hit.score,
         "lanes": hit.lanes,
-        "time": str(hit.time) if hit.time else None,
+        "time": f"{hit.time.rule} ({hit.time.expression})" if hit.time else None,
         "paths": list(hit.paths),
         "collapsed": list(hit.collapsed),
     }

@@ -201,6 +201,8 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 
 def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    if args.source != "mnemograph":
+        return _import_other(args, settings, paths)
     from storage import Engine, MnemographError
 
     try:
@@ -212,6 +214,29 @@ def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -
     print(
         f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities and "
         f"{summary.relations} relations into {summary.data_dir} ({summary.reembedded} embedded again)"
+    )
+    return 0
+
+
+def _memory(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._cli_memory import run_memory_command
+
+    return run_memory_command(args, settings, paths)
+
+
+def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._admin import AdminError, run_admin
+
+    scope = args.scope or settings.default_scopes[0]
+    body = {"format": args.source, "path": str(Path(args.file).expanduser().resolve()), "scope": scope}
+    try:
+        report = run_admin("import", paths, timeout=settings.spawn_timeout, args=body)
+    except AdminError as exc:
+        print(f"mnemograph import: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"imported {report['read']} memories from {args.file} ({args.source}) into {scope}: {report['added']} "
+        f"new, {report['duplicate']} already there, {report['linked']} linked from other scopes"
     )
     return 0
 
@@ -378,6 +403,7 @@ _COMMANDS: dict[str, Handler] = {
     "admin": _admin,
     "import": _import,
     "scope": _scope,
+    "memory": _memory,
     "token": _token,
     "daemon": _daemon,
 }

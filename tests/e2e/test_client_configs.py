@@ -39,7 +39,9 @@ def _entries() -> list[tuple[str, dict[str, Any]]]:
             for line in path.read_text().splitlines():
                 text = line.lstrip("# ").strip()
                 if text.startswith("claude mcp add"):
-                    out.append((path.name, _claude_mcp_add(shlex.split(text))))
+                    # A commented line is a variant to opt into; the live line is what the file does.
+                    variant = {"variant": True} if line.startswith("#") else {}
+                    out.append((path.name, {**_claude_mcp_add(shlex.split(text)), **variant}))
     return out
 
 
@@ -107,6 +109,9 @@ async def test_the_configured_server_starts_and_answers(
     async with Client(params, mode="legacy") as client:
         assert len((await client.list_tools()).tools) == len(ALL_TOOLS)
         defaults = (await call(client, "list_scopes", {}))["default_scopes"]
+    if entry.get("variant") and "MNEMOGRAPH_DEFAULT_SCOPE" in entry["env"]:  # the opt-in project variant
+        assert defaults == [entry["env"]["MNEMOGRAPH_DEFAULT_SCOPE"]]
+        return
     # No shipped config picks a scope: every client lands in the same personal scope, so they share memory.
     assert "MNEMOGRAPH_DEFAULT_SCOPE" not in entry.get("env", {})
     assert defaults == [login_scope(env)]
