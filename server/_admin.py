@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from storage import Engine, ScopeInfo, VerifyReport
 
 Operation = Literal[
-    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import"
+    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
+    "export_markdown",
 ]  # fmt: skip
 OPERATIONS: tuple[Operation, ...] = (
-    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import"
+    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
+    "export_markdown",
 )  # fmt: skip
 
 

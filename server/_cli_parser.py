@@ -38,7 +38,8 @@ def _sentence(message: str) -> str:
         return f"{' and '.join(shown)} {'is' if len(shown) == 1 else 'are'} missing"
     m = re.match(r"argument (\S+): invalid choice: '?([^']*)'? \(choose from (.*)\)", message)
     if m:
-        what = "value for " + m.group(1) if m.group(1).startswith("-") else "command"
+        name = m.group(1)
+        what = "command" if name == "COMMAND" or "|" in name else f"value for {name}"
         options = m.group(3).replace("'", "")
         return f"{m.group(2)!r} is not a {what}; choose one of {options}"
     m = re.match(r"argument (\S+): invalid (\w+) value: '?([^']*)'?", message)
@@ -227,6 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--vectors", action="store_true", help="include the embeddings (else import re-embeds)"
     )
     export.add_argument("-o", "--output", help="file to write (default: standard output)")
+    export.add_argument(
+        "--format",
+        choices=("jsonl", "markdown"),
+        default="jsonl",
+        help="jsonl (default; `mnemograph import` reads it) or markdown: one file per memory in the folder -o",
+    )
+    export.add_argument("--all", action="store_true", help="markdown: also retired and superseded memories")
     export.add_argument("--json", action="store_true", help="print the summary as JSON")
     export.set_defaults(command="admin", op="export", needs_store=True)
 

@@ -7,16 +7,20 @@ prints for people.
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from storage._kuzu import entity_key
 from storage.errors import InvalidInput
 
 if TYPE_CHECKING:
     from storage import Engine
     from storage.models import Hit, Memory
 
-MEMORY_OPS = ("list", "show", "search", "forget")
+MEMORY_OPS = ("list", "show", "search", "forget", "export_markdown")
 MAX_PAGE = 500
 _SCAN = 500  # memories per Engine.list page while collecting
 
@@ -28,6 +32,8 @@ def perform_memory_op(engine: Engine, op: str, args: dict[str, Any]) -> dict[str
         return _show(engine, str(args.get("id", "")))
     if op == "search":
         return _search(engine, args)
+    if op == "export_markdown":
+        return _export_markdown(engine, args)
     if op == "forget":
         receipt = engine.retire(
             str(args.get("id", "")), reason=str(args.get("reason") or "forgotten from the CLI")
@@ -103,7 +109,7 @@ def _show(engine: Engine, mid: str) -> dict[str, Any]:
     relations = []
     with engine.graph.read() as conn:
         for entity in m.entities:
-            for r in engine.graph.relations(conn, entity, limit=50):
+            for r in engine.graph.relations(conn, entity_key(entity), limit=50):
                 if r.memory_id == m.id and r.outgoing:
                     relations.append({"subject": entity, "predicate": r.predicate, "object": r.other_name})
     return {
@@ -135,6 +141,40 @@ def _hit_json(hit: Hit) -> dict[str, Any]:
         "paths": list(hit.paths),
         "collapsed": list(hit.collapsed),
     }
+
+
+def _export_markdown(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    """One ``ID.md`` per memory in ``path`` (private: 0700 folder, 0600 files), its metadata as front matter."""
+    folder = Path(str(args["path"]))
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    written = 0
+    page: dict[str, Any] = {"next_offset": 0}
+    while page["next_offset"] is not None:
+        query = {
+            "scope": args.get("scope"),
+            "all": args.get("all"),
+            "limit": MAX_PAGE,
+            "offset": page["next_offset"],
+        }
+        page = _list(engine, query)
+        for m in page["memories"]:
+            fd = os.open(folder / f"{m['id']}.md", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w", encoding="utf-8") as out:
+                out.write(markdown_of(m))
+            written += 1
+    return {"ok": True, "path": str(folder), "memories": written}
+
+
+def markdown_of(m: dict[str, Any]) -> str:
+    """A memory as markdown: YAML front matter (every value JSON-encoded, which YAML reads as-is), then its text."""
+    keys = ("id", "kind", "status", "scopes", "entities", "event_time", "valid_from", "valid_to", "recorded_at",
+            "retired_at", "retire_reason", "supersedes", "superseded_by", "provenance", "metadata")  # fmt: skip
+    lines = [
+        "---",
+        *(f"{k}: {json.dumps(m[k], ensure_ascii=False)}" for k in keys if m[k] not in (None, "")),
+        "---",
+    ]
+    return "\n".join(lines) + "\n\n" + m["content"] + "\n"
 
 
 def _time(value: object, flag: str) -> datetime | None:

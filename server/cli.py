@@ -163,6 +163,16 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         op_args = {"id": args.id, "confirm": args.confirm, "reason": args.reason}
     elif args.op == "backup":
         op_args = {"path": str(Path(args.dir).expanduser().resolve())}
+    elif args.op == "export" and args.format == "markdown":
+        if args.output in (None, "-"):
+            print("mnemograph export: markdown needs a folder: -o DIR", file=sys.stderr)
+            return 2
+        args.op = "export_markdown"
+        op_args = {
+            "path": str(Path(args.output).expanduser().resolve()),
+            "scope": args.scope,
+            "all": args.all,
+        }
     elif args.op == "export":
         to_stdout = args.output in (None, "-")
         if to_stdout:  # the owner writes a private file in the runtime directory; we stream it out
