@@ -3,7 +3,7 @@
 Each owner leaves ``owner.json`` in its runtime subdirectory while it serves; its private HTTP socket answers
 ``/healthz`` with its pid, data directory and how many clients (stdio sessions, HTTP fronts, requests) it has.
 Stopping sends SIGTERM, on which the owner stops listening, lets requests in flight finish, drains queued
-writes and closes the stores; ``stop`` returns once the owner lock is free.
+writes and closes the stores; ``stop`` returns once the process has exited.
 
 Standard library only.
 """
@@ -11,7 +11,6 @@ Standard library only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import http.client
 import json
 import os
@@ -75,7 +74,7 @@ def stop_owner(owner: OwnerStatus, *, timeout: float) -> bool:
         return True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(owner.pid) or _lock_free(owner.paths.owner_lock):
+        if not _alive(owner.pid):  # it releases the store's locks as it exits
             return True
         time.sleep(0.05)
     return False
@@ -118,20 +117,6 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
-
-
-def _lock_free(path: Path) -> bool:
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # releases the lock we may have taken
     return True
 
 

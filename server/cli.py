@@ -59,8 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def is_store(data_dir: Path) -> bool:
-    """True when ``data_dir`` holds a Mnemograph store (every store that was ever opened has its lock file)."""
-    return (data_dir / "owner.lock").is_file()
+    """True when ``data_dir`` holds a Mnemograph store: the canonical graph (a backup has only the stores), the
+    lock file of one ever opened, or the token file `token create` makes before a first serve."""
+    return (data_dir / "graph").exists() or any(
+        (data_dir / f).is_file() for f in ("owner.lock", "tokens.json")
+    )
 
 
 def _no_store(data_dir: Path, *, given: bool) -> str:
