@@ -105,8 +105,10 @@ def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 def _banner(settings: Settings, paths: RuntimePaths, transport: str) -> None:
     """What this process serves, on stderr (a client's log for stdio, the terminal for HTTP)."""
+    # No version over stdio: looking it up (package metadata) costs time on the MCP handshake path.
+    name = "mnemograph" if transport == "stdio" else f"mnemograph {package_version()}"
     lines = [
-        f"mnemograph {package_version()}: data {settings.data_dir}",
+        f"{name}: data {settings.data_dir}",
         f"  log: {paths.log_file} (the process that owns the store)",
     ]
     if transport == "stdio":
