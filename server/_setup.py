@@ -15,7 +15,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from server._client_files import (
     ClientFile,
@@ -28,6 +28,7 @@ from server._client_files import (
     stdio_entry,
     write,
 )
+from server._tokens import TokenError, TokenInfo, TokenStore
 from server.settings import Settings
 
 SERVER_NAME = "mnemograph"
@@ -67,7 +68,7 @@ def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextI
     """Write (or with ``dry_run`` show) the client's config; returns the exit status."""
     if request.client == "http":
         return _setup_http(request, settings, out, err)
-    scope = _project_scope(request.project, settings) if request.project else None
+    scope = _project_scope(request.project) if request.project else None
     env: dict[str, str] = {}
     if request.data_dir_given or "MNEMOGRAPH_DATA_DIR" in os.environ:
         env["MNEMOGRAPH_DATA_DIR"] = str(settings.data_dir)  # clients do not see the shell's variables
@@ -81,8 +82,6 @@ def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextI
 
 
 def _setup_http(request: SetupRequest, settings: Settings, out: TextIO, err: TextIO) -> int:
-    from server._tokens import TokenError, TokenStore
-
     grants = request.grants or [f"{settings.default_scopes[0]}=w"]
     file = _file(request) if request.target else None
     tokens = TokenStore(settings.data_dir)
@@ -155,7 +154,7 @@ def _client_title(client: str) -> str:
     }[client]
 
 
-def _project_scope(project: str, settings: Settings) -> str:
+def _project_scope(project: str) -> str:
     from scopes import InvalidScopeId, ScopeId
 
     text = project if ":" in project else f"project:{project}"
@@ -194,7 +193,9 @@ def _place_project(scope: str, settings: Settings, err: TextIO) -> None:
     print(f"created {scope} inside {personal}: recall there reads both", file=err)
 
 
-def _configured_token(file: ClientFile, request: SetupRequest, tokens: Any, grants: list[str]) -> str | None:
+def _configured_token(
+    file: ClientFile, request: SetupRequest, tokens: TokenStore, grants: list[str]
+) -> str | None:
     """The token the file already sends to ``request.url``, when it is valid with exactly ``grants``."""
     from scopes import Grant, InvalidGrant
 
@@ -215,8 +216,9 @@ def _configured_token(file: ClientFile, request: SetupRequest, tokens: Any, gran
     return value if info is not None and set(info.grants) == wanted else None
 
 
-def _create_token(tokens: Any, base: str, grants: list[str], settings: Settings) -> tuple[str, Any]:
-    from server._tokens import TokenError
+def _create_token(
+    tokens: TokenStore, base: str, grants: list[str], settings: Settings
+) -> tuple[str, TokenInfo]:
     from storage.audit import AUDIT_FILE, AuditLog
 
     names = {t.name for t in tokens.all()}
@@ -225,8 +227,6 @@ def _create_token(tokens: Any, base: str, grants: list[str], settings: Settings)
         n += 1
         name = f"{base}-{n}"
     value, info = tokens.create(name, grants)
-    if not info.grants:
-        raise TokenError("no grant")
     AuditLog(settings.data_dir / AUDIT_FILE).record(
         "token_create", principal=settings.principal, client="setup", token=info.name,
         grants=[str(g) for g in info.grants],
