@@ -1,5 +1,5 @@
-"""Admin operations from the CLI (``verify``, ``reindex``, ``erase``, ``export``, ``backup`` and
-``scope create|move|list``), whether or not an owner is serving the data directory.
+"""Admin operations from the CLI (``verify``, ``reindex``, ``erase``, ``export``, ``backup``, ``list``, ``show``,
+``search``, ``forget`` and ``scope create|move|list``), whether or not an owner is serving the data directory.
 
 With an owner running, the operation goes to it (over its private HTTP socket), since only it may open the
 stores. Without one, the CLI opens the Engine itself for the duration. If an owner appears in between (a client
@@ -25,8 +25,14 @@ from storage.errors import MnemographError, StorageUnavailable
 if TYPE_CHECKING:
     from storage import Engine, ScopeInfo, VerifyReport
 
-Operation = Literal["verify", "reindex", "erase", "export", "backup"]
-OPERATIONS: tuple[Operation, ...] = ("verify", "reindex", "erase", "export", "backup")
+Operation = Literal[
+    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
+    "export_markdown",
+]  # fmt: skip
+OPERATIONS: tuple[Operation, ...] = (
+    "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
+    "export_markdown",
+)  # fmt: skip
 
 
 class AdminError(RuntimeError):
@@ -97,8 +103,11 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
 
 def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
     """Run one admin operation on an open engine (in the owner, or in the CLI when no owner runs)."""
+    from server._memories import MEMORY_OPS, perform_memory_op
     from storage.backup import to_json
 
+    if op in MEMORY_OPS:
+        return perform_memory_op(engine, op, args)
     if op == "verify":
         return report_json(engine.verify())
     if op == "reindex":
@@ -116,9 +125,14 @@ def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, An
             summary = engine.export(out, scope=args.get("scope"), vectors=bool(args.get("vectors")))
         return {**to_json(summary), "path": str(path), "ok": True}
     if op == "backup":
-        report = to_json(engine.backup(str(args["path"])))
+        copied = to_json(engine.backup(str(args["path"])))
         make_private(Path(str(args["path"])))  # a copy of the stores, as private as they are
-        return {**report, "ok": True}
+        return {**copied, "ok": True}
+    if op == "import":
+        from storage.importers import import_into
+
+        report = import_into(engine, str(args.get("format")), Path(str(args["path"])), str(args["scope"]))
+        return {**dataclasses.asdict(report), "ok": True}
     raise AdminError(f"unknown operation {op!r}")
 
 

@@ -9,9 +9,11 @@
   to ``owner_app`` (or to ``build_server(token_verifier=..., auth=AuthSettings(issuer_url=...))`` for a
   single-front deployment); nothing else changes, because the Engine only ever sees a ``Principal``.
 - ``BearerGate`` guards the owner's ``/mcp`` for requests a front relays with auth required: the SDK's
-  ``BearerAuthBackend`` authenticates, the SDK's ``RequireAuthMiddleware`` answers 401 with
-  ``WWW-Authenticate: Bearer ... resource_metadata="…/.well-known/oauth-protected-resource/mcp"``, and the
-  metadata document (RFC 9728) is served by the SDK's handler. The gate is per request rather than built into
+  ``BearerAuthBackend`` authenticates and a missing or bad token gets 401 ``WWW-Authenticate: Bearer
+  error="invalid_token"`` with a description saying how to get a token. Tokens are issued out of band
+  (``mnemograph token create``), so there is no authorization server to name: the protected-resource metadata
+  (RFC 9728) is served, and advertised in the 401, only when an external ``issuer`` is configured; naming one
+  that does not exist sends OAuth-capable clients (Claude Code) into a sign-in that cannot succeed. The gate is per request rather than built into
   the SDK app because one owner serves several fronts, each with its own address and its own auth policy
   (``--no-auth`` on loopback).
 """
@@ -28,6 +30,7 @@ from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scopes import Grant, InvalidGrant, Principal
@@ -70,14 +73,18 @@ def principal_of(token: AccessToken, client: str = "") -> Principal:
 class BearerGate:
     """Authenticate one request; on success call ``app`` with the token's principal, else answer 401."""
 
-    def __init__(self, verifier: TokenVerifier) -> None:
+    def __init__(self, verifier: TokenVerifier, issuer: str | None = None) -> None:
         self._backend = BearerAuthBackend(verifier)
+        self._issuer = issuer
 
     async def __call__(
         self, scope: Scope, receive: Receive, send: Send, *, resource: str, app: ASGIApp
     ) -> None:
         if scope["path"].startswith(METADATA_PATH):
-            response = await _metadata(resource).handle(Request(scope, receive))
+            if self._issuer is None:
+                await _NO_METADATA(scope, receive, send)
+                return
+            response = await _metadata(resource, self._issuer).handle(Request(scope, receive))
             await response(scope, receive, send)
             return
         result = await self._backend.authenticate(HTTPConnection(scope))
@@ -85,6 +92,9 @@ class BearerGate:
             scope["auth"], scope["user"] = result
         else:
             scope.pop("user", None)
+            if self._issuer is None:
+                await _UNAUTHORIZED(scope, receive, send)
+                return
         await _require(resource, app)(scope, receive, send)
 
 
@@ -94,15 +104,32 @@ def authenticated_principal(scope: Scope) -> Principal | None:
     return principal_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
 
 
+_HOW = (
+    "send Authorization: Bearer <token>; create a token with `mnemograph setup http` or `mnemograph token "
+    "create` on the server's machine"
+)
+_UNAUTHORIZED = JSONResponse(
+    {"error": "invalid_token", "error_description": f"Authentication required: {_HOW}"},
+    status_code=401,
+    headers={
+        "WWW-Authenticate": f'Bearer error="invalid_token", error_description="Authentication required: {_HOW}"'
+    },
+)
+_NO_METADATA = JSONResponse(
+    {
+        "error": "not_found",
+        "error_description": f"no OAuth authorization server: tokens are issued locally; {_HOW}",
+    },
+    status_code=404,
+)
+
+
 @lru_cache(maxsize=16)
-def _metadata(resource: str) -> ProtectedResourceMetadataHandler:
-    url = AnyHttpUrl(resource)
-    origin = AnyHttpUrl(f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else ""))
+def _metadata(resource: str, issuer: str) -> ProtectedResourceMetadataHandler:
     return ProtectedResourceMetadataHandler(
         ProtectedResourceMetadata(
-            resource=url,
-            # Tokens are issued out of band (`mnemograph token create`); an external OAuth issuer goes here.
-            authorization_servers=[origin],
+            resource=AnyHttpUrl(resource),
+            authorization_servers=[AnyHttpUrl(issuer)],
             resource_name="Mnemograph",
         )
     )

@@ -69,10 +69,12 @@ def owner_app(
     stopping: anyio.Event,
     started: anyio.Event,
     verifier: TokenVerifier,
+    issuer: str | None = None,
 ) -> ASGIApp:
     """The owner's ASGI app. ``started`` is set once the MCP session manager runs; ``stopping`` ends leases.
 
-    ``verifier`` checks the bearer tokens of requests that a front relays with auth required.
+    ``verifier`` checks the bearer tokens of requests that a front relays with auth required; ``issuer`` is
+    the external OAuth authorization server that issues them, if any (see ``server._auth``).
     """
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -148,7 +150,7 @@ def owner_app(
         ],
         lifespan=lifespan,
     )
-    return _PerRequest(app, activity, server.default_scopes, BearerGate(verifier))
+    return _PerRequest(app, activity, server.default_scopes, BearerGate(verifier, issuer))
 
 
 async def _to_ui_home(request: Request) -> Response:

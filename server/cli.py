@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from server._cli_parser import package_version, parse
 from server._runtime import RuntimeDirError, RuntimePaths
 from server.settings import Settings, SettingsError, load_settings
 
@@ -36,10 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # private to this user from birth: the data directory is the boundary against other local accounts.
     # (The literal, not storage._private's constant: the stdio fast path imports no storage module.)
     os.umask(0o077)
-    args = _parser().parse_args(argv)
+    args = parse(list(argv) if argv is not None else None)
+    data_dir = getattr(args, "data_dir", None)
     try:
         settings = load_settings(
-            data_dir=args.data_dir,
+            data_dir=data_dir,
             default_scopes=getattr(args, "default_scope", None),
             host=getattr(args, "host", None),
             port=getattr(args, "port", None),
@@ -50,15 +53,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsError, RuntimeDirError) as exc:
         print(f"mnemograph: {exc}", file=sys.stderr)
         return 2
-    command: Any = args.command
-    status: int = command(args, settings, paths)
+    if getattr(args, "needs_store", False) and not is_store(settings.data_dir):
+        print(
+            f"mnemograph {args.name}: {_no_store(settings.data_dir, given=data_dir is not None)}",
+            file=sys.stderr,
+        )
+        return 2
+    status: int = _COMMANDS[args.command](args, settings, paths)
     return status
+
+
+def is_store(data_dir: Path) -> bool:
+    """True when ``data_dir`` holds a Mnemograph store: the canonical graph (a backup has only the stores), the
+    lock file of one ever opened, or the token file `token create` makes before a first serve."""
+    return (data_dir / "graph").exists() or any(
+        (data_dir / f).is_file() for f in ("owner.lock", "tokens.json")
+    )
+
+
+def _no_store(data_dir: Path, *, given: bool) -> str:
+    where = "--data-dir" if given else "the data directory"
+    return (
+        f"no Mnemograph store at {data_dir} ({where}); check the path for a typo. A store is created by "
+        "`mnemograph serve` (a client's first connection) or `mnemograph import`; "
+        "`mnemograph status` lists the stores being served"
+    )
 
 
 def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     if args.transport == "stdio":
         from server._shim import run_stdio
 
+        if sys.stdin.isatty():  # a person, not a client, started it: say what it expects
+            print(
+                "mnemograph serve speaks MCP on standard input and output, for a client that starts it; to "
+                "connect one, run `mnemograph setup claude-desktop|claude-code|cursor|vscode`. For a server you "
+                "start yourself: mnemograph serve --transport http",
+                file=sys.stderr,
+            )
+        _banner(settings, paths, "stdio")
         return run_stdio(
             paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout, principal=settings.principal
         )
@@ -73,6 +106,7 @@ def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         )
         return 2
     _start_owner_early(paths, settings)
+    _banner(settings, paths, "http")
     import anyio
 
     from server.http_front import run_front
@@ -88,6 +122,31 @@ def _ui(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> in
     from server._ui_launch import run_ui
 
     return run_ui(settings, paths, open_browser=not args.no_browser)
+
+
+def _banner(settings: Settings, paths: RuntimePaths, transport: str) -> None:
+    """What this process serves, on stderr (a client's log for stdio, the terminal for HTTP)."""
+    # No version over stdio: looking it up (package metadata) costs time on the MCP handshake path.
+    name = "mnemograph" if transport == "stdio" else f"mnemograph {package_version()}"
+    lines = [
+        f"{name}: data {settings.data_dir}",
+        f"  log: {paths.log_file} (the process that owns the store)",
+    ]
+    if transport == "stdio":
+        lines.insert(1, f"  MCP over stdio, default scope {','.join(settings.default_scopes)}")
+    else:
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        auth = (
+            "none (--no-auth: only processes of this OS user may connect)"
+            if settings.no_auth
+            else "bearer token required (`mnemograph setup http` or `mnemograph token create`)"
+        )
+        lines[1:1] = [
+            f"  MCP over streamable HTTP at http://{host}:{settings.port}/mcp",
+            f"  auth: {auth}",
+            f"  default scope {','.join(settings.default_scopes)}; stop with Ctrl-C",
+        ]
+    print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 def _daemon(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
@@ -130,6 +189,16 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         op_args = {"id": args.id, "confirm": args.confirm, "reason": args.reason}
     elif args.op == "backup":
         op_args = {"path": str(Path(args.dir).expanduser().resolve())}
+    elif args.op == "export" and args.format == "markdown":
+        if args.output in (None, "-"):
+            print("mnemograph export: markdown needs a folder: -o DIR", file=sys.stderr)
+            return 2
+        args.op = "export_markdown"
+        op_args = {
+            "path": str(Path(args.output).expanduser().resolve()),
+            "scope": args.scope,
+            "all": args.all,
+        }
     elif args.op == "export":
         to_stdout = args.output in (None, "-")
         if to_stdout:  # the owner writes a private file in the runtime directory; we stream it out
@@ -168,6 +237,8 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 
 def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    if args.source != "mnemograph":
+        return _import_other(args, settings, paths)
     from storage import Engine, MnemographError
 
     try:
@@ -179,6 +250,29 @@ def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -
     print(
         f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities and "
         f"{summary.relations} relations into {summary.data_dir} ({summary.reembedded} embedded again)"
+    )
+    return 0
+
+
+def _memory(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._cli_memory import run_memory_command
+
+    return run_memory_command(args, settings, paths)
+
+
+def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._admin import AdminError, run_admin
+
+    scope = args.scope or settings.default_scopes[0]
+    body = {"format": args.source, "path": str(Path(args.file).expanduser().resolve()), "scope": scope}
+    try:
+        report = run_admin("import", paths, timeout=settings.spawn_timeout, args=body)
+    except AdminError as exc:
+        print(f"mnemograph import: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"imported {report['read']} memories from {args.file} ({args.source}) into {scope}: {report['added']} "
+        f"new, {report['duplicate']} already there, {report['linked']} linked from other scopes"
     )
     return 0
 
@@ -275,106 +369,79 @@ def _start_owner_early(paths: RuntimePaths, settings: Settings) -> None:
     threading.Thread(target=start, name="mnemograph-start-owner", daemon=True).start()
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mnemograph", description="Long-term memory for AI agents, over MCP."
-    )
-    sub = parser.add_subparsers(dest="name", required=True)
-    data_dir = argparse.ArgumentParser(add_help=False)
-    data_dir.add_argument("--data-dir", help="the store (default: $MNEMOGRAPH_DATA_DIR or the user data dir)")
+def _setup(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._client_files import ClientFileError
+    from server._setup import SetupError, SetupRequest, run_setup
 
-    serve = sub.add_parser("serve", parents=[data_dir], help="serve MCP over stdio (default) or HTTP")
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    serve.add_argument("--host", help="HTTP: address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="HTTP: port (default 8765)")
-    serve.add_argument(
-        "--default-scope", help="scope(s) used when a call names none, comma-separated (default user:<login>)"
+    request = SetupRequest(
+        client=args.client,
+        project=args.project,
+        project_dir=Path(args.project_dir).expanduser().absolute() if args.project_dir else None,
+        config=Path(args.config) if args.config else None,
+        name=args.server_name,
+        dry_run=args.print,
+        data_dir_given=getattr(args, "data_dir", None) is not None,
+        target=args.for_client,
+        url=args.url,
+        grants=args.grant or [],
+        token_name=args.token_name,
     )
-    serve.add_argument(
-        "--no-auth",
-        action="store_true",
-        help="HTTP: accept requests without a bearer token (refused unless the host is loopback)",
-    )
-    serve.set_defaults(command=_serve)
+    try:
+        return run_setup(request, settings, sys.stdout, sys.stderr)
+    except (SetupError, ClientFileError, OSError) as exc:
+        print(f"mnemograph setup: {exc}", file=sys.stderr)
+        return 2
 
-    ui = sub.add_parser("ui", parents=[data_dir], help="open the web UI in a browser, signed in as you")
-    ui.add_argument("--port", type=int, help="loopback port (default 8765, or a free one when taken)")
-    ui.add_argument("--no-browser", action="store_true", help="print the sign-in link without opening it")
-    ui.set_defaults(command=_ui)
 
-    for op, text in (("verify", "check that the stores agree"), ("reindex", "rebuild the derived stores")):
-        cmd = sub.add_parser(op, parents=[data_dir], help=text)
-        cmd.add_argument("--json", action="store_true", help="print the report as JSON")
-        cmd.set_defaults(command=_admin, op=op)
+def _status(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    import json
 
-    erase = sub.add_parser(
-        "erase", parents=[data_dir], help="forget one memory and all its versions, leaving no trace on disk"
-    )
-    erase.add_argument("id", help="the memory's id (or its first 8+ characters)")
-    erase.add_argument("--confirm", required=True, help="the memory's full id again, to confirm")
-    erase.add_argument("--reason", default="", help="why (e.g. the request it fulfils)")
-    erase.add_argument("--json", action="store_true", help="print the result as JSON")
-    erase.set_defaults(command=_admin, op="erase")
+    from server._status import as_json, describe, running_owners
 
-    export = sub.add_parser("export", parents=[data_dir], help="write the memories as JSON Lines")
-    export.add_argument("--scope", help="only this scope and the scopes under it")
-    export.add_argument(
-        "--vectors", action="store_true", help="include the embeddings (else import re-embeds)"
-    )
-    export.add_argument("-o", "--output", help="file to write (default: standard output)")
-    export.add_argument("--json", action="store_true", help="print the summary as JSON")
-    export.set_defaults(command=_admin, op="export")
+    owners = running_owners(settings.runtime_dir)
+    if args.json:
+        print(json.dumps([as_json(o) for o in owners], indent=2))
+    elif not owners:
+        print(f"no Mnemograph server is running for this user (default store: {settings.data_dir})")
+    else:
+        print("\n".join(describe(o) for o in owners))
+    return 0
 
-    imp = sub.add_parser("import", parents=[data_dir], help="load an export into a new, empty data directory")
-    imp.add_argument("file", help="a file written by `mnemograph export` ('-' for standard input)")
-    imp.set_defaults(command=_import)
 
-    snap = sub.add_parser(
-        "backup", parents=[data_dir], help="copy the stores consistently, even while serving"
-    )
-    snap.add_argument("dir", help="a new or empty directory; it opens as a data directory")
-    snap.add_argument("--json", action="store_true", help="print the summary as JSON")
-    snap.set_defaults(command=_admin, op="backup")
+def _stop(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._status import running_owners, stop_owner
 
-    scope = sub.add_parser("scope", help="manage the scope tree").add_subparsers(dest="op", required=True)
-    for op, text in (
-        ("create", "create a scope, under PARENT"),
-        ("move", "move a scope under PARENT or to the top"),
-    ):
-        cmd = scope.add_parser(op, parents=[data_dir], help=text)
-        cmd.add_argument("scope", help="kind:name, e.g. project:site")
-        cmd.add_argument("--parent", help="the scope to place it inside (move: omit for the top level)")
-        cmd.add_argument("--json", action="store_true", help="print the result as JSON")
-        cmd.set_defaults(command=_scope)
-    listing = scope.add_parser("list", parents=[data_dir], help="list scopes (the subtree of SCOPE)")
-    listing.add_argument("scope", nargs="?", help="list only this scope and what it contains")
-    listing.add_argument("--json", action="store_true", help="print the result as JSON")
-    listing.set_defaults(command=_scope)
+    owners = running_owners(settings.runtime_dir)
+    if not args.all:
+        owners = [o for o in owners if o.data_dir == str(settings.data_dir)]
+    if not owners:
+        print(f"mnemograph stop: no server is running on {settings.data_dir}", file=sys.stderr)
+        return 1
+    status = 0
+    for owner in owners:
+        if stop_owner(owner, timeout=args.timeout):
+            print(f"stopped the server of {owner.data_dir} (pid {owner.pid})", file=sys.stderr)
+        else:
+            print(
+                f"mnemograph stop: the server of {owner.data_dir} (pid {owner.pid}) is still finishing after "
+                f"{args.timeout:g}s; see {owner.log_file}",
+                file=sys.stderr,
+            )
+            status = 1
+    return status
 
-    token = sub.add_parser("token", help="bearer tokens for HTTP clients").add_subparsers(
-        dest="op", required=True
-    )
-    create = token.add_parser("create", parents=[data_dir], help="create a token and print it once on stdout")
-    create.add_argument("--name", required=True, help="who the token is for; recorded as the writer")
-    create.add_argument(
-        "--grant",
-        action="append",
-        metavar="SCOPE=r|w|admin",
-        help="a grant (repeat for several), e.g. team:t=w",
-    )
-    create.set_defaults(command=_token)
-    token.add_parser("list", parents=[data_dir], help="list tokens (never their values)").set_defaults(
-        command=_token
-    )
-    revoke = token.add_parser(
-        "revoke", parents=[data_dir], help="revoke a token; running servers refuse it at once"
-    )
-    revoke.add_argument("name")
-    revoke.set_defaults(command=_token)
 
-    daemon = sub.add_parser("daemon", parents=[data_dir], help="run the owner process (normally automatic)")
-    daemon.add_argument("--idle-timeout", type=float, help="seconds to stay up without clients (default 600)")
-    daemon.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)
-    daemon.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
-    daemon.set_defaults(command=_daemon)
-    return parser
+Handler = Callable[[argparse.Namespace, Settings, RuntimePaths], int]
+_COMMANDS: dict[str, Handler] = {
+    "serve": _serve,
+    "setup": _setup,
+    "ui": _ui,
+    "status": _status,
+    "stop": _stop,
+    "admin": _admin,
+    "import": _import,
+    "scope": _scope,
+    "memory": _memory,
+    "token": _token,
+    "daemon": _daemon,
+}

@@ -202,12 +202,15 @@ async def test_unauthenticated_forged_truncated_and_revoked_tokens_get_401(store
     async with http_server(store, auth=True) as server, httpx2.AsyncClient(base_url=server.base) as http:
         bare = await http.post("/mcp", json=INITIALIZE, headers=HEADERS)
         assert bare.status_code == 401
-        metadata_url = f"{server.base}/.well-known/oauth-protected-resource/mcp"
-        assert f'resource_metadata="{metadata_url}"' in bare.headers["www-authenticate"]
-        assert bare.headers["www-authenticate"].startswith("Bearer ")
-        metadata = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
-        assert metadata["resource"] == server.url
-        assert metadata["bearer_methods_supported"] == ["header"]
+        challenge = bare.headers["www-authenticate"]
+        assert challenge.startswith('Bearer error="invalid_token"')
+        assert "mnemograph token create" in challenge, "the 401 says how to get a token"
+        # Tokens are issued locally: no metadata names an authorization server that does not exist, so an
+        # OAuth-capable client does not start a sign-in that cannot succeed.
+        assert "resource_metadata" not in challenge
+        for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
+            assert (await http.get(path)).status_code == 404
+        assert (await http.get("/.well-known/oauth-authorization-server")).status_code == 404
 
         def auth(value: str) -> dict[str, str]:
             return {**HEADERS, "Authorization": value}

@@ -1,0 +1,149 @@
+"""``mnemograph status`` and ``stop``: the owners running for this user, and stopping one cleanly.
+
+Each owner leaves ``owner.json`` in its runtime subdirectory while it serves; its private HTTP socket answers
+``/healthz`` with its pid, data directory and how many clients (stdio sessions, HTTP fronts, requests) it has.
+Stopping sends SIGTERM, on which the owner stops listening, lets requests in flight finish, drains queued
+writes and closes the stores; ``stop`` returns once the process has exited.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server._runtime import RuntimePaths
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerStatus:
+    pid: int
+    data_dir: str
+    version: str
+    started_at: float
+    clients: int | None  # None when the owner did not answer
+    engine: str
+    log_file: str
+    paths: RuntimePaths
+
+
+def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
+    """Every owner that serves a data directory for this user now, oldest first."""
+    out = []
+    for info_file in sorted(runtime_dir.glob("*/owner.json")):
+        try:
+            info = json.loads(info_file.read_text())
+            pid = int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not _alive(pid):
+            continue
+        paths = RuntimePaths(Path(info["data_dir"]), info_file.parent)
+        health = _health(paths)
+        if health is None:
+            continue  # stopping, or a stale file from a killed owner
+        out.append(
+            OwnerStatus(
+                pid=pid,
+                data_dir=str(info["data_dir"]),
+                version=str(info.get("version", "?")),
+                started_at=float(info.get("started_at", 0.0)),
+                clients=health.get("clients"),
+                engine=str(health.get("engine", "?")),
+                log_file=str(paths.log_file),
+                paths=paths,
+            )
+        )
+    return sorted(out, key=lambda o: o.started_at)
+
+
+def stop_owner(owner: OwnerStatus, *, timeout: float) -> bool:
+    """SIGTERM the owner and wait until it has released its data directory; False if it did not in time."""
+    try:
+        os.kill(owner.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(owner.pid):  # it releases the store's locks as it exits
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def describe(owner: OwnerStatus, now: float | None = None) -> str:
+    up = _duration((now or time.time()) - owner.started_at)
+    clients = "?" if owner.clients is None else str(owner.clients)
+    return (
+        f"{owner.data_dir}\n  pid {owner.pid}, up {up}, {clients} client(s) attached, store {owner.engine}, "
+        f"version {owner.version}\n  log: {owner.log_file}"
+    )
+
+
+def as_json(owner: OwnerStatus) -> dict[str, Any]:
+    return {
+        "pid": owner.pid,
+        "data_dir": owner.data_dir,
+        "version": owner.version,
+        "started_at": owner.started_at,
+        "clients": owner.clients,
+        "engine": owner.engine,
+        "log_file": owner.log_file,
+    }
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Conn(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("mnemograph-owner", timeout=5)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(5)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _health(paths: RuntimePaths) -> dict[str, Any] | None:
+    conn = _Conn(os.fspath(paths.http_socket))
+    try:
+        conn.request("GET", "/healthz")
+        body = json.loads(conn.getresponse().read())
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            conn.close()
+    return body if isinstance(body, dict) else None

@@ -1,0 +1,93 @@
+"""Importers from other memory tools into a scope of this store, as ordinary writes.
+
+Each reader turns its source into ``WriteItem``s (content, entities, relations, dates, and metadata naming the
+source); ``import_into`` writes them in batches through the one write path. Ids are hashes of the content, so
+importing the same source twice adds nothing the second time (every item comes back ``duplicate``), and
+importing into a store that already holds memories merges with them.
+
+- ``mcp-memory``: the reference MCP memory server's knowledge graph (``@modelcontextprotocol/server-memory``,
+  its ``memory.jsonl``): one memory per observation of an entity, one per relation.
+- ``mem0``: a Mem0 export (``get_all`` results as JSON, or JSON Lines): one memory per memory, dated by its
+  ``created_at``.
+- ``markdown``: a folder of basic-memory or Obsidian notes: one memory per note (its text, split at paragraphs
+  when long), one per ``- [category] observation`` line and one per ``- relation [[Target]]`` line;
+  ``[[wikilinks]]`` become ``links_to`` relations; front matter gives the title, type, tags and date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scopes import LOCAL_PRINCIPAL, Principal
+from storage.errors import InvalidInput
+from storage.importers._markdown import read_markdown
+from storage.importers._mcp_memory import read_mcp_memory
+from storage.importers._mem0 import read_mem0
+from storage.models import WriteItem
+
+if TYPE_CHECKING:
+    from storage.engine import Engine
+
+READERS: dict[str, Callable[[Path, str], Iterator[WriteItem]]] = {
+    "mcp-memory": read_mcp_memory,
+    "mem0": read_mem0,
+    "markdown": read_markdown,
+}
+FORMATS = tuple(READERS)
+BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    format: str
+    scope: str
+    read: int
+    added: int
+    duplicate: int
+    linked: int
+
+
+def import_into(
+    engine: Engine,
+    fmt: str,
+    path: Path,
+    scope: str,
+    *,
+    principal: Principal = LOCAL_PRINCIPAL,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Read ``path`` as ``fmt`` and write every item into ``scope``; ``progress`` gets the running count."""
+    reader = READERS.get(fmt)
+    if reader is None:
+        raise InvalidInput(f"unknown import format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
+    if not path.exists():
+        raise InvalidInput(
+            f"{path} does not exist", hint="give the file (or, for markdown, the folder) to import"
+        )
+    counts = {"added": 0, "duplicate": 0, "linked": 0}
+    read = 0
+    for batch in _batches(reader(path, scope)):
+        receipts = engine.write_many(batch, principal=principal)
+        for r in receipts:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        read += len(batch)
+        if progress is not None:
+            progress(read)
+    return ImportReport(fmt, scope, read, counts["added"], counts["duplicate"], counts["linked"])
+
+
+def _batches(items: Iterable[WriteItem]) -> Iterator[list[WriteItem]]:
+    batch: list[WriteItem] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+__all__ = ["FORMATS", "ImportReport", "import_into"]

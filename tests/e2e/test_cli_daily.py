@@ -1,0 +1,199 @@
+"""The command line a person meets: what `serve` says, `status` and `stop`, a mistyped --data-dir, argument
+errors, and looking at memory (`list`, `show`, `search`, `forget`) with or without a server running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.e2e.conftest import MNEMOGRAPH, Store, _alive, call, free_port
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+async def run(store: Store, *args: str) -> tuple[int, str, str]:
+    done = await anyio.run_process([MNEMOGRAPH, *args], env={**os.environ, **store.env()}, check=False)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def _d(store: Store) -> tuple[str, str]:
+    return ("--data-dir", str(store.data_dir))
+
+
+async def test_list_show_search_forget_through_the_owner_and_without_one(store: Store) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        first = await call(
+            client, "memory_write", {"content": "Ana's dentist is Dr. Okafor.", "scopes": ["user:ana"]}
+        )
+        second = await call(
+            client,
+            "memory_write",
+            {"content": "The website launch was on 3 March.", "scopes": ["project:site"], "kind": "event"},
+        )
+        third = await call(client, "memory_write", {"content": "Ana lives in Porto.", "scopes": ["user:ana"]})
+        moved = await call(client, "amend", {"id": third["id"], "content": "Ana lives in Lisbon since May."})
+
+        # Newest first, paged; by scope and kind.
+        status, out, err = await run(store, "list", "--json", "--limit", "2", *_d(store))
+        assert status == 0, err
+        page = json.loads(out)
+        assert [m["id"] for m in page["memories"]] == [moved["id"], second["id"]]
+        assert (page["total"], page["next_offset"]) == (3, 2)
+        status, out, _ = await run(store, "list", "--json", "--limit", "2", "--page", "2", *_d(store))
+        assert [m["id"] for m in json.loads(out)["memories"]] == [first["id"]]
+        status, out, _ = await run(store, "list", "--json", "--kind", "event", *_d(store))
+        assert [m["id"] for m in json.loads(out)["memories"]] == [second["id"]]
+        status, out, _ = await run(
+            store, *_d(store), "list", "--scope", "user:ana"
+        )  # --data-dir first works too
+        assert status == 0
+        assert out.splitlines()[-1] == "1-2 of 2, newest first"
+        assert "Lisbon" in out
+        assert "Porto" not in out
+
+        # One memory: its version chain and provenance.
+        status, out, err = await run(store, "show", moved["id"][:10], *_d(store))
+        assert status == 0, err
+        assert out.splitlines()[0].startswith(moved["id"])
+        assert "written by local via" in out
+        assert "versions (oldest first):" in out
+        assert third["id"][:12] in out
+        status, out, _ = await run(store, "show", moved["id"], "--json", *_d(store))
+        shown = json.loads(out)
+        assert [v["id"] for v in shown["versions"]] == [third["id"], moved["id"]]
+
+        # Search explains itself.
+        status, out, _ = await run(store, "search", "who", "is", "Ana's", "dentist", "--json", *_d(store))
+        results = json.loads(out)["results"]
+        assert results[0]["id"] == first["id"]
+        assert results[0]["lanes"]
+        status, out, _ = await run(store, "search", "dentist", *_d(store))
+        assert "found by" in out
+
+        # Forget retires: recall in the running session no longer returns it.
+        status, out, err = await run(store, "forget", first["id"], "--reason", "asked to", *_d(store))
+        assert status == 0, err
+        assert "retired" in out
+        found = await call(client, "recall", {"query": "Ana's dentist", "scopes": ["user:ana"]})
+        assert first["id"] not in [h["id"] for h in found["results"]]
+    store.kill_owner(signal.SIGTERM)
+
+    # No owner: the CLI opens the store itself, sees the same, and leaves no owner behind.
+    status, out, err = await run(store, "list", "--json", *_d(store))
+    assert status == 0, err
+    assert [m["id"] for m in json.loads(out)["memories"]] == [moved["id"], second["id"]]
+    status, out, _ = await run(store, "list", "--json", "--all", *_d(store))
+    assert {m["id"] for m in json.loads(out)["memories"]} == {
+        first["id"],
+        second["id"],
+        third["id"],
+        moved["id"],
+    }
+    status, _, err = await run(store, "show", "0" * 32, *_d(store))
+    assert status == 2
+    assert "no memory" in err
+    assert store.owner_pid() is None
+
+
+async def test_status_lists_a_running_owner_and_stop_stops_it(store: Store) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Status check memory.", "scopes": ["user:st"]})
+        pid = store.owner_pid()
+        assert pid is not None
+        status, out, _ = await run(store, "status", "--json")
+        assert status == 0
+        mine = [o for o in json.loads(out) if o["data_dir"] == str(store.data_dir)]
+        assert len(mine) == 1
+        assert mine[0]["pid"] == pid
+        assert mine[0]["clients"] >= 1
+        status, out, _ = await run(store, "status")
+        assert str(store.data_dir) in out
+        assert "client(s) attached" in out
+    status, _, err = await run(store, "stop", *_d(store))
+    assert status == 0, err
+    assert f"pid {pid}" in err
+    assert not _alive(pid), "stop returns once the owner has exited"
+    status, out, _ = await run(store, "status", "--json")
+    assert str(store.data_dir) not in [o["data_dir"] for o in json.loads(out)]
+    status, _, err = await run(store, "stop", *_d(store))
+    assert status == 1
+    assert "no server is running" in err
+    # It stopped cleanly: the stores agree.
+    status, out, _ = await run(store, "verify", *_d(store))
+    assert out.splitlines()[-1] == "ok"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify"],
+        ["reindex"],
+        ["list"],
+        ["show", "abcdef012345"],
+        ["search", "anything"],
+        ["forget", "abcdef012345"],
+        ["export"],
+        ["backup", "/tmp/never-made-by-mnemograph-tests"],
+        ["scope", "list"],
+        ["token", "list"],
+        ["erase", "abcdef012345", "--confirm", "abcdef012345"],
+    ],
+)
+async def test_a_mistyped_data_dir_is_an_error_and_creates_nothing(store: Store, argv: list[str]) -> None:
+    typo = store.data_dir.parent / "dta"
+    status, out, err = await run(store, *argv, "--data-dir", str(typo))
+    assert status == 2
+    assert f"no Mnemograph store at {typo}" in err
+    assert "typo" in err
+    assert out == ""
+    assert not typo.exists()
+
+
+async def test_argument_errors_are_sentences(store: Store) -> None:
+    cases = {
+        ("verfy",): "'verfy' is not a command; choose one of",
+        ("erase",): "ID and --confirm are missing",
+        ("serve", "--port", "eighty"): "--port needs a whole number, not 'eighty'",
+        ("verify", "--bogus"): "`mnemograph verify` does not take --bogus",
+        ("setup", "emacs"): "'emacs' is not a value for client",
+        ("list", "--page", "0"): "--page needs a whole number from 1, not '0'",
+    }
+    for argv, sentence in cases.items():
+        status, _, err = await run(store, *argv)
+        assert status == 2, argv
+        assert sentence in err, err
+        assert "usage:" not in err
+        assert "Run `mnemograph" in err
+    status, out, _ = await run(store, "--version")
+    assert status == 0
+    assert out.startswith("mnemograph ")
+
+
+def test_serve_over_http_says_what_it_serves(store: Store) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [MNEMOGRAPH, "serve", "--transport", "http", "--port", str(port), "--data-dir", str(store.data_dir)],
+        env={**os.environ, **store.env()},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        banner = "".join(process.stderr.readline() for _ in range(6))
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+    assert f"data {store.data_dir}" in banner
+    assert f"MCP over streamable HTTP at http://127.0.0.1:{port}/mcp" in banner
+    assert "auth: bearer token required" in banner
+    assert f"log: {store.paths.log_file}" in banner
+    assert Path(store.paths.log_file).parent == store.paths.root
