@@ -178,13 +178,16 @@ def _with_paths(
 ) -> list[tuple[str, float, dict[str, int]]]:
     """``GraphRule.path_weight``: a memory that states a relation on a path from an entity the query names
     (the hotel is in Udaipur, Udaipur is in Rajasthan) gains ``path_weight / (rrf_k + hops)``. Such a statement
-    is the answer to a multi-hop question, yet it shares no words with it; only the caller's explicit
-    relations make such paths, so memories without relations rank as plain fusion ranks them."""
+    is the answer to a multi-hop question, yet it shares no words with it. Only statements two or more hops
+    out count: one hop out, the statement names the query's own entity, so the word and vector lanes rank it
+    already, and now that the offline extractor records relations for ordinary facts ("Sam works at
+    Initech"), a bonus there would lift every fact about a person named in the query above what was asked."""
     weight = recipe.graph.path_weight * (recipe.weights.get("graph", 0.0) > 0)
     hops: dict[str, int] = {}
     for f in found.values():
         for mid, h in f.statements.items():
-            hops[mid] = min(h, hops.get(mid, h))
+            if h >= 2:
+                hops[mid] = min(h, hops.get(mid, h))
     if not hops or weight <= 0:
         return fused
     scored = [(m, s + weight / (recipe.rrf_k + hops[m]) if m in hops else s, lanes) for m, s, lanes in fused]

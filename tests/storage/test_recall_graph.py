@@ -32,9 +32,9 @@ def graph(e: Engine, query: str, **kw: object) -> dict[str, tuple[str, ...]]:
 
 def test_exact_name_finds_mentions_and_two_hops_with_paths(trip: Engine) -> None:
     found = graph(trip, "Which country is Hotel Aria in?")
-    # The statements on the path first (GraphRule.path_weight: the 2-hop record answers the question), then the
-    # plain mention.
-    assert list(found) == [IN_CITY, IN_COUNTRY, BOOKED]
+    # The 2-hop statement first (GraphRule.path_weight: it answers the question and shares no word with it),
+    # then the 1-hop statement and the plain mention, as the walk reached them.
+    assert list(found) == [IN_COUNTRY, IN_CITY, BOOKED]
     assert found[IN_CITY] == ("Hotel Aria —located_in→ Lisbon",)
     assert found[BOOKED] == ()
     assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in found[IN_COUNTRY]
