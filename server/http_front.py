@@ -224,6 +224,13 @@ async def _read_body(
     scope: Scope, receive: Receive, send: Send, deadline: float, limit: int = MAX_BODY
 ) -> bytes | None:
     """The request's body, or None once the client has been answered (413 too large, 408 too slow) or left."""
+    too_big = f"a request body may hold at most {limit} bytes"
+    declared = Headers(scope=scope).get("content-length", "")
+    # A declared size past the limit is refused before any wait: otherwise a client could hold a connection
+    # slot for the whole body timeout without sending a byte. (Malformed values were refused by the server.)
+    if declared.isdigit() and int(declared) > limit:
+        await JSONResponse({"error": "too_large", "message": too_big}, status_code=413)(scope, receive, send)
+        return None
     chunks: list[bytes] = []
     size = 0
     with anyio.move_on_after(deadline):
@@ -234,7 +241,6 @@ async def _read_body(
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                too_big = f"a request body may hold at most {limit} bytes"
                 await JSONResponse({"error": "too_large", "message": too_big}, status_code=413)(
                     scope, receive, send
                 )

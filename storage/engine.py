@@ -73,6 +73,8 @@ from storage.reconciler import Reconciler, Tx
 log = logging.getLogger("mnemograph.engine")
 
 VACUUM_MARKER = "VACUUM_PENDING"
+# Salts the id of a memory whose words another principal already stored where this one may not read.
+_SEPARATE = "separate:"
 # Ids a prefix may match before the ones the caller cannot read are set aside (8+ hex characters: rarely > 1).
 _PREFIX_CANDIDATES = 64
 
@@ -722,9 +724,10 @@ class Engine:
         from another team's memories."""
         if principal.unrestricted:
             return list(found)
-        low = text.casefold()
         named = {e.name.casefold() for e in given}
-        suspects = [e for e in found if e.name.casefold() not in named and e.name.casefold() not in low]
+        # Spelled exactly as in the text (case included), a name tells the writer nothing it did not write;
+        # matched any other way (an alias, another capitalisation), it is the spelling someone else stored.
+        suspects = [e for e in found if e.name.casefold() not in named and e.name not in text]
         if not suspects:
             return list(found)
         tree = self._tree()
@@ -741,6 +744,17 @@ class Engine:
     def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:
         def intent(tx: Tx) -> WriteReceipt:
             cur, existing = self._resolve_content(tx, p.content, p.id)
+            if (
+                existing is not None
+                and not principal.unrestricted
+                and not self._can_read(principal, existing, self._tree())
+            ):
+                # The same words are someone else's memory, in scopes this principal may not read. Joining it
+                # would show the writer that memory's metadata, relations, writer and history (a guessed
+                # sentence would open them), so the principal gets a memory of its own: its id is salted by
+                # the target scopes, so writing it again there is still a duplicate.
+                own = content_id(p.content, salt=_SEPARATE + ",".join(sorted(p.scopes)))
+                cur, existing = self._resolve_content(tx, p.content, own)
             if existing is not None:
                 missing = [s for s in p.scopes if s not in existing.scopes]
                 if not missing:

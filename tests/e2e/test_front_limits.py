@@ -183,3 +183,14 @@ async def test_an_authenticated_body_past_the_limit_gets_413_before_it_is_read(s
 
         refused = await anyio.to_thread.run_sync(oversize)
         assert refused.startswith(b"HTTP/1.1 413"), refused[:100]
+        # A declared size past the limit is refused at once, with no byte of the body sent: the client cannot
+        # hold a connection slot for the body timeout by announcing a body it never sends (attack F3).
+        # (The default 30 s body timeout applies here: a 408 instead of a 413 means the declaration was ignored.)
+
+        def declared_only() -> bytes:
+            with raw(server.base) as sock:
+                sock.sendall(request_head(server.base, BIG * 2, f"Authorization: Bearer {token}"))
+                return head(sock)
+
+        announced = await anyio.to_thread.run_sync(declared_only)
+        assert announced.startswith(b"HTTP/1.1 413"), announced[:100]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from scopes import Grant, Principal
-from storage import Conflict, Engine, InvalidInput, NotFound, ScopeDenied
+from storage import Conflict, Engine, InvalidInput, NotFound, RelationIn, ScopeDenied, WriteItem
 
 
 def principal(name: str, *grants: str) -> Principal:
@@ -278,3 +278,53 @@ def test_erase_needs_admin_on_every_scope_of_every_version(seeded: tuple[Engine,
     assert engine.audit.events()[-1]["op"] == "erase"
     assert "Thursday" not in engine.audit.path.read_text()
     assert engine.read(private).memory.id == private
+
+
+def test_guessed_words_of_another_team_open_nothing_of_theirs(engine: Engine) -> None:
+    """Attack F1: B writes, word for word, a memory A stored where B may not read. B must get a memory of its
+    own: not A's id, metadata, relations, writer or entities."""
+    text = "Zorblax Corp will acquire the target in March."
+    theirs = engine.write_many(
+        [
+            WriteItem(
+                content=text,
+                scopes=["agent:a"],
+                metadata={"owner": "alice-private-meta"},
+                relations=[
+                    RelationIn(subject="Zorblax Corp", predicate="acquires", object="Hidden Target Inc")
+                ],
+            )
+        ],
+        principal=A,
+    )[0]
+    mine = engine.write(text, ["agent:b"], principal=B)
+    assert mine.status == "added"
+    assert mine.id != theirs.id
+    assert "Hidden Target Inc" not in mine.entities
+    record = engine.read(mine.id, principal=B)
+    assert record.memory.metadata == {}
+    assert record.memory.provenance.principal == "B"
+    assert "Hidden Target Inc" not in record.memory.entities
+    found = engine.recall("Which company is Zorblax Corp buying?", ["agent:b"], principal=B, k=5)
+    assert [h.memory.id for h in found] == [mine.id]
+    assert not any("Hidden Target" in p for h in found for p in h.paths)
+    # Writing it again is a duplicate of B's own memory; A's is untouched and still A's alone.
+    assert engine.write(text, ["agent:b"], principal=B).status == "duplicate"
+    assert engine.read(theirs.id, principal=A).memory.scopes == ("agent:a",)
+    with pytest.raises(NotFound):
+        engine.read(theirs.id, principal=B)
+
+
+def test_another_capitalisation_does_not_reveal_a_name_another_team_stored(engine: Engine) -> None:
+    """Attack F5: a name written in lower case must not come back in the spelling another team stored."""
+    engine.write("Zorblax Corporation sent the invoice.", ["agent:a"], principal=A)
+    probe = engine.write("zorblax corporation invoice arrived", ["agent:b"], principal=B)
+    assert not any(e.casefold() == "zorblax corporation" for e in probe.entities)
+    assert "Zorblax Corporation" not in engine.read(probe.id, principal=B).memory.entities
+    # The same name written as stored, or by someone who may read it, is kept.
+    assert (
+        "Zorblax Corporation" in engine.write("Zorblax Corporation paid.", ["agent:b"], principal=B).entities
+    )
+    assert (
+        "Zorblax Corporation" in engine.write("zorblax corporation paid", ["agent:a"], principal=A).entities
+    )
