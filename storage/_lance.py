@@ -177,9 +177,12 @@ class VectorIndex:
         table = db.create_table(name, schema=self._schema)
         for start in range(0, len(rows), 10_000):
             table.add(self._arrow(rows[start : start + 10_000]))
-        index_type, has_scalar = self._build(
-            table, rows=table.count_rows(), index_type=None, has_scalar=False
-        )
+        count = table.count_rows()
+        has_scalar = self._compact(table, rows=count, has_scalar=False)
+        index_type = None
+        if count >= self._ann_threshold:
+            self._index_vectors(table, count)
+            index_type = VECTOR_INDEX
         _vacuum(table)
         tmp = self._dir / "CURRENT.tmp"
         tmp.write_text(name)
@@ -206,34 +209,27 @@ class VectorIndex:
         index.
         """
         rows = self._table.count_rows()
-        segments = self.index_segments() if rows >= self._ann_threshold else 0
-        grown = segments > 1 and self._rows_since_build >= DELTA_ROWS
-        rebuild = rows >= self._ann_threshold and (force_index or grown or segments > MAX_SEGMENTS)
-        index_type, has_scalar = self._build(
-            self._table,
-            rows=rows,
-            index_type=None if rebuild else self._index_type,
-            has_scalar=self._has_scalar,
-        )
-        if index_type != self._index_type or rebuild:
-            self._rows_since_build = 0
-        self._index_type, self._has_scalar = index_type, has_scalar
+        self._has_scalar = self._compact(self._table, rows=rows, has_scalar=self._has_scalar)
+        if rows >= self._ann_threshold:
+            segments = self.index_segments()
+            grown = segments > 1 and self._rows_since_build >= DELTA_ROWS
+            if not self._has_index or force_index or grown or segments > MAX_SEGMENTS:
+                self._index_vectors(self._table, rows)
+                self._index_type, self._rows_since_build = VECTOR_INDEX, 0
         self._appends = 0
 
-    def _build(
-        self, table: lancedb.table.Table, *, rows: int, index_type: str | None, has_scalar: bool
-    ) -> tuple[str | None, bool]:
-        """Compact ``table`` and create the indexes its size calls for; returns its new (index type, scalar)."""
+    def _compact(self, table: lancedb.table.Table, *, rows: int, has_scalar: bool) -> bool:
+        """Create the scalar indexes once the table is large enough, compact; returns whether they exist."""
         if rows >= self._scalar_threshold and not has_scalar:
             for column, kind in SCALAR_INDEXES:
                 table.create_index(column, config=kind(), replace=True)
             has_scalar = True
         table.optimize(cleanup_older_than=timedelta(minutes=5))
-        if rows >= self._ann_threshold and index_type != VECTOR_INDEX:
-            config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
-            table.create_index("vector", config=config, replace=True)
-            index_type = VECTOR_INDEX
-        return index_type, has_scalar
+        return has_scalar
+
+    def _index_vectors(self, table: lancedb.table.Table, rows: int) -> None:
+        config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
+        table.create_index("vector", config=config, replace=True)
 
     def index_segments(self) -> int:
         """How many segments the vector index has (0 without one); each is searched on its own."""
