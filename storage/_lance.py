@@ -10,10 +10,16 @@ every search then read all of them. With the IVF index, the columns every search
 indexes (a label-list index on ``scopes``, a bitmap on ``live``): a search with a scope filter then reads an
 index instead of every row, while a flat search gets slower with them (3.6×), so they come only with the IVF
 index (``bench/lance_filter.py``, docs/benchmarks/lance-filter.md).
+
+A rebuild (``replace_all``: reindex, and the rewrite after an erasure) writes a new table under the next name,
+switches ``CURRENT`` to it and only then drops the old one, so a search running meanwhile reads the old table
+whole and never a dropped or half-filled one; the old table's files are gone when ``replace_all`` returns.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import warnings
 from collections.abc import Sequence
 from datetime import timedelta
@@ -26,9 +32,10 @@ from lancedb.index import Bitmap, IvfFlat, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
 from storage._kuzu import ProjectionRow
+from storage._rwlock import RWLock
 from storage._watermark import Watermark
 
-TABLE = "memories"
+TABLE = "memories"  # the first table's name; rebuilds name theirs memories-000001, memories-000002, ...
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
 VECTOR_INDEX = "IvfFlat"  # Lance's name for the index type ``maintain`` builds; any other is rebuilt
 # Rows per IVF partition at build time. Lance's optimisation joins partitions far below its own target size
@@ -82,20 +89,31 @@ class VectorIndex:
                 ("event_time", pa.timestamp("us", tz="UTC")),
             ]
         )
+        # Searches hold it shared while they use the table; a rebuild takes it exclusively only to switch tables.
+        self._lock = RWLock()
         self._db = lancedb.connect(str(directory))
-        if TABLE in self._db.list_tables().tables:
-            self._table = self._db.open_table(TABLE)
+        self._name = self._current_name()
+        tables = self._db.list_tables().tables
+        for stale in tables:
+            if stale != self._name:
+                self._db.drop_table(stale)  # left by a rebuild interrupted before or after its switch
+        if self._name in tables:
+            self._table = self._db.open_table(self._name)
         else:
-            self._table = self._db.create_table(TABLE, schema=self._schema)
+            self._table = self._db.create_table(self._name, schema=self._schema)
         self.watermark = Watermark(directory / "WATERMARK")
         self._index_type, self._has_scalar = self._indexes()
         self._appends = 0
         # Rows added since the vector index was built in one segment (counted by this process).
         self._rows_since_build = 0
 
-    def _indexes(self) -> tuple[str | None, bool]:
+    def _current_name(self) -> str:
+        pointer = self._dir / "CURRENT"
+        return pointer.read_text().strip() if pointer.exists() else TABLE
+
+    def _indexes(self, table: lancedb.table.Table | None = None) -> tuple[str | None, bool]:
         """The type of the table's vector index (None without one), and whether every scalar index exists."""
-        found = self._table.list_indices()
+        found = (table or self._table).list_indices()
         vector = next((ix.index_type for ix in found if "vector" in ix.columns), None)
         columns = {column for ix in found for column in ix.columns}
         return vector, all(column in columns for column, _ in SCALAR_INDEXES)
@@ -145,17 +163,43 @@ class VectorIndex:
         )
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
-        """Rebuild from scratch (reindex), also when the directory was deleted or damaged under us."""
+        """Rebuild from scratch (reindex, erasure), also when the directory was deleted or damaged under us.
+
+        The rows go into a new table; searches keep reading the old one until the switch, which waits for the
+        searches under way. The old table is then dropped, its files with it.
+        """
         self._dir.mkdir(parents=True, exist_ok=True)
-        self._db = lancedb.connect(str(self._dir))
-        if TABLE in self._db.list_tables().tables:
-            self._db.drop_table(TABLE)
-        self._table = self._db.create_table(TABLE, schema=self._schema)
-        self._index_type, self._has_scalar = None, False
+        db = lancedb.connect(str(self._dir))
+        number = int(self._name.split("-")[1]) if "-" in self._name else 0
+        name = f"{TABLE}-{number + 1:06d}"
+        if name in db.list_tables().tables:
+            db.drop_table(name)  # a failed rebuild of this process
+        table = db.create_table(name, schema=self._schema)
         for start in range(0, len(rows), 10_000):
-            self._table.add(self._arrow(rows[start : start + 10_000]))
-        self.maintain(force_index=True)
-        self.vacuum()
+            table.add(self._arrow(rows[start : start + 10_000]))
+        count = table.count_rows()
+        has_scalar = self._compact(table, rows=count, has_scalar=False)
+        index_type = None
+        if count >= self._ann_threshold:
+            self._index_vectors(table, count)
+            index_type = VECTOR_INDEX
+        _vacuum(table)
+        tmp = self._dir / "CURRENT.tmp"
+        tmp.write_text(name)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        with self._lock.exclusive():
+            old = self._name
+            tmp.replace(self._dir / "CURRENT")
+            self._db, self._table, self._name = db, table, name
+            self._index_type, self._has_scalar = index_type, has_scalar
+            self._rows_since_build = 0
+            self._appends = 0
+        for stale in db.list_tables().tables:
+            if stale != name:
+                db.drop_table(stale)  # no search holds it any more: each takes the table under the lock
+        if old not in db.list_tables().tables:
+            shutil.rmtree(self._dir / f"{old}.lance", ignore_errors=True)
 
     def maintain(self, *, force_index: bool = False) -> None:
         """Compact fragments, fold new rows into the indexes, build them once the table is large enough.
@@ -165,32 +209,32 @@ class VectorIndex:
         index.
         """
         rows = self._table.count_rows()
-        if rows >= self._scalar_threshold and not self._has_scalar:
-            for column, kind in SCALAR_INDEXES:
-                self._table.create_index(column, config=kind(), replace=True)
-            self._has_scalar = True
-        self._table.optimize(cleanup_older_than=timedelta(minutes=5))
+        self._has_scalar = self._compact(self._table, rows=rows, has_scalar=self._has_scalar)
         if rows >= self._ann_threshold:
             segments = self.index_segments()
             grown = segments > 1 and self._rows_since_build >= DELTA_ROWS
             if not self._has_index or force_index or grown or segments > MAX_SEGMENTS:
-                config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
-                self._table.create_index("vector", config=config, replace=True)
+                self._index_vectors(self._table, rows)
                 self._index_type, self._rows_since_build = VECTOR_INDEX, 0
         self._appends = 0
+
+    def _compact(self, table: lancedb.table.Table, *, rows: int, has_scalar: bool) -> bool:
+        """Create the scalar indexes once the table is large enough, compact; returns whether they exist."""
+        if rows >= self._scalar_threshold and not has_scalar:
+            for column, kind in SCALAR_INDEXES:
+                table.create_index(column, config=kind(), replace=True)
+            has_scalar = True
+        table.optimize(cleanup_older_than=timedelta(minutes=5))
+        return has_scalar
+
+    def _index_vectors(self, table: lancedb.table.Table, rows: int) -> None:
+        config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
+        table.create_index("vector", config=config, replace=True)
 
     def index_segments(self) -> int:
         """How many segments the vector index has (0 without one); each is searched on its own."""
         found = (ix.num_segments or 1 for ix in self._table.list_indices() if "vector" in ix.columns)
         return next(found, 0)
-
-    def vacuum(self) -> None:
-        """Compact and delete every old version now, so deleted rows leave no file behind."""
-        with warnings.catch_warnings():
-            # Lance warns that readers of older versions would fail; this process is the only one.
-            warnings.simplefilter("ignore", UserWarning)
-            self._table.optimize(cleanup_older_than=timedelta(seconds=0), delete_unverified=True)
-        self._appends = 0
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -227,9 +271,15 @@ class VectorIndex:
             where.append("live")
         if kinds:
             where.append(f"kind IN ({', '.join(_sql_str(x) for x in kinds)})")
+        with self._lock.shared():  # a rebuild's switch waits for this search; the table it reads stays whole
+            return self._search(vector, " AND ".join(where), k=k, vectors=vectors)
+
+    def _search(
+        self, vector: Sequence[float] | np.ndarray, where: str, *, k: int, vectors: bool
+    ) -> tuple[list[tuple[str, float]], np.ndarray | None]:
         query = self._table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
         assert isinstance(query, LanceVectorQueryBuilder)
-        query = query.distance_type("cosine").where(" AND ".join(where), prefilter=True)
+        query = query.distance_type("cosine").where(where, prefilter=True)
         query = query.select(["id", "_distance", "vector"] if vectors else ["id", "_distance"]).limit(k)
         if self._has_index:
             query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)  # 0: no limit
@@ -246,7 +296,8 @@ class VectorIndex:
         return hits, matrix
 
     def live_status(self) -> dict[str, bool]:
-        table = self._table.to_arrow().select(["id", "live"]) if self._table.count_rows() else None
+        with self._lock.shared():
+            table = self._table.to_arrow().select(["id", "live"]) if self._table.count_rows() else None
         if table is None:
             return {}
         return dict(zip(table["id"].to_pylist(), table["live"].to_pylist(), strict=True))
@@ -260,4 +311,14 @@ class VectorIndex:
         return self._has_scalar
 
     def count(self) -> int:
-        return int(self._table.count_rows())
+        with self._lock.shared():
+            return int(self._table.count_rows())
+
+
+def _vacuum(table: lancedb.table.Table) -> None:
+    """Compact and delete every old version now, so deleted rows leave no file behind."""
+    with warnings.catch_warnings():
+        # Lance warns that readers of older versions would fail: ``replace_all`` calls this only on its new
+        # table, before any search can see it.
+        warnings.simplefilter("ignore", UserWarning)
+        table.optimize(cleanup_older_than=timedelta(seconds=0), delete_unverified=True)

@@ -11,7 +11,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -166,8 +166,15 @@ class CachedEmbedder:
     def warm(self) -> None:
         self._inner.warm()
 
+    def forget(self, texts: Iterable[str]) -> int:
+        """Drop the vectors of ``texts`` (an erasure: nothing derived from erased content stays in memory).
+        Returns how many were held."""
+        keys = [_key(t) for t in texts]
+        with self._lock:
+            return sum(self._cache.pop(key, None) is not None for key in keys)
+
     def embed(self, texts: Sequence[str]) -> Vectors:
-        keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        keys = [_key(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         missing: dict[bytes, list[int]] = {}
         with self._lock:
@@ -191,3 +198,7 @@ class CachedEmbedder:
                 while len(self._cache) > self._capacity:
                     self._cache.popitem(last=False)
         return out
+
+
+def _key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()

@@ -1054,8 +1054,11 @@ class Engine:
         before = {"lancedb": self.vectors.count(), "tantivy": self.text.count()}
         (self.data_dir / VACUUM_MARKER).touch()
 
+        contents: list[str] = []
+
         def intent(tx: Tx) -> tuple[list[str], list[str], int]:
             only, shared = self.graph.memories_of_scope(tx.conn, str(sid))
+            contents[:] = [m.content for m in self.graph.fetch(tx.conn, only).values()]
             self.graph.unlink_all(tx.conn, str(sid), shared)
             entities = self.graph.delete_scope(tx.conn, str(sid), only)
             for mid in only:
@@ -1065,6 +1068,7 @@ class Engine:
             return only, shared, entities
 
         only, shared, entities = self.reconciler.submit(intent)
+        self._forget(contents)
         erasure = self._vacuum()
         per_store = self._after_erasure(before, len(only))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
@@ -1098,10 +1102,13 @@ class Engine:
         before = {"lancedb": self.vectors.count(), "tantivy": self.text.count()}
         (self.data_dir / VACUUM_MARKER).touch()
 
+        contents: list[str] = []
+
         def intent(tx: Tx) -> tuple[list[str], int]:
             family = self._version_family(tx.conn, mid)
             if not family:
                 raise NotFound(f"no memory with id {mid}", hint="it may have been erased already")
+            contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
             entities = self.graph.delete_memories(tx.conn, family)
             for gone in family:
                 tx.record("delete", gone)
@@ -1112,6 +1119,7 @@ class Engine:
         except BaseException:
             self._vacuum()  # also when nothing was deleted: the marker must not outlive this call
             raise
+        self._forget(contents)
         erasure = self._vacuum()
         per_store = self._after_erasure(before, len(family))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
@@ -1124,10 +1132,20 @@ class Engine:
         )
         return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
 
-    def _after_erasure(self, before: Mapping[str, int], deleted: int) -> dict[str, int]:
-        """After a purge or an erase: reload what the engine caches from the graph; the records removed per store."""
-        self._reload_tree()
+    def _forget(self, contents: Sequence[str]) -> None:
+        """Right after an erasure commits, before the files are rewritten: drop what this process holds in memory
+        that came from the erased memories (their vectors in the embedding cache; their entity names, aliases
+        and counts in the lexicon, which new writes and the graph lane match against), so neither a write
+        racing the rewrite nor a later one picks them up again."""
+        forget = getattr(self.embedder, "forget", None)
+        if callable(forget):
+            forget(contents)
         self._reload_lexicon()
+
+    def _after_erasure(self, before: Mapping[str, int], deleted: int) -> dict[str, int]:
+        """After a purge or an erase: reload the scope tree; the records removed per store. (``_forget`` dropped
+        the rest of what this process held from the erased memories when the erasure committed.)"""
+        self._reload_tree()
         return {
             "kuzu": deleted,
             "lancedb": before["lancedb"] - self.vectors.count(),
@@ -1182,12 +1200,15 @@ class Engine:
         return list(seen)
 
     def _reload_lexicon(self) -> None:
-        self.lexicon.clear()
+        # Built aside and swapped in whole: a recall or write meanwhile sees the old lexicon or the new one,
+        # never an empty or half-filled one.
+        fresh = EntityLexicon()
         with self.graph.read() as conn:
             for known in self.graph.known_entities(conn):
-                self.lexicon.add(known.name, known.aliases)
-                self.lexicon.mentioned(known.name, known.mentions)
-                self.lexicon.related(known.name, known.relations)
+                fresh.add(known.name, known.aliases)
+                fresh.mentioned(known.name, known.mentions)
+                fresh.related(known.name, known.relations)
+        self.lexicon.replace_with(fresh)
 
     @property
     def failed(self) -> bool:

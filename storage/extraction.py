@@ -239,6 +239,18 @@ class EntityLexicon:
             self._mentions.clear()
             self._relations.clear()
 
+    def replace_with(self, other: EntityLexicon) -> None:
+        """Take ``other``'s contents in one step (``other`` must not be used afterwards)."""
+        with other._lock:
+            state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
+        with self._lock:
+            self._names, self._by_token, self._variants, self._mentions, self._relations = state
+
+    def __len__(self) -> int:
+        """Names and aliases known."""
+        with self._lock:
+            return len(self._names)
+
     def find(self, text: str) -> list[str]:
         return [m.name for m in self._exact(_words(text))]
 

@@ -1,0 +1,142 @@
+"""Erasure while the server is in use: recall keeps answering while the stores are rewritten, and nothing the
+process holds in memory (embedding cache, entity lexicon) keeps an erased memory's vector, names or aliases."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage import CachedEmbedder, Engine, EntityIn, WriteItem
+
+FILLER = [
+    f"Note {i}: the {topic} review moved to room {i % 17} on floor {i % 5}."
+    for i, topic in enumerate(["budget", "hiring", "design", "security", "roadmap", "vendor"] * 40)
+]
+
+
+@pytest.mark.parametrize("op", ["erase", "purge"])
+def test_recall_never_fails_and_never_returns_erased_memories_while_erasing(
+    tmp_path: Path, embedder: CachedEmbedder, op: str
+) -> None:
+    # An IVF index (ann_threshold below the row count) makes the rebuild of the vector table take a while.
+    with Engine.open(tmp_path / "data", embedder=embedder, warm=False, ann_threshold=64) as eng:
+        eng.write_many([WriteItem(content=c, scopes=["user:ana"]) for c in FILLER])
+        keep = eng.write("Ana's desk is by the window, next to the vault.", ["user:ana"])
+        secrets = [
+            eng.write(f"The vault code is {uuid.uuid4().hex}, round {n}.", [f"run:secret{n}", "user:ana"])
+            for n in range(3)
+        ]
+        if op == "purge":  # a purge erases what is only in the purged scope
+            for s in secrets:
+                eng.unlink(s.id, "user:ana")
+        erased: set[str] = set()  # ids whose erasure has returned, before the recall that reads it started
+        errors: list[BaseException] = []
+        leaked: list[str] = []
+        missed = 0
+        during = 0
+        busy = threading.Event()
+        stop = threading.Event()
+
+        def recall_loop() -> None:
+            nonlocal missed, during
+            while not stop.is_set():
+                gone = set(erased)
+                running = busy.is_set()
+                try:
+                    hits = eng.recall(
+                        "where is the vault code", ["user:ana"] if op == "erase" else None, k=20
+                    )
+                except BaseException as exc:
+                    errors.append(exc)
+                    continue
+                ids = {h.memory.id for h in hits}
+                leaked.extend(ids & gone)
+                missed += keep.id not in ids
+                during += running and busy.is_set()
+
+        readers = [threading.Thread(target=recall_loop) for _ in range(2)]
+        for t in readers:
+            t.start()
+        try:
+            for n, s in enumerate(secrets):
+                busy.set()
+                if op == "erase":
+                    eng.erase(s.id, confirm=s.id)
+                else:
+                    eng.purge(f"run:secret{n}", confirm=f"run:secret{n}")
+                busy.clear()
+                erased.add(s.id)
+        finally:
+            stop.set()
+            for t in readers:
+                t.join()
+        assert during > 0, "no recall overlapped an erasure: the test proved nothing"
+        assert errors == []
+        assert leaked == []
+        assert missed == 0  # the kept memory was found by every recall, also mid-rewrite
+        assert eng.verify().ok
+    assert not list((tmp_path / "data" / "vectors").glob("*.tmp"))
+
+
+def _held(embedder: CachedEmbedder, text: str) -> bool:
+    """Whether the cache held ``text``'s vector: embedding it again is then a hit, not a miss."""
+    misses = embedder.misses
+    embedder.embed([text])
+    return embedder.misses == misses
+
+
+def test_erase_evicts_the_memory_from_every_in_memory_cache(engine: Engine, embedder: CachedEmbedder) -> None:
+    token = uuid.uuid4().hex[:8]
+    first = f"Zorvath Quellin{token[:2]} (ZQ-{token}) signed the merger memo on Friday."
+    second = f"Zorvath Quellin{token[:2]} (ZQ-{token}) signed the merger memo on Thursday."
+    mid = engine.write(
+        first,
+        ["user:ana"],
+        entities=[EntityIn(f"Zorvath Quellin{token[:2]}", "person", (f"ZQ-{token}",))],
+    ).id
+    newer = engine.amend(mid, second)
+    engine.write("Ana Lima sits by the window.", ["user:ana"])
+    # What the process held before: both versions' vectors, the name and its alias.
+    assert _held(embedder, first)
+    assert _held(embedder, second)
+    assert [m.name for m in engine.lexicon.match(f"what did ZQ-{token} sign")] == [
+        f"Zorvath Quellin{token[:2]}"
+    ]
+    assert engine.recall(f"ZQ-{token} merger memo", ["user:ana"], k=1)[0].memory.id == newer.id
+
+    engine.erase(newer.id, confirm=newer.id)
+
+    assert engine.lexicon.match(f"what did ZQ-{token} sign") == []
+    assert engine.lexicon.match(f"Zorvath Quellin{token[:2]}") == []
+    assert engine.lexicon.mentions(f"Zorvath Quellin{token[:2]}") == 0
+    assert not _held(embedder, first)
+    assert not _held(embedder, second)
+    assert all(h.memory.id not in (mid, newer.id) for h in engine.recall(second, ["user:ana"]))
+    # A write after the erasure learns nothing from the erased memory: the alias is just text now.
+    receipt = engine.write(f"Lunch with ZQ-{token} was moved.", ["user:ana"])
+    assert f"Zorvath Quellin{token[:2]}" not in receipt.entities
+
+
+def test_purge_evicts_its_memories_from_every_in_memory_cache(
+    engine: Engine, embedder: CachedEmbedder
+) -> None:
+    token = uuid.uuid4().hex[:8]
+    secret = f"Brakken Vollard{token[:2]} owes {token} to the club."
+    engine.write(
+        secret, ["run:gone"], entities=[EntityIn(f"Brakken Vollard{token[:2]}", aliases=(f"BV-{token}",))]
+    )
+    shared = f"The shared calendar link is {token}-cal."
+    sid = engine.write(shared, ["run:gone", "user:ana"]).id
+    assert _held(embedder, secret)
+    assert engine.lexicon.match(f"BV-{token}")
+
+    engine.purge("run:gone", confirm="run:gone")
+
+    assert engine.lexicon.match(f"BV-{token}") == []
+    assert engine.lexicon.match(f"Brakken Vollard{token[:2]}") == []
+    assert engine.recall(shared, ["user:ana"], k=1)[0].memory.id == sid
+    assert not _held(embedder, secret)
+    assert _held(embedder, shared)  # still stored in user:ana: not erased, so its vector may stay
