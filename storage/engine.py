@@ -41,7 +41,7 @@ from storage._private import make_private
 from storage._tantivy import TextIndex
 from storage.audit import AUDIT_FILE, AuditLog
 from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-from storage.enrich import Fact, enrich, llm, speaker_of
+from storage.enrich import Enriched, Fact, enrich, llm, speaker_of
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
 from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
 from storage.extraction import EntityLexicon, _norm, extract
@@ -674,15 +674,22 @@ class Engine:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
                     given.append(EntityIn(name=end))
-        found = enrich(
-            text,
-            written_at=now,
-            lexicon=self.lexicon,
-            given=given,
-            relations=rels,
-            event_time=ev,
-            speaker=speaker_of(meta, targets, principal.name),
-        )
+        try:
+            found = enrich(
+                text,
+                written_at=now,
+                lexicon=self.lexicon,
+                given=given,
+                relations=rels,
+                event_time=ev,
+                speaker=speaker_of(meta, targets, principal.name),
+            )
+        except Exception:
+            # Extraction is a best effort on top of the write: a fault in it must cost the memory its derived
+            # statements, never the write itself. The caller's own entities and relations still count.
+            log.exception("offline extraction failed; storing the memory with the caller's entities only")
+            basic = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
+            found = Enriched(basic.entities, basic.times, tuple(rels), (), ())
         entities = self._known_to(principal, text, found.entities, given)
         # A relation whose end the principal may not learn (an alias matched from another team's memories)
         # goes with that entity: the receipt would name it.

@@ -332,7 +332,10 @@ def _subject(sent: list[Tok], lows: list[str], i: int, text: str, ctx: Context) 
         if j > 0 and (
             lows[0] == "i" or sent[0].cap
         ):  # "Tom was promoted and is now ...": the sentence's subject
-            return _subject(sent, lows, _first_verb(lows), text, ctx) if _first_verb(lows) > 0 else None
+            first = _first_verb(lows)
+            # Only a verb before this one can lead to the sentence's subject: the same or a later one would
+            # come back here for ever (a RecursionError on ordinary chat text).
+            return _subject(sent, lows, first, text, ctx) if 0 < first < i else None
         return None
     if low == "i":
         return (ctx.speaker, "person") if ctx.speaker else None

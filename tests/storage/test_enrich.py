@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scopes import Grant, Principal
-from storage import CachedEmbedder, Engine, RelationIn
+from storage import CachedEmbedder, Engine, RelationIn, WriteItem
 from storage.enrich import enrich
 from storage.extraction import EntityLexicon
 
@@ -195,3 +195,39 @@ def test_no_longer_ends_a_subjects_only_relation(engine: Engine) -> None:
     ended = engine.write("Noor is no longer married to Bilal.", ["user:sam"])
     assert ended.supersedes == (married.id,)
     assert engine.read(married.id).memory.status == "superseded"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Others, like raptors, may use body posture and vocalizations to communicate aggression or submission to "
+        "other members of their species.",
+        "By the way, do you have any tips on how to save money on everyday expenses, like groceries and "
+        "household items?",
+        "Now, get cooking and enjoy that stir-fry!",
+    ],
+)
+def test_ordinary_chat_sentences_are_written(engine: Engine, text: str) -> None:
+    """Sentences from real conversations (LongMemEval) that sent the subject search into endless recursion:
+    a write must store them, whatever extraction makes of them."""
+    receipt = engine.write(text, ["user:ana"], kind="message")
+    assert receipt.status == "added"
+    assert engine.read(receipt.id).memory.content == text
+
+
+def test_a_fault_in_extraction_never_fails_the_write(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Extraction is a best effort: if it raises, the memory is stored with the caller's entities and
+    relations, and it is recallable."""
+    import storage.engine as engine_module
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RecursionError("an extractor bug")
+
+    monkeypatch.setattr(engine_module, "enrich", broken)
+    rel = RelationIn(subject="Ana", predicate="works_at", object="Globex")
+    receipt = engine.write_many(
+        [WriteItem(content="Ana started at Globex in May.", scopes=["user:ana"], relations=[rel])]
+    )[0]
+    assert receipt.status == "added"
+    assert {"Ana", "Globex"} <= set(receipt.entities)
+    assert engine.recall("Where does Ana work?", ["user:ana"], k=3)[0].memory.id == receipt.id
