@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from storage import CachedEmbedder, Engine, MiniLMEmbedder, WriteItem
+from storage.recipes import RECIPES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,6 +65,10 @@ def test_numpy_vectors_match_torch_on_real_texts(runtimes: tuple[MiniLMEmbedder,
     np.testing.assert_allclose(single, a[:20], atol=1e-5)
 
 
+# The default recipe without its relevance rule, so every query returns ten results to compare.
+ALL_TEN = RECIPES["default"].with_(relevance_floor=0.0)
+
+
 def test_a_store_built_with_torch_recalls_the_same_with_numpy(
     tmp_path: Path, runtimes: tuple[MiniLMEmbedder, MiniLMEmbedder]
 ) -> None:
@@ -84,10 +89,10 @@ def test_a_store_built_with_torch_recalls_the_same_with_numpy(
     data_dir = tmp_path / "data"
     with Engine.open(data_dir, embedder=CachedEmbedder(torch), warm=False) as engine:
         engine.write_many([WriteItem(content=t, scopes=["user:a"]) for t in texts])
-        before = [[h.memory.id for h in engine.recall(q, ["user:a"], k=10)] for q in queries]
+        before = [[h.memory.id for h in engine.recall(q, ["user:a"], k=10, recipe=ALL_TEN)] for q in queries]
     # The same directory (its vectors from torch) served by the numpy runtime: it is the same model.
     with Engine.open(data_dir, embedder=CachedEmbedder(fast), warm=False) as engine:
-        after = [[h.memory.id for h in engine.recall(q, ["user:a"], k=10)] for q in queries]
+        after = [[h.memory.id for h in engine.recall(q, ["user:a"], k=10, recipe=ALL_TEN)] for q in queries]
     assert all(len(ids) == 10 for ids in before)
     assert after == before
 

@@ -351,9 +351,11 @@ def test_extreme_references_do_not_raise(ref: datetime) -> None:
     ],
 )
 def test_large_inputs_are_fast(text: str) -> None:
+    # A guard against super-linear blow-ups (minutes on 100 KB), not a benchmark: the bound leaves room for a
+    # loaded 2-core CI machine (1.7 s seen there for what takes 0.1 s on a quiet one).
     started = time.perf_counter()
     find_times(text, REF)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10.0
 
 
 @pytest.mark.parametrize(
