@@ -255,8 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("mnemograph", "mcp-memory", "mem0", "markdown"),
         default="mnemograph",
         help="mnemograph: an export, restored into an empty data directory or merged into a store; "
-        "mcp-memory: the MCP memory server's memory.jsonl; mem0: a Mem0 get_all() export; markdown: a folder of basic-memory or Obsidian notes "
-        "(these merge into the store)",
+        "mcp-memory: the MCP memory server's memory.jsonl; mem0: a Mem0 get_all() export; "
+        "markdown: a folder of basic-memory or Obsidian notes (these merge into the store)",
     )
     imp.add_argument("--scope", help="other tools: the scope to import into (default: your personal scope)")
 
