@@ -16,7 +16,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from server._runtime import RuntimePaths
 from storage._private import make_private
@@ -39,12 +39,58 @@ class AdminError(RuntimeError):
     """The operation could not run; the message says why."""
 
 
+PROGRESS_PATH = "/-/progress"
+# The phase and counts of the admin operation running in this process (the owner, or a CLI with no owner):
+# the CLI polls it to draw its progress bar. One at a time is enough: admin operations are rare and short-lived.
+_progress: dict[str, Any] = {}
+
+
+def _publish(phase: str, done: int, total: int | None) -> None:
+    _progress.update(phase=phase, done=done, total=total)
+
+
+def progress_state() -> dict[str, Any]:
+    """The running admin operation's ``{"phase", "done", "total"}`` (empty when none reports any)."""
+    return dict(_progress)
+
+
 def run_admin(
-    op: Operation, paths: RuntimePaths, *, timeout: float, args: dict[str, Any] | None = None
+    op: Operation,
+    paths: RuntimePaths,
+    *,
+    timeout: float,
+    args: dict[str, Any] | None = None,
+    label: str | None = None,
 ) -> dict[str, Any]:
-    """Run ``op`` on ``paths.data_dir`` and return its report as JSON (with an ``ok`` verdict)."""
+    """Run ``op`` on ``paths.data_dir`` and return its report as JSON (with an ``ok`` verdict).
+
+    With ``label``, a progress bar is drawn on stderr while it runs, if stderr is a terminal.
+    """
+    from server._progress import while_waiting
+
     body = args or {}
-    return _run(paths, f"/-/{op}", body, lambda engine: perform(engine, op, body), timeout=timeout)
+
+    def work() -> dict[str, Any]:
+        return _run(paths, f"/-/{op}", body, lambda engine: perform(engine, op, body), timeout=timeout)
+
+    if label is None:
+        return work()
+    return while_waiting(label, work, lambda: _poll_progress(paths))
+
+
+def _poll_progress(paths: RuntimePaths) -> dict[str, Any] | None:
+    if _progress:  # the operation runs here (no owner)
+        return progress_state()
+    conn = _UnixHTTPConnection(os.fspath(paths.http_socket))
+    try:
+        conn.request("GET", PROGRESS_PATH)
+        response = conn.getresponse()
+        state = json.loads(response.read()) if response.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    finally:
+        conn.close()
+    return state if isinstance(state, dict) and state else None
 
 
 def run_scope(paths: RuntimePaths, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
@@ -104,10 +150,19 @@ def report_json(report: VerifyReport) -> dict[str, Any]:
 def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
     """Run one admin operation on an open engine (in the owner, or in the CLI when no owner runs)."""
     from server._memories import MEMORY_OPS, perform_memory_op
-    from storage.backup import to_json
 
     if op in MEMORY_OPS:
         return perform_memory_op(engine, op, args)
+    _progress.clear()
+    try:
+        return _perform(engine, op, args)
+    finally:
+        _progress.clear()
+
+
+def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
+    from storage.backup import to_json
+
     if op == "verify":
         return report_json(engine.verify())
     if op == "reindex":
@@ -122,18 +177,44 @@ def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, An
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds every memory: private
         with open(fd, "w", encoding="utf-8") as out:
             make_private(path)  # O_CREAT's mode does not apply to a file that was already there
-            summary = engine.export(out, scope=args.get("scope"), vectors=bool(args.get("vectors")))
+            summary = engine.export(
+                cast(IO[str], _Counting(out)), scope=args.get("scope"), vectors=bool(args.get("vectors"))
+            )
         return {**to_json(summary), "path": str(path), "ok": True}
     if op == "backup":
         copied = to_json(engine.backup(str(args["path"])))
         make_private(Path(str(args["path"])))  # a copy of the stores, as private as they are
         return {**copied, "ok": True}
+    if op == "import" and args.get("format") == "mnemograph":
+        with open(str(args["path"]), encoding="utf-8") as source:
+            merged = engine.merge_export(source, progress=_publish)
+        return {**dataclasses.asdict(merged), "ok": True}
     if op == "import":
         from storage.importers import import_into
 
-        report = import_into(engine, str(args.get("format")), Path(str(args["path"])), str(args["scope"]))
+        report = import_into(
+            engine,
+            str(args.get("format")),
+            Path(str(args["path"])),
+            str(args["scope"]),
+            progress=lambda n: _publish("importing", n, None),
+        )
         return {**dataclasses.asdict(report), "ok": True}
     raise AdminError(f"unknown operation {op!r}")
+
+
+class _Counting:
+    """The export's output, publishing how many records were written so far (the CLI's progress bar)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self._out, self._lines = out, 0
+        self.name = getattr(out, "name", "-")  # the export summary names the file
+
+    def write(self, text: str) -> int:
+        self._lines += text.count("\n")
+        if self._lines % 100 == 0:
+            _publish("exporting records", self._lines, None)
+        return self._out.write(text)
 
 
 def _direct(paths: RuntimePaths, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:

@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     imp = command(
         "import",
-        "load an export into a new store, or another tool's memory into a scope",
+        "load an export (a new store, or merged into this one), or another tool's memory into a scope",
         "import",
         store=False,
     )
@@ -254,9 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="source",
         choices=("mnemograph", "mcp-memory", "mem0", "markdown"),
         default="mnemograph",
-        help="mnemograph: an export, into a new, empty data directory; mcp-memory: the MCP memory server's "
-        "memory.jsonl; mem0: a Mem0 get_all() export; markdown: a folder of basic-memory or Obsidian notes "
-        "(these merge into the store)",
+        help="mnemograph: an export, restored into an empty data directory or merged into a store; "
+        "mcp-memory: the MCP memory server's memory.jsonl; mem0: a Mem0 get_all() export; "
+        "markdown: a folder of basic-memory or Obsidian notes (these merge into the store)",
     )
     imp.add_argument("--scope", help="other tools: the scope to import into (default: your personal scope)")
 

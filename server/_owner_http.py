@@ -37,7 +37,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server._activity import Activity
-from server._admin import OPERATIONS, AdminError, perform, scope_op
+from server._admin import OPERATIONS, PROGRESS_PATH, AdminError, perform, progress_state, scope_op
 from server._auth import METADATA_PATH, BearerGate, authenticated_principal
 from server._engine import EngineHolder
 from server._protocol import (
@@ -104,6 +104,9 @@ def owner_app(
             }
         return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
 
+    async def _progress(request: Request) -> Response:
+        return JSONResponse(progress_state())  # the CLI's progress bar polls it while an operation runs
+
     async def admin(request: Request) -> Response:
         op = request.path_params["op"]
         if op not in OPERATIONS:
@@ -142,6 +145,7 @@ def owner_app(
         routes=[
             Route(HEALTH_PATH, healthz, methods=["GET"]),
             Route("/-/scope", scope, methods=["POST"]),
+            Route(PROGRESS_PATH, _progress, methods=["GET"]),
             Route("/-/{op}", admin, methods=["POST"]),
             Route(LEASE_PATH, _Lease(activity, stopping), methods=["GET"]),
             Route(UI_PATH, _to_ui_home),

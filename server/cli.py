@@ -210,7 +210,14 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             target = Path(args.output).expanduser().resolve()
         op_args = {"path": str(target), "scope": args.scope, "vectors": args.vectors}
     try:
-        report = run_admin(args.op, paths, timeout=settings.spawn_timeout, args=op_args)
+        long_running = args.op in ("export", "export_markdown", "reindex", "backup")
+        report = run_admin(
+            args.op,
+            paths,
+            timeout=settings.spawn_timeout,
+            args=op_args,
+            label=f"mnemograph {args.op.replace('_markdown', '')}" if long_running else None,
+        )
         if to_stdout:
             with open(op_args["path"], encoding="utf-8") as exported:
                 for line in exported:
@@ -239,17 +246,55 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     if args.source != "mnemograph":
         return _import_other(args, settings, paths)
+    data_dir = settings.data_dir
+    if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
+        return _merge_export(args, settings, paths)
+    from server._progress import Progress
     from storage import Engine, MnemographError
 
+    bar = Progress("mnemograph import")
     try:
         with open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin as source:
-            summary = Engine.import_export(settings.data_dir, source)
+            summary = Engine.import_export(data_dir, source, progress=bar.callback())
     except (OSError, MnemographError) as exc:
+        bar.close()
         print(f"mnemograph import: {exc}", file=sys.stderr)
         return 2
+    bar.close()
     print(
         f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities and "
         f"{summary.relations} relations into {summary.data_dir} ({summary.reembedded} embedded again)"
+    )
+    return 0
+
+
+def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    """An export into a store that already holds memories: merged through its owner (or directly if none runs)."""
+    from server._admin import AdminError, run_admin
+
+    if args.file == "-":
+        print(
+            "mnemograph import: merging into an existing store reads a file, not standard input; "
+            "save the export to a file and pass its path",
+            file=sys.stderr,
+        )
+        return 2
+    source = Path(args.file).expanduser().resolve()
+    if not source.is_file():
+        print(f"mnemograph import: {args.file} is not a file; pass a file written by mnemograph export",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    body = {"format": "mnemograph", "path": str(source)}
+    try:
+        report = run_admin(
+            "import", paths, timeout=settings.spawn_timeout, args=body, label="mnemograph import"
+        )
+    except AdminError as exc:
+        print(f"mnemograph import: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"imported {report['memories'] + report['already']} memories from {args.file} into {report['data_dir']}: "
+        f"{report['memories']} new, {report['already']} already there ({report['reembedded']} embedded again)"
     )
     return 0
 
@@ -266,7 +311,9 @@ def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePa
     scope = args.scope or settings.default_scopes[0]
     body = {"format": args.source, "path": str(Path(args.file).expanduser().resolve()), "scope": scope}
     try:
-        report = run_admin("import", paths, timeout=settings.spawn_timeout, args=body)
+        report = run_admin(
+            "import", paths, timeout=settings.spawn_timeout, args=body, label="mnemograph import"
+        )
     except AdminError as exc:
         print(f"mnemograph import: {exc}", file=sys.stderr)
         return 2

@@ -530,7 +530,9 @@ class GraphStore:
         for eid, name, etype, aliases in entities:
             _exec(
                 conn,
-                "CREATE (:Entity {id: $id, name: $name, type: $type, aliases: CAST($aliases AS STRING[])})",
+                # MERGE: an import into a store that already knows the entity keeps the store's own record.
+                "MERGE (e:Entity {id: $id}) ON CREATE SET e.name = $name, e.type = $type, "
+                "e.aliases = CAST($aliases AS STRING[])",
                 {"id": eid, "name": name, "type": etype, "aliases": list(aliases)},
             )
 

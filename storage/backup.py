@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +54,7 @@ class ImportSummary:
     entities: int
     relations: int
     reembedded: int
+    already: int = 0  # memories the store held before (a merge into a non-empty store skips them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,56 +310,78 @@ def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, 
     )
 
 
-def restore(engine: Engine, parsed: Parsed) -> ImportSummary:
-    """Write a parsed export into ``engine`` (an empty store) through its single writer."""
+def restore(
+    engine: Engine, parsed: Parsed, *, progress: Callable[[str, int, int], None] | None = None
+) -> ImportSummary:
+    """Write a parsed export into ``engine`` through its single writer, merging with what the store holds.
+
+    Memories already present (same id: ids are content hashes, salted for re-assertions) are skipped, so
+    importing the same export twice adds nothing. Entities are merged by their key; a scope the store already
+    has keeps its place in the tree; version edges and relations come only with the memories added. Into an
+    empty store this writes everything, exactly as exported. ``progress(phase, done, total)`` reports embedding
+    and writing.
+    """
+    graph, reconciler = engine.graph, engine.reconciler
+    with graph.read() as conn:
+        present = set(graph.all_ids(conn))
+        known_scopes = {s for s, _ in graph.export_scopes(conn)}
+    memories = [rec for rec in parsed.memories if rec[0].id not in present]
+    added_ids = {m.id for m, *_ in memories}
     embedder: Embedder = engine.embedder
     same_model = parsed.model == embedder.name and parsed.dim == embedder.dim
-    todo = [i for i, (_m, vec, _a, _e) in enumerate(parsed.memories) if vec is None or not same_model]
+    todo = [i for i, (_m, vec, _a, _e) in enumerate(memories) if vec is None or not same_model]
     vectors: dict[int, list[float]] = {}
     for start in range(0, len(todo), 256):
         chunk = todo[start : start + 256]
-        for i, vec in zip(chunk, embedder.embed([parsed.memories[i][0].content for i in chunk]), strict=True):
+        for i, vec in zip(chunk, embedder.embed([memories[i][0].content for i in chunk]), strict=True):
             vectors[i] = [float(x) for x in vec]
-    for i, (_m, vec, _a, _e) in enumerate(parsed.memories):
+        if progress is not None:
+            progress("embedding", min(start + 256, len(todo)), len(todo))
+    for i, (_m, vec, _a, _e) in enumerate(memories):
         if i not in vectors:
             assert vec is not None
             vectors[i] = v.vector(vec, embedder.dim)
-    graph, reconciler = engine.graph, engine.reconciler
-    scope_ids = {s for s, _ in parsed.scopes} | {s for m, *_ in parsed.memories for s in m.scopes}
+    scope_ids = {s for s, _ in parsed.scopes} | {s for m, *_ in memories for s in m.scopes}
     now = datetime.now(UTC)
     created = dict(parsed.scopes)
+    parents = [(c, p) for c, p in parsed.parents if c not in known_scopes]  # never move a scope the store has
     reconciler.submit(
         lambda tx: graph.restore_scopes(
-            tx.conn, [(s, created.get(s, now)) for s in sorted(scope_ids)], parsed.parents
+            tx.conn, [(s, created.get(s, now)) for s in sorted(scope_ids)], parents
         )
     )
     reconciler.submit(lambda tx: graph.restore_entities(tx.conn, parsed.entities))
-    for start in range(0, len(parsed.memories), IMPORT_BATCH):
+    for start in range(0, len(memories), IMPORT_BATCH):
 
         def batch(tx: Any, start: int = start) -> None:
-            for i in range(start, min(start + IMPORT_BATCH, len(parsed.memories))):
-                m, _vec, added, mentions = parsed.memories[i]
+            for i in range(start, min(start + IMPORT_BATCH, len(memories))):
+                m, _vec, added, mentions = memories[i]
                 graph.restore_memory(tx.conn, m, vectors[i], added, mentions)
                 tx.record("add", m.id)
 
         reconciler.submit(batch)
+        if progress is not None:
+            progress("writing", min(start + IMPORT_BATCH, len(memories)), len(memories))
 
     def edges(tx: Any) -> None:
         for new, old, reason, at in parsed.supersedes:
-            graph.restore_supersedes(tx.conn, new, old, reason, at)
+            if new in added_ids or old in added_ids:
+                graph.restore_supersedes(tx.conn, new, old, reason, at)
         for a, b, predicate, mid, at in parsed.relations:
-            graph.restore_relation(tx.conn, a, b, predicate, mid, at)
+            if mid in added_ids:
+                graph.restore_relation(tx.conn, a, b, predicate, mid, at)
 
     reconciler.submit(edges)
     engine._reload_tree()
     engine._reload_lexicon()
     return ImportSummary(
         str(engine.data_dir),
-        len(parsed.memories),
+        len(memories),
         len(scope_ids),
         len(parsed.entities),
-        len(parsed.relations),
+        sum(1 for *_, mid, _at in parsed.relations if mid in added_ids),
         len(todo),
+        already=len(parsed.memories) - len(memories),
     )
 
 

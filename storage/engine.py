@@ -1276,14 +1276,26 @@ class Engine:
 
     @classmethod
     def import_export(
-        cls, data_dir: Path | str, source: IO[str], *, embedder: Embedder | None = None
+        cls,
+        data_dir: Path | str,
+        source: IO[str],
+        *,
+        embedder: Embedder | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> snapshots.ImportSummary:
         """Restore an export into a new (empty) data directory. The file is validated before anything is written."""
         path = Path(data_dir).expanduser().resolve()
         snapshots.require_empty(path)
         parsed = snapshots.parse(iter(source))
         with cls.open(path, embedder=embedder, warm=False) as engine:
-            return snapshots.restore(engine, parsed)
+            return snapshots.restore(engine, parsed, progress=progress)
+
+    def merge_export(
+        self, source: IO[str], *, progress: Callable[[str, int, int], None] | None = None
+    ) -> snapshots.ImportSummary:
+        """Merge an export into this store: memories it already holds are skipped (``already``), so it is
+        idempotent. The whole file is validated before anything is written."""
+        return snapshots.restore(self, snapshots.parse(iter(source)), progress=progress)
 
     # -- reads -------------------------------------------------------------------------------------
 

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import signal
 import subprocess
+import threading
 import uuid
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from storage import Engine
 from tests.conftest import files_containing
 from tests.e2e.conftest import MNEMOGRAPH, Store, call
 
@@ -67,11 +71,76 @@ async def test_erase_export_import_backup_while_an_owner_serves(store: Store, tm
     imported = await _cli("import", str(tmp_path / "dump.jsonl"), "--data-dir", str(tmp_path / "restored"))
     assert imported.returncode == 0, imported.stderr
     assert b"imported 4 memories" in imported.stdout
+    # Importing again merges: nothing is added, every memory is reported as already there.
     again = await _cli("import", str(tmp_path / "dump.jsonl"), "--data-dir", str(tmp_path / "restored"))
-    assert again.returncode == 2
-    assert b"not an empty directory" in again.stderr
+    assert again.returncode == 0, again.stderr
+    assert b"imported 4 memories" in again.stdout
+    assert b": 0 new, 4 already there" in again.stdout
     # The owner may already have left on its idle timeout (30 s in tests) on a loaded machine.
     if store.owner_pid() is not None:
         store.kill_owner(signal.SIGTERM)
     verify = await _cli("verify", "--json", "--data-dir", str(tmp_path / "restored"))
     assert json.loads(verify.stdout)["ok"] is True
+    assert json.loads(verify.stdout)["counts"]["kuzu"] == 4
+
+
+def _run_on_terminal(*args: str) -> tuple[int, bytes, bytes]:
+    """Run the CLI with stderr on a pseudo-terminal (stdout piped): its exit code, stdout and terminal bytes."""
+    main, side = pty.openpty()
+    proc = subprocess.Popen([MNEMOGRAPH, *args], stdout=subprocess.PIPE, stderr=side)
+    os.close(side)
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # EIO once the process closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    out, _ = proc.communicate()
+    reader.join()
+    os.close(main)
+    return proc.returncode, out, b"".join(chunks)
+
+
+def test_progress_bar_on_a_terminal_and_none_when_piped(engine: Engine, tmp_path: Path) -> None:
+    for n in range(5):
+        engine.write(f"Crate {n} sits on the north wall.", ["user:cli"])
+    dump = tmp_path / "dump.jsonl"
+    with dump.open("w", encoding="utf-8") as out:
+        engine.export(out)
+
+    # On a terminal: an import into a new directory draws a bar up to 100%, then the result on stdout.
+    code, out, terminal = _run_on_terminal("import", str(dump), "--data-dir", str(tmp_path / "tty"))
+    assert code == 0, terminal
+    assert b"imported 5 memories" in out
+    assert b"\rmnemograph import: writing [" + b"#" * 30 + b"] 5/5 100%" in terminal
+    # Merging into it (the work runs in the store's process) and exporting show their progress line too.
+    code, out, terminal = _run_on_terminal("import", str(dump), "--data-dir", str(tmp_path / "tty"))
+    assert code == 0, terminal
+    assert b": 0 new, 5 already there" in out
+    assert b"\rmnemograph import: " in terminal
+    code, out, terminal = _run_on_terminal(
+        "export", "-o", str(tmp_path / "again.jsonl"), "--data-dir", str(tmp_path / "tty")
+    )
+    assert code == 0, terminal
+    assert b"\rmnemograph export: " in terminal
+
+    # Piped: the same commands write no bar bytes at all.
+    for args in (
+        ["import", str(dump), "--data-dir", str(tmp_path / "piped")],
+        ["import", str(dump), "--data-dir", str(tmp_path / "piped")],
+        ["export", "-o", str(tmp_path / "piped.jsonl"), "--data-dir", str(tmp_path / "piped")],
+    ):
+        piped = subprocess.run([MNEMOGRAPH, *args], capture_output=True, check=False)
+        assert piped.returncode == 0, piped.stderr
+        assert b"\r" not in piped.stderr
+        assert b"\r" not in piped.stdout
+        assert b"[#" not in piped.stderr
+    assert (tmp_path / "piped.jsonl").read_text().count('"type": "memory"') == 5

@@ -18,6 +18,7 @@ from tests.e2e.conftest import MNEMOGRAPH, Store, call
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 INSTALL = Path(__file__).parent / "install_server_memory.sh"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 async def run(store: Store, *args: str) -> tuple[int, str, str]:
@@ -149,6 +150,22 @@ async def test_a_mem0_export_keeps_its_dates_and_ids(store: Store, tmp_path: Pat
     assert trip["metadata"]["mem0_id"] == "892db2ae-06d9-49e5-8b3e-585ef9b85b8e"
     assert trip["metadata"]["mem0_categories"] == ["travel"]
     assert by_content["Is allergic to peanuts"]["valid_from"].startswith("2024-03-02T09:00:00")
+
+
+async def test_a_mem0_export_written_by_mem0_itself_imports_once(store: Store, tmp_path: Path) -> None:
+    """``fixtures/mem0/get_all_ana.json``: Mem0 2.2.1's own get_all() answer (see the README beside it)."""
+    source = FIXTURES / "mem0" / "get_all_ana.json"
+    exported = json.loads(source.read_text())["results"]
+    for attempt in range(2):
+        status, out, err = await run(store, "import", "--from", "mem0", str(source), "--scope", "user:ana")
+        assert status == 0, err
+        assert ("3 new" if attempt == 0 else "0 new, 3 already there") in out
+    by_content = {m["content"]: m for m in await listed(store, "--scope", "user:ana")}
+    assert set(by_content) == {m["memory"] for m in exported}
+    for original in exported:
+        imported = by_content[original["memory"]]
+        assert imported["metadata"]["mem0_id"] == original["id"]
+        assert imported["event_time"][:19] == original["created_at"][:19]
 
 
 BASIC_MEMORY_NOTE = """---

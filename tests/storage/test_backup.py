@@ -116,6 +116,33 @@ def test_export_of_one_scope_takes_its_subtree_only(
         assert [h.memory.content for h in hits][:1] == ["Ana Lima works at Globex in Porto since May."]
 
 
+def test_merge_into_a_store_with_its_own_memories_adds_the_rest_once(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    _seed(engine)
+    buf = io.StringIO()
+    engine.export(buf)
+    with Engine.open(tmp_path / "other", embedder=embedder, warm=False) as other:
+        own = other.write("Carla keeps the spare keys.", ["user:carla"])
+        other.create_scope("team:core", parent="org:acme")  # the store's own tree: a merge must not move it
+        other.write("Bruno drinks his coffee black.", ["user:bruno"], entities=[EntityIn("Bruno", "person")])
+        first = other.merge_export(io.StringIO(buf.getvalue()))
+        assert (first.memories, first.already) == (6, 1)  # Bruno's coffee was there already (same id)
+        before = _everything(other)
+        second = other.merge_export(io.StringIO(buf.getvalue()))
+        assert (second.memories, second.already, second.relations) == (0, 7, 0)
+        assert _everything(other) == before
+        assert other.verify().ok
+        assert {s.id: s.parent for s in other.list_scopes()}["team:core"] == "org:acme"
+        assert other.read(own.id).memory.content == "Carla keeps the spare keys."
+        merged = _everything(other)
+        mine = _everything(engine)
+        assert {m.id for m in mine["memories"]} <= {m.id for m in merged["memories"]}  # type: ignore[attr-defined]
+        assert set(mine["relations"]) <= set(merged["relations"])  # type: ignore[arg-type]
+        assert set(mine["supersedes"]) <= set(merged["supersedes"])  # type: ignore[arg-type]
+        assert _recall_all(other) == _recall_all(engine)
+
+
 def test_import_refuses_a_non_empty_directory_and_bad_files_changing_nothing(
     engine: Engine, tmp_path: Path, embedder: CachedEmbedder
 ) -> None:
