@@ -129,7 +129,9 @@ class Child:
     def __init__(self, name: str, checkout: Path, runtime: str | None, python: str) -> None:
         self.name = name
         env = dict(os.environ, PYTHONPATH=str(checkout))
-        argv = [python, str(Path(__file__).resolve()), "--child"] + (["--runtime", runtime] if runtime else [])
+        argv = [python, str(Path(__file__).resolve()), "--child"] + (
+            ["--runtime", runtime] if runtime else []
+        )
         self.proc = subprocess.Popen(
             argv, cwd=checkout, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
         )
@@ -192,7 +194,11 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="ab-commits-"))
     (tmp / "texts.json").write_text(json.dumps(texts))
-    variants = [("base", Path(a.base), None), ("main-numpy", Path(a.main), None), ("main-torch", Path(a.main), "torch")]
+    variants = [
+        ("base", Path(a.base), None),
+        ("main-numpy", Path(a.main), None),
+        ("main-torch", Path(a.main), "torch"),
+    ]
     kids = []
     for name, checkout, runtime in variants:
         c = Child(name, checkout, runtime, a.python)
@@ -202,7 +208,12 @@ def main() -> None:
     r = kids[0].ask(op="embed", texts=str(tmp / "texts.json"), dest=str(tmp / "vectors.npy"))
     log(f"  {r['seconds']:.0f} s")
     for c in kids:  # build the three stores concurrently (untimed)
-        c.send(op="build", texts=str(tmp / "texts.json"), vectors=str(tmp / "vectors.npy"), path=str(tmp / c.name))
+        c.send(
+            op="build",
+            texts=str(tmp / "texts.json"),
+            vectors=str(tmp / "vectors.npy"),
+            path=str(tmp / c.name),
+        )
     for c in kids:
         log(f"{c.name}: built in {c.read()['seconds']:.0f} s")
     for c in kids:  # warm-up, discarded
@@ -233,9 +244,19 @@ def main() -> None:
         "| variant | recall p50 | recall p95 | p50 / base | p95 / base | write p50 | write p95 | p50 / base | p95 / base |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    b = {"r50": q(rec["base"], 0.5), "r95": q(rec["base"], 0.95), "w50": q(wr["base"], 0.5), "w95": q(wr["base"], 0.95)}
+    b = {
+        "r50": q(rec["base"], 0.5),
+        "r95": q(rec["base"], 0.95),
+        "w50": q(wr["base"], 0.5),
+        "w95": q(wr["base"], 0.95),
+    }
     for c in kids:
-        r50, r95, w50, w95 = q(rec[c.name], 0.5), q(rec[c.name], 0.95), q(wr[c.name], 0.5), q(wr[c.name], 0.95)
+        r50, r95, w50, w95 = (
+            q(rec[c.name], 0.5),
+            q(rec[c.name], 0.95),
+            q(wr[c.name], 0.5),
+            q(wr[c.name], 0.95),
+        )
         lines.append(
             f"| {c.name} | {r50:.1f} | {r95:.1f} | {r50 / b['r50']:.2f}× | {r95 / b['r95']:.2f}× "
             f"| {w50:.1f} | {w95:.1f} | {w50 / b['w50']:.2f}× | {w95 / b['w95']:.2f}× |"
@@ -248,7 +269,14 @@ def main() -> None:
     print(f"load before: {load_before}\nload after:  {load_after}")
     if a.out:
         cmd = "python bench/ab_commits.py " + " ".join(
-            f"--{k} {v}" for k, v in (("base", a.base), ("n", a.n), ("recalls", a.recalls), ("writes", a.writes), ("rounds", a.rounds))
+            f"--{k} {v}"
+            for k, v in (
+                ("base", a.base),
+                ("n", a.n),
+                ("recalls", a.recalls),
+                ("writes", a.writes),
+                ("rounds", a.rounds),
+            )
         )
         body = [
             "# A/B: recall and write latency, baseline 0a747b1 vs. current main (issue 12)",
@@ -258,7 +286,8 @@ def main() -> None:
             f"{a.recalls} recalls (recipe default, k=10, a user scope under one team) and {a.writes} single writes.",
             f"Machine: {os.cpu_count()} cores, shared. `uptime` before: `{load_before}`; after: `{load_after}`.",
             "",
-            "Children: " + "; ".join(f"{c.name} → `{c.hello['storage']}` (runtime {c.hello['runtime']})" for c in kids),
+            "Children: "
+            + "; ".join(f"{c.name} → `{c.hello['storage']}` (runtime {c.hello['runtime']})" for c in kids),
             "",
             "Latencies in ms per call, all rounds pooled (recall includes the query embedding; write is the time "
             "until `Engine.write` returned, i.e. acknowledged, with the projections settled untimed between writes).",
