@@ -218,24 +218,33 @@ async def test_no_full_id_for_a_prefix_of_a_memory_one_cannot_read(store: Store)
 async def test_guessed_words_lead_to_no_other_version_and_erase_names_no_foreign_scope(store: Store) -> None:
     a = await make_token(store, "A", "team:a=admin")
     b = await make_token(store, "B", "team:b=admin")
+    both = await make_token(store, "C", "team:a=w", "team:b=w")
     async with (
         http_server(store, auth=True) as server,
         as_token(server.url, a) as ca,
         as_token(server.url, b) as cb,
+        as_token(server.url, both) as cc,
     ):
         old = await call(cb, "memory_write", {"content": "The salary band is 250k.", "scopes": ["team:b"]})
         new = await call(cb, "amend", {"id": old["id"], "content": "The salary band is 260k."})
 
-        # Writing guessed words joins the existing memory; reading it must not lead to its earlier version.
+        # Writing guessed words gives A a memory of its own: not B's id, and nothing that leads to B's versions.
         guessed = await call(
             ca, "memory_write", {"content": "The salary band is 260k.", "scopes": ["team:a"]}
         )
-        assert guessed["id"] == new["id"]
+        assert guessed["id"] not in (new["id"], old["id"])
         record = await call(ca, "memory_read", {"id": guessed["id"]})
         assert old["id"] not in json.dumps(record)
+        assert new["id"] not in json.dumps(record)
         assert record["memory"]["supersedes"] is None
-        assert [v["id"] for v in record["versions"]] == [new["id"]]
-        # Its erase is refused (a version lives in team:b), without naming team:b.
+        assert [v["id"] for v in record["versions"]] == [guessed["id"]]
+
+        # Shared into team:a by someone who may (C), B's current version is readable by A; its earlier version
+        # is not. Reading it must not lead there, and its erase is refused without naming team:b.
+        await call(cc, "link_memory", {"id": new["id"], "scope": "team:a"})
+        shared = await call(ca, "memory_read", {"id": new["id"]})
+        assert old["id"] not in json.dumps(shared)
+        assert shared["memory"]["supersedes"] is None
         code, text = await fails(ca, "erase", {"id": new["id"], "confirm": new["id"]})
         assert code == "scope_denied"
         assert "team:b" not in text
