@@ -172,7 +172,8 @@ def test_write_receipts_do_not_confirm_content_stored_elsewhere(seeded: tuple[En
     probe = engine.write("Agent A hides the spare key in the red box.", ["agent:b"], principal=B)
     assert probe.status == "added"  # not "linked": B must not learn that A wrote the same words
     assert probe.scopes == ("agent:b",)
-    assert engine.read(private).memory.scopes == ("agent:a", "agent:b")
+    assert probe.id != private  # a memory of B's own, not A's
+    assert engine.read(private).memory.scopes == ("agent:a",)
 
 
 def test_list_scopes_and_subtrees_are_filtered(seeded: tuple[Engine, str, str]) -> None:
