@@ -39,6 +39,10 @@ def files_containing(root: Path, needle: bytes) -> list[Path]:
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             path = Path(dirpath) / name
-            if needle in path.read_bytes():
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue  # a store's own temporary file, gone between the listing and the read
+            if needle in data:
                 hits.append(path)
     return hits
