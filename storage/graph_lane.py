@@ -61,10 +61,25 @@ class GraphLane:
                 statements.append(path)
             rank[mid] = (min(d, distance), s - seed, -len(statements))
 
+        # A current-view query reads every visible mention of an entity it walks from (ids only, at most
+        # max_mentions): the first ``limit`` rank, and the whole set tells which of the entity's edges the
+        # query may follow, as a memory recording a relation mentions both its ends. Without it, each hop
+        # would ask the store again which edges' memories are visible.
+        seen_mentions: dict[str, set[str]] = {}
+
         def mentions(entity: str, distance: float, limit: int, path: str | None = None) -> None:
-            for mid in self.graph.mentioning(
-                conn, entity, scopes=q.scopes, live_only=q.live_only, limit=limit
-            ):
+            complete = q.live_only
+            found = self.graph.mentioning(
+                conn,
+                entity,
+                scopes=q.scopes,
+                live_only=q.live_only,
+                limit=rule.max_mentions + 1 if complete else limit,
+                valid_at=q.now if complete else None,
+            )
+            if complete and len(found) <= rule.max_mentions:
+                seen_mentions[entity] = set(found)
+            for mid in found[:limit]:
                 reach(mid, distance, seed=distance == 0, path=path)
 
         for entity, name in seeds.items():
@@ -76,7 +91,7 @@ class GraphLane:
         for hop in range(1, rule.hops + 1):
             # Edges back to an entity an earlier hop reached say nothing new.
             edges = [
-                (path, r)
+                (e, path, r)
                 for e, path in frontier.items()
                 if self.lexicon.relations(names[e])  # most entities have none: no need to ask
                 for r in self.graph.relations(conn, e, limit=rule.fanout)
@@ -85,15 +100,14 @@ class GraphLane:
             # Bounded per hop, not per entity: since the offline extractor records relations for ordinary
             # facts, most entities have some, and following fanout edges from each of max_entities entities
             # cost a record fetch per edge (160 store queries and 150 ms a recall at 3,000 memories).
-            records = self.graph.fetch(conn, {r.memory_id for _, r in edges})
+            seen = self._visible(conn, q, edges, seen_mentions)
             nxt: dict[str, str] = {}
-            for path, r in edges:
-                m = records.get(r.memory_id)
-                if m is None or not visible(m, q):
+            for _, path, r in edges:
+                if r.memory_id not in seen:
                     continue
                 statement = _step(path, r)
-                reach(m.id, hop - 0.5, path=statement)
-                stated.setdefault(m.id, hop)
+                reach(r.memory_id, hop - 0.5, path=statement)
+                stated.setdefault(r.memory_id, hop)
                 if r.other_id not in visited and len(nxt) < max(1, rule.max_entities >> hop):
                     visited.add(r.other_id)
                     nxt[r.other_id] = statement
@@ -110,3 +124,29 @@ class GraphLane:
             {mid: tuple(paths[mid]) for mid in ordered if paths.get(mid)},
             statements={mid: stated[mid] for mid in ordered if mid in stated},
         )
+
+    def _visible(
+        self,
+        conn: Connection,
+        q: Query,
+        edges: list[tuple[str, str, Relation]],
+        seen_mentions: dict[str, set[str]],
+    ) -> set[str]:
+        """Ids of the memories recording ``edges`` that the query may see (``recall.visible``). A current-view
+        query answers from the visible mentions already read of the entity an edge leaves from (a memory
+        recording a relation mentions its ends), else asks the store once per such entity; a query about
+        another time view reads each record, as its rules need the whole history."""
+        if q.live_only:
+            by_entity: dict[str, list[str]] = {}
+            for e, _, r in edges:
+                by_entity.setdefault(e, []).append(r.memory_id)
+            out: set[str] = set()
+            for e, ids in by_entity.items():
+                known = seen_mentions.get(e)
+                if known is not None:
+                    out.update(mid for mid in ids if mid in known)
+                else:
+                    out.update(self.graph.visible_among(conn, e, ids, scopes=q.scopes, now=q.now))
+            return out
+        records = self.graph.fetch(conn, {r.memory_id for _, _, r in edges})
+        return {mid for mid, m in records.items() if visible(m, q)}
