@@ -788,8 +788,7 @@ class GraphStore:
             {"e": entity, "n": limit},
         )
         return [
-            Relation(r["predicate"], r["memory_id"], bid, bname, r["_src"] == a)
-            for r, a, bid, bname in rows
+            Relation(r["predicate"], r["memory_id"], bid, bname, r["_src"] == a) for r, a, bid, bname in rows
         ]
 
     def projection_rows(
