@@ -91,7 +91,7 @@ def child(runtime: str | None) -> None:
                             texts[i],
                             [TEAM if rng.random() < 0.1 else user(rng.randrange(USERS))],
                             KINDS[i % 4],
-                            vector=[float(x) for x in vecs[i]],
+                            vector=[float(x) for x in vecs[i % len(vecs)]],
                         )
                         for i in range(lo, min(lo + CHUNK, len(texts)))
                     ]
@@ -176,6 +176,8 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--pool", type=int, help="embed only this many texts and reuse their vectors in turn")
+    ap.add_argument("--variants", default="base,main-numpy,main-torch", help="comma-separated subset")
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.child:
@@ -199,13 +201,16 @@ def main() -> None:
         ("main-numpy", Path(a.main), None),
         ("main-torch", Path(a.main), "torch"),
     ]
+    variants = [v for v in variants if v[0] in a.variants.split(",")]
     kids = []
     for name, checkout, runtime in variants:
         c = Child(name, checkout, runtime, a.python)
         log(f"{name}: storage from {c.hello['storage']}, runtime {c.hello['runtime']}")
         kids.append(c)
-    log(f"embedding {a.n:,} texts once (base child) ...")
-    r = kids[0].ask(op="embed", texts=str(tmp / "texts.json"), dest=str(tmp / "vectors.npy"))
+    pool = min(a.pool or a.n, a.n)
+    (tmp / "pool.json").write_text(json.dumps(texts[:pool]))
+    log(f"embedding {pool:,} texts once ({kids[0].name} child) ...")
+    r = kids[0].ask(op="embed", texts=str(tmp / "pool.json"), dest=str(tmp / "vectors.npy"))
     log(f"  {r['seconds']:.0f} s")
     for c in kids:  # build the three stores concurrently (untimed)
         c.send(
@@ -225,7 +230,7 @@ def main() -> None:
     per_round: dict[str, list[float]] = {c.name: [] for c in kids}
     empty: dict[str, int] = {c.name: 0 for c in kids}
     for rnd, (queries, writes) in enumerate(rounds):
-        order = kids[rnd % 3 :] + kids[: rnd % 3]
+        order = kids[rnd % len(kids) :] + kids[: rnd % len(kids)]
         if rnd % 2:
             order = order[::-1]
         for c in order:
@@ -276,7 +281,10 @@ def main() -> None:
                 ("recalls", a.recalls),
                 ("writes", a.writes),
                 ("rounds", a.rounds),
+                ("pool", a.pool),
+                ("variants", a.variants),
             )
+            if v is not None
         )
         body = [
             "# A/B: recall and write latency, baseline 0a747b1 vs. current main (issue 12)",
