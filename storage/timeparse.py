@@ -27,6 +27,12 @@ Resolution rules where English is ambiguous:
 * Yearless dates ("May 20", "20th of May"): the most recent occurrence on or before the reference date + 1
   day (memories are mostly about the past; the day of slack absorbs clock and zone skew). A stated weekday
   that contradicts that year ("Tue, May 30") selects the most recent year where it fits, up to 12 back.
+  In a clause that speaks of the future (``will``, ``'ll``, ``going to``, ``due``, ``deadline``,
+  ``upcoming``, ``scheduled``, ``plan(s/ning) to`` ..., and no past marker such as ``was``, ``had``, ``did``,
+  ``ago``, ``yesterday``), the first occurrence on or after the reference date - 1 day instead: "the report
+  is due on December 15", written on 22 November, is this December, not last. The same clause rule makes a
+  bare month the one under way or the next ("the conference will be in May") and a bare weekday the next
+  one ("the review will be on Tuesday").
 * Bare month ("in May", "since June"): the most recent one that has begun by the reference date.
   "last May": the most recent May strictly before the reference month; "next May": the first strictly
   after it; "this May": the reference year's.
@@ -82,7 +88,7 @@ class TimeMention:
 
 _Unit = Literal["day", "week", "month", "year"]
 _Res = tuple[datetime, datetime, Granularity, bool]
-_Mode = Literal["last", "this", "next", "begun"]
+_Mode = Literal["last", "this", "next", "begun", "ahead"]
 
 # ASCII: only ASCII digits/letters form a date, and case folding cannot surprise us (Kelvin sign, long s).
 _F = re.IGNORECASE | re.ASCII
@@ -240,24 +246,48 @@ def _occurrence(
         return next((s for s in reversed(spans) if s[1] <= today), None)
     if mode == "begun":  # most recent one that has started
         return next((s for s in reversed(spans) if s[0] <= today), None)
+    if mode == "ahead":  # the one under way, else the first still to come
+        return next((s for s in spans if today < s[1]), None)
     # "this": the one containing today, else the one starting in today's year
     return next((s for s in spans if s[0] <= today < s[1]), span(today.year))
 
 
-def _yearless(today: date, month: int, day: int, weekday: int | None) -> date | None:
-    limit = today + timedelta(days=1)
+def _yearless(today: date, month: int, day: int, weekday: int | None, ahead: bool = False) -> date | None:
+    if ahead:
+        first = today - timedelta(days=1)
+        years = range(today.year - 1, min(today.year + 13, 10_000))
+    else:
+        limit = today + timedelta(days=1)
+        years = range(today.year + 1, max(today.year - 12, 0), -1)
     fallback = None
-    for year in range(today.year + 1, max(today.year - 12, 0), -1):
+    for year in years:
         try:
             d = date(year, month, day)
         except ValueError:  # Feb 29 in a common year, Feb 30, year 10000
             continue
-        if d > limit:
+        if (d < first) if ahead else (d > limit):
             continue
         if weekday is None or d.weekday() == weekday:
             return d
         fallback = fallback or d
     return fallback
+
+
+# Whether the clause around a time expression speaks of the future: a future marker and no past marker.
+_CLAUSE_END_RX = re.compile(r"[.!?;\n]")
+_FUTURE_RX = _rx(
+    rf"{_B}(?:will|shall|going{_S}to|gonna|due|deadline|upcoming|scheduled|plans?{_S}to|planning{_S}to|"
+    r"intends?\s{1,4}to|expires?|remind(?:er)?)\b|'ll\b"
+)
+_PAST_RX = _rx(rf"{_B}(?:was|were|had|did|went|ago|yesterday|already|last)\b")
+
+
+def _ahead(m: re.Match[str]) -> bool:
+    text = m.string
+    start = max((x.end() for x in _CLAUSE_END_RX.finditer(text, max(0, m.start() - 200), m.start())), default=0)
+    end_match = _CLAUSE_END_RX.search(text, m.end(), m.end() + 200)
+    clause = text[max(start, m.start() - 200) : end_match.start() if end_match else m.end() + 200]
+    return bool(_FUTURE_RX.search(clause)) and not _PAST_RX.search(clause)
 
 
 def _offset(tz: str) -> tzinfo:
@@ -285,7 +315,8 @@ def _r_date(m: re.Match[str], c: _Ctx) -> _Res | None:
     else:
         if month == 5 and "of" in m.re.groupindex and not (m["sfx"] or m["of"]):
             return None  # "those 5 may help": day-first May needs an ordinal, "of" or a year
-        found = _yearless(c.today, month, day, _WEEKDAYS[m["wd"][:3].lower()] if m["wd"] else None)
+        weekday = _WEEKDAYS[m["wd"][:3].lower()] if m["wd"] else None
+        found = _yearless(c.today, month, day, weekday, ahead=_ahead(m))
         if found is None:
             return None
         d = found
@@ -314,7 +345,7 @@ def _r_bare_month(m: re.Match[str], c: _Ctx) -> _Res | None:
     month = _MONTHS[m["mon"][:3].lower()]
     if month == 5 and m["prep"].lower() not in _MAY_PREPS:
         return None
-    found = _occurrence(c.today, _months_from(month, 1), "begun")
+    found = _occurrence(c.today, _months_from(month, 1), "ahead" if _ahead(m) else "begun")
     return None if found is None else c.days(*found, "month")
 
 
@@ -402,7 +433,11 @@ def _r_bare_weekday(m: re.Match[str], c: _Ctx) -> _Res | None:
         text, m.end(), m.end() + 20
     ):
         return None
-    d = c.today - timedelta(days=(c.today.weekday() - _WEEKDAYS[m["wd"][:3].lower()]) % 7)
+    wd = _WEEKDAYS[m["wd"][:3].lower()]
+    if _ahead(m):
+        d = c.today + timedelta(days=(wd - c.today.weekday()) % 7)
+    else:
+        d = c.today - timedelta(days=(c.today.weekday() - wd) % 7)
     return c.days(d, d + timedelta(days=1), "day")
 
 

@@ -103,6 +103,42 @@ def test_yearless_dates_take_most_recent_occurrence(text: str, ref: datetime, ex
     assert (t.lo, t.hi, t.granularity, t.relative) == (expected, expected + timedelta(days=1), "day", True)
 
 
+NOV22 = at(2026, 11, 22, 12)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The newcomer's case: a deadline three weeks ahead was stored as a date eleven months past.
+        ("The quarterly report is due on December 15.", at(2026, 12, 15)),
+        ("We will meet on March 3", at(2027, 3, 3)),
+        ("I'll fly to Lisbon on Jan 4", at(2027, 1, 4)),
+        ("the deadline for the grant is November 21", at(2026, 11, 21)),  # ref - 1 day is still ahead
+        # A past marker in the clause, or no future marker, keeps the most recent occurrence.
+        ("I went to Paris on March 3.", at(2026, 3, 3)),
+        ("The flight was due on December 2", at(2025, 12, 2)),
+        ("I'll remember it. We met on December 2", at(2025, 12, 2)),  # the marker is in another sentence
+    ],
+)
+def test_yearless_dates_in_a_clause_about_the_future_look_ahead(text: str, expected: datetime) -> None:
+    assert one(text, NOV22).lo == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "lo", "hi"),
+    [
+        ("The conference will be in May", at(2027, 5, 1), at(2027, 6, 1)),
+        ("The launch is planned to happen in November, we're going to ship", at(2026, 11, 1), at(2026, 12, 1)),
+        ("I moved in May", at(2026, 5, 1), at(2026, 6, 1)),
+        ("The review will be on Tuesday", at(2026, 11, 24), at(2026, 11, 25)),
+        ("I saw Sam on Tuesday", at(2026, 11, 17), at(2026, 11, 18)),
+    ],
+)
+def test_bare_months_and_weekdays_follow_the_clause_tense(text: str, lo: datetime, hi: datetime) -> None:
+    t = one(text, NOV22)
+    assert (t.lo, t.hi) == (lo, hi)
+
+
 @pytest.mark.parametrize(
     ("text", "lo", "hi", "gran"),
     [
