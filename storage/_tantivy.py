@@ -38,14 +38,29 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
+# English function words: in a query they match nearly every memory, so in a small store a memory that shares
+# only "the", "is" and "in" with the question would count as found by the word lane. Dropped from a query
+# that has other words (a query of nothing else keeps them). The index keeps every word.
+STOP_WORDS = frozenset(
+    "a about above after again against all am an and any are as at be because been before being below between "
+    "both but by can could did do does doing down during each few for from further had has have having he her "
+    "here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not "
+    "now of off on once only or other our ours ourselves out over own same she should so some such than that the "
+    "their theirs them themselves then there these they this those through to too under until up very was we "
+    "were what when where which while who whom why will with would you your yours yourself yourselves".split()
+)
+
+
 def query_terms(text: str) -> list[str]:
-    """The words of a user query, lower-cased, de-duplicated, at most MAX_QUERY_TERMS."""
+    """The words of a user query, lower-cased, de-duplicated, at most MAX_QUERY_TERMS, without the
+    ``STOP_WORDS`` unless nothing else is left."""
     seen: dict[str, None] = {}
     for w in _WORD.findall(text):
         seen.setdefault(w.lower(), None)
         if len(seen) >= MAX_QUERY_TERMS:
             break
-    return list(seen)
+    content = [w for w in seen if w not in STOP_WORDS]
+    return content or list(seen)
 
 
 class TextIndex:

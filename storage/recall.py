@@ -309,12 +309,22 @@ def run(
 
 
 def _finish(kept: list[_Candidate], q: Query, recipe: Recipe) -> list[Hit]:
-    """The relevance rule (``Recipe.relevance_floor``), then ``k``, then the token budget."""
+    """The relevance rules (``Recipe.min_similarity``, ``Recipe.relevance_floor``), then ``k``, then the token
+    budget."""
+    if recipe.min_similarity is not None and q.vector is not None:
+        kept = [c for c in kept if not _vector_only_and_weak(c, q.vector, recipe.min_similarity)]
     if kept and recipe.relevance_floor > 0:
         floor = recipe.relevance_floor * max(c.score for c in kept)
         kept = [c for c in kept if c.score >= floor]
     hits = [c.hit() for c in kept[: q.k]]
     return _fit(hits, q.token_budget, q.cut_chars) if q.token_budget is not None else hits
+
+
+def _vector_only_and_weak(c: _Candidate, query: np.ndarray, floor: float) -> bool:
+    if c.unit is None or set(c.lanes) != {"vector"} or c.paths or c.via:
+        return False
+    norm = float(np.linalg.norm(query))
+    return norm > 0 and float(np.dot(c.unit, query)) / norm < floor
 
 
 class _Pool:

@@ -107,6 +107,10 @@ class Recipe:
     # The relevance rule: a result whose fused score is below ``relevance_floor`` x the best result's score is
     # dropped (0: keep every result up to k). See docs/recall.md.
     relevance_floor: float = 0.0
+    # The absolute rule: a result only the vector lane found, whose cosine similarity to the query is below
+    # this, is dropped (None: no such rule). Without it, a question about nothing stored returns the k nearest
+    # memories anyway, each "found by vector", as ranks, not similarities, decide fused scores.
+    min_similarity: float | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.weights) - set(LANES)
@@ -129,6 +133,8 @@ class Recipe:
             )
         if not 0 <= self.relevance_floor <= 1:
             raise InvalidInput(f"recipe {self.name!r}: relevance_floor must be in [0, 1]")
+        if self.min_similarity is not None and not -1 <= self.min_similarity <= 1:
+            raise InvalidInput(f"recipe {self.name!r}: min_similarity must be in [-1, 1] or None")
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
@@ -155,6 +161,7 @@ DEFAULT = Recipe(
     time=TimeRule(boost=0.25, narrow_boost=1.0),
     group=GroupRule(key=None, head=1),
     relevance_floor=0.35,
+    min_similarity=0.2,
     description="all lanes, time rule, version chains followed, history questions, relevance rule",
 )
 

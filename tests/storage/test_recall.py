@@ -46,7 +46,8 @@ def test_fusion_reports_every_lane_and_rank(stocked: Engine) -> None:
     assert top.lanes.get("bm25") == 1
     assert top.lanes.get("vector") == 1
     assert top.score == pytest.approx(2 / (RECIPES["default"].rrf_k + 1))  # first in both lanes
-    assert len(hits) == 3
+    # k is an upper bound: the rest are word matches or similar enough (docs/recall.md, the similarity rule).
+    assert 1 <= len(hits) <= 3
 
 
 def test_scopes_isolate_and_ancestors_are_inherited(stocked: Engine) -> None:

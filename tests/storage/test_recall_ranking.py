@@ -50,10 +50,13 @@ def test_memory_in_the_queried_window_outranks_an_equal_text_match(lamps: Engine
 
 
 def test_time_boost_is_soft(lamps: Engine) -> None:
-    hits = lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW)
+    # Without the absolute similarity rule, which would drop the unrelated dentist visit whatever its time.
+    recipe = RECIPES["default"].with_(min_similarity=None)
+    hits = lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW, recipe=recipe)
     order = contents(hits)
     assert order.index(BEDROOM) < order.index(DENTIST)  # a strong match outside beats a weak one inside
-    assert DENTIST in order  # and nothing is filtered away
+    assert DENTIST in order  # and the time window filters nothing away
+    assert DENTIST not in contents(lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW))
 
 
 def test_no_time_recipe_ignores_time_expressions(lamps: Engine) -> None:
@@ -271,3 +274,34 @@ def test_grouping_is_asked_for_per_call_never_switched_on_by_stored_metadata(
         assert once.count("lamp") == 1
         with pytest.raises(InvalidInput):
             engine.recall("brass desk lamp", ["user:ana"], group_by=" ")
+
+
+UNRELATED = (
+    "The quarterly report is due on December 15.",
+    "Ana prefers aisle seats on long flights.",
+    "The staging database runs Postgres 16.",
+    "Our team standup is at 9:30 in the small meeting room.",
+    "The hotel in Austin is the Driskill, booked for three nights.",
+)
+
+
+def test_a_question_about_nothing_stored_gets_nothing(engine: Engine) -> None:
+    # The newcomer's first check: five memories, none about pizza. Every one came back "found by vector".
+    for text in UNRELATED:
+        engine.write(text, ["user:ana"], kind="note")
+    assert engine.recall("favorite pizza topping", ["user:ana"]) == []
+    assert contents(engine.recall("where is the hotel in Austin", ["user:ana"])) == [UNRELATED[4]]
+
+
+def test_function_words_alone_do_not_make_a_word_match(engine: Engine) -> None:
+    for text in UNRELATED:
+        engine.write(text, ["user:ana"], kind="note")
+    hits = engine.recall("what is in the report", ["user:ana"], recipe="bm25")
+    assert contents(hits) == [UNRELATED[0]]
+    # A query of nothing but function words still searches with them.
+    assert engine.recall("is the", ["user:ana"], recipe="bm25")
+
+
+def test_min_similarity_is_validated() -> None:
+    with pytest.raises(InvalidInput, match="min_similarity"):
+        RECIPES["default"].with_(min_similarity=2.0)
