@@ -284,7 +284,9 @@ _PAST_RX = _rx(rf"{_B}(?:was|were|had|did|went|ago|yesterday|already|last)\b")
 
 def _ahead(m: re.Match[str]) -> bool:
     text = m.string
-    start = max((x.end() for x in _CLAUSE_END_RX.finditer(text, max(0, m.start() - 200), m.start())), default=0)
+    start = max(
+        (x.end() for x in _CLAUSE_END_RX.finditer(text, max(0, m.start() - 200), m.start())), default=0
+    )
     end_match = _CLAUSE_END_RX.search(text, m.end(), m.end() + 200)
     clause = text[max(start, m.start() - 200) : end_match.start() if end_match else m.end() + 200]
     return bool(_FUTURE_RX.search(clause)) and not _PAST_RX.search(clause)

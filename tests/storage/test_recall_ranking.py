@@ -56,7 +56,9 @@ def test_time_boost_is_soft(lamps: Engine) -> None:
     order = contents(hits)
     assert order.index(BEDROOM) < order.index(DENTIST)  # a strong match outside beats a weak one inside
     assert DENTIST in order  # and the time window filters nothing away
-    assert DENTIST not in contents(lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW))
+    assert DENTIST not in contents(
+        lamps.recall("Which desk lamp did I buy last Tuesday?", ["user:ana"], now=NOW)
+    )
 
 
 def test_no_time_recipe_ignores_time_expressions(lamps: Engine) -> None:

@@ -128,7 +128,11 @@ def test_yearless_dates_in_a_clause_about_the_future_look_ahead(text: str, expec
     ("text", "lo", "hi"),
     [
         ("The conference will be in May", at(2027, 5, 1), at(2027, 6, 1)),
-        ("The launch is planned to happen in November, we're going to ship", at(2026, 11, 1), at(2026, 12, 1)),
+        (
+            "The launch is planned to happen in November, we're going to ship",
+            at(2026, 11, 1),
+            at(2026, 12, 1),
+        ),
         ("I moved in May", at(2026, 5, 1), at(2026, 6, 1)),
         ("The review will be on Tuesday", at(2026, 11, 24), at(2026, 11, 25)),
         ("I saw Sam on Tuesday", at(2026, 11, 17), at(2026, 11, 18)),
