@@ -390,6 +390,35 @@ def durability_checks(directory: Path, n: int) -> None:
         stop(primary)
 
 
+def erasure_checks(primary: Server, replica: Server) -> None:
+    """Physical erasure: the AOF logs each write query verbatim, so deleted content stays in the files until the
+    AOF is rewritten from memory (on the primary and on every replica)."""
+    marker = "erase-me-" + "".join(random.Random(5).choice("qwxz") for _ in range(24))
+    g = FalkorDB(host="127.0.0.1", port=primary.port).select_graph(GRAPH)
+    g.query("CREATE (:Memory {id: 'erase-1', content: $c})", {"c": marker})
+    g.query("MATCH (m:Memory {id: 'erase-1'}) DETACH DELETE m")
+    primary.client().execute_command("WAIT", 1, 5000)
+
+    def on_disk(server: Server) -> bool:
+        return any(marker.encode() in f.read_bytes() for f in server.directory.rglob("*") if f.is_file())
+
+    before = (on_disk(primary), on_disk(replica))
+    for server in (primary, replica):
+        c = server.client()
+        c.bgrewriteaof()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # bounded poll of the server's own progress flags
+            info = c.info("persistence")
+            if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+                break
+            time.sleep(0.05)
+    after = (on_disk(primary), on_disk(replica))
+    record("erasure", "deleted content is gone from the files after DELETE", not any(before),
+           f"marker in primary/replica files: {before}")  # fmt: skip
+    record("erasure", "... and after BGREWRITEAOF on primary and replica", not any(after),
+           f"marker in primary/replica files: {after}")  # fmt: skip
+
+
 def replica_checks(primary: Server, replica: Server) -> None:
     g = FalkorDB(host="127.0.0.1", port=primary.port).select_graph(GRAPH)
     rg = FalkorDB(host="127.0.0.1", port=replica.port).select_graph(GRAPH)
@@ -490,6 +519,7 @@ def main() -> int:
         g.query("MATCH (m:Memory) WHERE m.id = 'dup' OR m.id STARTS WITH 'multi' DETACH DELETE m")
         changelog_checks(primary, args.writers, args.per_writer)
         replica_checks(primary, replica)
+        erasure_checks(primary, replica)
         lat = latency_rows(primary, replica, args.n)
         durability_checks(Path(tmp), min(args.n, 300))
     took = time.perf_counter() - start
@@ -502,7 +532,14 @@ def main() -> int:
 
 # Checks that record a known "no" (a Kùzu function FalkorDB lacks, MULTI/EXEC's missing rollback, Lua): findings,
 # not failures of the probe.
-EXPECTED_NO = ("list_sort", "localdatetime", "MULTI/EXEC", "GRAPH.QUERY can", "a Python datetime")
+EXPECTED_NO = (
+    "list_sort",
+    "localdatetime",
+    "MULTI/EXEC",
+    "GRAPH.QUERY can",
+    "a Python datetime",
+    "deleted content is gone from the files after DELETE",
+)
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
