@@ -293,8 +293,8 @@ def write_params(i: int, rng: random.Random, tag: str) -> dict[str, Any]:
 
 
 def merge_race_checks(server: Server, trials: int = 20, writers: int = 4) -> None:
-    """Several first writes at once, each MERGEing the counter: FalkorDB matches before it takes the write lock,
-    so more than one counter node can appear (and then sequence numbers repeat)."""
+    """Several first writes at once, each MERGEing the counter: the match apparently runs before the write lock
+    is taken, so more than one counter node can appear (then each write matches several counters)."""
     raced = 0
     for t in range(trials):
         name = f"race-{t}"
