@@ -92,6 +92,8 @@ def report(info: dict[str, Any], results: list[Result]) -> str:
                 f"Ran {len(r.questions)} questions; handshake median {sorted(r.handshake_s)[len(r.handshake_s) // 2]:.2f} s; "
                 f"the cold start's first answer equalled the warm one in {same} of {len(r.cold_same)}."
             )
+            if r.note:
+                lines.append(r.note)
             biggest = max(r.rss_parts, key=lambda p: sum(p.values()))
             lines.append(
                 "Largest process tree after writes: "

@@ -111,6 +111,10 @@ class Peer:
     def stop(self, data: Path) -> None:
         """Stop whatever outlives the client's session (so the next start is cold)."""
 
+    def note(self, written: int) -> str:
+        """What the run showed about this server beyond the table (after the run)."""
+        return ""
+
 
 # -- Mnemograph --------------------------------------------------------------------------------------------------
 
@@ -259,6 +263,7 @@ class McpMemoryService(Peer):
             raise Unavailable(f"the bundled MiniLM did not load in its environment: {out.stderr[-300:]}")
         self.model = out.stdout.strip()
         self.keys: dict[str, str] = {}
+        self.refused = 0  # writes it refused as duplicates, over the run
         self.setup = (
             "`memory server` (stdio) in its own Python 3.11 environment (Debian's, whose sqlite3 can load the "
             "sqlite-vec extension; pyenv's builds here cannot), `MCP_MEMORY_STORAGE_BACKEND=sqlite_vec`, "
@@ -274,6 +279,13 @@ class McpMemoryService(Peer):
         (data / "home").mkdir(parents=True, exist_ok=True)
         self.keys = {}
 
+    def note(self, written: int) -> str:
+        return (
+            f"It refused {self.refused:,} of the {written:,} writes as duplicates of a memory it held (exact, or "
+            "semantically similar: its default `MCP_SEMANTIC_DEDUP_ENABLED`, cosine >= 0.85 within 24 h); each "
+            "refused turn is scored as the memory it named."
+        )
+
     def params(self, data: Path) -> StdioServerParameters:
         env = _env(
             HOME=str(data / "home"),
@@ -287,8 +299,15 @@ class McpMemoryService(Peer):
     async def write(self, c: Client, text: str, n: int, when: datetime, session: str) -> str:
         result = await c.call_tool("memory_store", {"content": text})
         said = _text(result)
-        if result.is_error and "Duplicate content" in said and text in self.keys:
-            return self.keys[text]
+        if result.is_error and "Duplicate content" in said:
+            # Refused: it holds this text already, or one it finds semantically similar (and names its hash).
+            # That memory stands in for this one, as it would for the client.
+            self.refused += 1
+            named = re.search(r"similar to ([0-9a-f]{64})", said)
+            if named:
+                return named.group(1)
+            if text in self.keys:
+                return self.keys[text]
         _check(result, "memory_store")
         found = re.search(r"hash: ([0-9a-f]{64})", said)
         if not found:

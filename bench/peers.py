@@ -4,8 +4,8 @@
     python bench/peers.py ../shared/bench-data/ --split dev --limit 3 --out /tmp/peers.md   # a quick try
 
 Every server is driven the same way, through its own MCP tools over stdio with the SDK's ``Client``, from this
-process: for each question (a shared, evenly spaced subset of the split's scored questions, which covers every
-question type), for each server in turn (the order rotates per question, so machine noise falls on all alike):
+process: for each question (a shared subset of the split's scored questions, shared out over the question types
+so that every type is in it, evenly spaced within each type), for each server in turn (the order rotates per question, so machine noise falls on all alike):
 
 1. start it on a fresh data directory and write the question's haystack as a client would: the user turns, in
    order, one tool call per memory, waiting for each answer (write throughput = memories / seconds);
@@ -88,12 +88,29 @@ def memories(q: Question) -> list[Memory]:
 
 
 def subset(questions: Sequence[Question], limit: int) -> list[Question]:
-    """``limit`` scored (non-abstention) questions evenly spaced over ``questions``."""
+    """``limit`` scored (non-abstention) questions: shared out over the question types in proportion to their
+    counts, at least one each while ``limit`` allows, evenly spaced within each type, in split order."""
     scored = [q for q in questions if not q.abstention]
     if limit >= len(scored):
         return scored
-    step = len(scored) / limit
-    return [scored[int(i * step)] for i in range(limit)]
+    by_type: dict[str, list[Question]] = {}
+    for q in scored:
+        by_type.setdefault(q.type, []).append(q)
+    # Largest remainder: every type gets its proportional share rounded down (at least one), the rest go to the
+    # largest remainders; with fewer questions than types, the most common types come first.
+    share = {t: limit * len(qs) / len(scored) for t, qs in by_type.items()}
+    take = {t: max(1, int(v)) if limit >= len(by_type) else 0 for t, v in share.items()}
+    for t in sorted(share, key=lambda t: (take[t] - share[t], -len(by_type[t]))):
+        if sum(take.values()) >= limit:
+            break
+        take[t] += 1
+    while sum(take.values()) > limit:  # the minimum of one each overshot: trim the most common types
+        take[max(take, key=lambda t: take[t] - share[t])] -= 1
+    picked: set[str] = set()
+    for t, qs in by_type.items():
+        step = len(qs) / take[t] if take[t] else 0
+        picked.update(qs[int(i * step)].id for i in range(take[t]))
+    return [q for q in scored if q.id in picked]
 
 
 @dataclass
@@ -104,6 +121,7 @@ class Result:
     version: str = "?"
     setup: str = ""
     failure: str = ""  # why it could not run at all, or stopped
+    note: str = ""  # what the run showed beyond the table
     errors: list[str] = field(default_factory=list)  # per-question failures
     questions: list[str] = field(default_factory=list)
     written: int = 0
@@ -237,8 +255,13 @@ def run(args: argparse.Namespace) -> tuple[list[Question], list[Result]]:
                         f"q{i + 1} {q.id} {peer.name}: {time.perf_counter() - t0:.0f} s, "
                         f"R@5 {s['R@5']:.3f} NDCG@10 {s['NDCG@10']:.3f} so far"
                     )
-                except Exception as e:
-                    why = f"{type(e).__name__}: {e}"
+                except (
+                    Exception
+                ) as e:  # a server's failure is a result: recorded with its cause, and on we go
+                    inner: BaseException = e
+                    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+                        inner = inner.exceptions[0]  # the SDK's task groups wrap the real cause
+                    why = f"{type(inner).__name__}: {inner}"
                     tail = (
                         peer.log.read_text(errors="replace").strip().splitlines()[-3:]
                         if peer.log.exists()
@@ -257,9 +280,11 @@ def run(args: argparse.Namespace) -> tuple[list[Question], list[Result]]:
                 finally:
                     shutil.rmtree(data, ignore_errors=True)
     finally:
-        for peer, _ in peers:
-            if peer.log.exists():
-                shutil.copy(peer.log, Path(args.logs) / peer.log.name) if args.logs else None
+        for peer, res in peers:
+            if res.questions:
+                res.note = peer.note(res.written)
+            if args.logs and peer.log.exists():
+                shutil.copy(peer.log, Path(args.logs) / peer.log.name)
         shutil.rmtree(root, ignore_errors=True)
     return qs, [res for _, res in peers] + [mem0]
 
