@@ -48,7 +48,7 @@ from _common import machine
 from _lme_data import Question, load, split
 from _peers_proc import children, tree_rss
 from _peers_rank import Written, mean, median, quantile, scores
-from _peers_report import report
+from _peers_report import MARKER, report
 from _peers_servers import (
     BasicMemory,
     McpMemoryService,
@@ -330,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     out = Path(args.out)
     text = report(info, results)
+    if out.exists() and MARKER in (old := out.read_text()):  # keep the hand-written notes
+        text = text[: text.index(MARKER)] + old[old.index(MARKER) :]
     print(text.split("\n## ", 2)[1] if "\n## " in text else text)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -84,3 +84,31 @@ def test_tree_rss_counts_a_grandchild() -> None:
         assert total >= 64 + by_pid[child.pid] > 64
         child.stdin.close()
         child.wait(timeout=30)
+
+
+def _questions(counts: dict[str, int]) -> list:
+    from datetime import UTC, datetime
+
+    from _lme_data import Question
+
+    when = datetime(2023, 5, 30, tzinfo=UTC)
+    out = []
+    for t, n in counts.items():
+        for i in range(n):
+            out.append(Question(f"{t}-{i}", t, "q?", when, (), (), (), frozenset()))
+        out.append(Question(f"{t}-x_abs", t, "q?", when, (), (), (), frozenset()))  # never picked
+    return out
+
+
+def test_the_subset_covers_every_type_in_proportion() -> None:
+    from peers import subset
+
+    qs = _questions({"a": 10, "b": 5, "c": 2})
+    # one of each type, the first of each (evenly spaced from the start)
+    assert [q.id for q in subset(qs, 3)] == ["a-0", "b-0", "c-0"]
+    # fewer than the types: the most common ones
+    assert [q.id for q in subset(qs, 2)] == ["a-0", "b-0"]
+    # 8 of 17: shares 4.7 / 2.4 / 0.9 -> 4 / 2 / 1, the one left to the largest remainder (a); a's 5 are every
+    # second of its 10, b's 2 are b-0 and b-2 (step 2.5)
+    assert [q.id for q in subset(qs, 8)] == ["a-0", "a-2", "a-4", "a-6", "a-8", "b-0", "b-2", "c-0"]
+    assert len(subset(qs, 100)) == 17
