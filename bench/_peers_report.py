@@ -56,6 +56,14 @@ def report(info: dict[str, Any], results: list[Result]) -> str:
         f"spaced over it ({', '.join(f'{t} {n}' for t, n in sorted(types.items()))}); per question a fresh store "
         f"per server with the haystack's user turns, one tool call per memory ({n_mem:,} memories per server in "
         f"all); each search asks for {info['k']} results where the tool takes a limit",
+        *(
+            [
+                f"- Stopped by `--max-minutes {info['max_minutes']:g}` after {len(info['questions'])} of the "
+                f"{info['planned']} questions asked for (no new question starts after that time)"
+            ]
+            if info.get("planned", 0) > len(info["questions"])
+            else []
+        ),
         "",
         "## Results",
         "",

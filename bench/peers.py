@@ -39,8 +39,9 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 from _common import load as load_avg
@@ -239,6 +240,7 @@ def run(args: argparse.Namespace) -> tuple[list[Question], list[Result]]:
         for i, q in enumerate(qs):
             if deadline is not None and time.monotonic() > deadline:
                 log(f"--max-minutes reached: stopping after {i} questions")
+                qs = qs[:i]  # the report covers the questions that ran
                 break
             probes = [p for p in qs if p is not q]
             order = peers[i % len(peers) :] + peers[: i % len(peers)]
@@ -311,10 +313,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-minutes", type=float, default=0, help="start no new question after this long (0: none)"
     )
     p.add_argument("--verbose", action="store_true", help="print tracebacks of failures")
+    p.add_argument("--from-json", default="", help="only rewrite --out from this run's JSON (no run)")
     args = p.parse_args(argv)
     cmd = "python bench/peers.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
     )
+    if args.from_json:  # rewrite the Markdown from a run's JSON (after a change to the report's wording)
+        saved = json.loads(Path(args.from_json).read_text())
+        names = {f.name for f in fields(Result)}
+        results = [Result(**{k: v for k, v in r.items() if k in names}) for r in saved.pop("servers")]
+        write(saved, results, Path(args.out), json_too=False)
+        return 0
     load_before = load_avg()
     started = time.perf_counter()
     qs, results = run(args)
@@ -326,19 +335,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "wall_s": time.perf_counter() - started,
         "split": args.split,
         "k": args.k,
+        "planned": args.limit,
+        "max_minutes": args.max_minutes,
         "questions": [{"id": q.id, "type": q.type, "memories": len(memories(q))} for q in qs],
     }
-    out = Path(args.out)
+    write(info, results, Path(args.out), json_too=True)
+    return 0
+
+
+def write(info: dict[str, Any], results: list[Result], out: Path, json_too: bool) -> None:
     text = report(info, results)
     if out.exists() and MARKER in (old := out.read_text()):  # keep the hand-written notes
         text = text[: text.index(MARKER)] + old[old.index(MARKER) :]
     print(text.split("\n## ", 2)[1] if "\n## " in text else text)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    payload = info | {"servers": [asdict(r) | {"summary": r.summary()} for r in results]}
-    out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
-    log(f"wrote {out} and {out.with_suffix('.json')}")
-    return 0
+    if json_too:
+        payload = info | {"servers": [asdict(r) | {"summary": r.summary()} for r in results]}
+        out.with_suffix(".json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
+    log(f"wrote {out}" + (f" and {out.with_suffix('.json')}" if json_too else ""))
 
 
 if __name__ == "__main__":
