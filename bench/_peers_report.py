@@ -17,6 +17,7 @@ COLUMNS = (
     ("writes/s", "{:.1f}"),
     ("cold start s", "{:.2f}"),
     ("RSS MiB", "{:.0f}"),
+    ("results per search", "{:.1f}"),
 )
 MARKER = "<!-- Hand-written notes below this line are kept when bench/peers.py rewrites this file. -->"
 
@@ -81,6 +82,8 @@ def report(info: dict[str, Any], results: list[Result]) -> str:
         "- **writes/s**: memories / seconds over all writes, one call per memory, each awaited before the next.",
         "- **cold start**: median over questions, from spawning the server on the written store (nothing of it "
         "running) to the first search result.",
+        "- **results per search**: the mean length of the scored result lists (what each server returned for "
+        "the question).",
         "- **RSS**: median over questions of VmRSS summed over the server's process tree right after the writes "
         "(the spawned process, its descendants and any process it detached: Mnemograph's owner).",
         "",
