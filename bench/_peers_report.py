@@ -53,8 +53,8 @@ def report(info: dict[str, Any], results: list[Result]) -> str:
         f"- Machine: {m['cores']} cores, {m['cpu']}, {m['ram']} RAM, Python {m['python']}; shared with other "
         f"work (load average 1/5/15 min at start {info['load'][0]}, at end {info['load'][1]}): read ratios, "
         "not absolute times",
-        f"- Workload: LongMemEval_S, {info['split']} split, {len(info['questions'])} scored questions evenly "
-        f"spaced over it ({', '.join(f'{t} {n}' for t, n in sorted(types.items()))}); per question a fresh store "
+        f"- Workload: LongMemEval_S, {info['split']} split, {len(info['questions'])} scored questions shared "
+        f"out over the question types and evenly spaced within each ({', '.join(f'{t} {n}' for t, n in sorted(types.items()))}); per question a fresh store "
         f"per server with the haystack's user turns, one tool call per memory ({n_mem:,} memories per server in "
         f"all); each search asks for {info['k']} results where the tool takes a limit",
         *(

@@ -397,7 +397,8 @@ def mem0_reason() -> str:
     return (
         "Mem0's official MCP server (PyPI `mem0-mcp-server` 0.2.1, from mem0ai/mem0-mcp) is a client of the hosted "
         "Mem0 Platform: every tool builds `mem0.MemoryClient(api_key=MEM0_API_KEY)` and calls Mem0's cloud API; it "
-        "has no option to run the open-source `mem0.Memory` locally. Mem0's self-hosted OpenMemory MCP is deprecated "
-        "upstream and needs Docker, Qdrant and an OpenAI key. Neither can run offline with a local embedder and "
-        "`infer=False`, and writing our own MCP wrapper around `mem0.Memory` would not be Mem0 as users install it."
+        "has no option to run the open-source `mem0.Memory` locally, so it cannot run offline with a local embedder "
+        "and `infer=False`. OpenMemory, Mem0's self-hosted server, is deprecated upstream (its maintainers said so "
+        "on mem0ai/mem0#5892). Writing our own MCP wrapper around `mem0.Memory` would measure our wrapper, not Mem0 "
+        "as users install it, so it was not done."
     )
