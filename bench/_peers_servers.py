@@ -351,7 +351,8 @@ class BasicMemory(Peer):
                 else "loadable here"
             )
             + ", and its embedder (fastembed, bge-small-en-v1.5) downloads ONNX weights from the model hub, which "
-            "this machine cannot reach; it has no way to take the bundled MiniLM (which ships no ONNX export)."
+            "this machine cannot reach; the bundled MiniLM ships no ONNX export for it, and its other providers "
+            "call an OpenAI-compatible embedding API (a separate server to run)."
         )
 
     def _env(self, data: Path) -> dict[str, str]:
