@@ -55,7 +55,7 @@ def run_ui(settings: Settings, paths: RuntimePaths, *, open_browser: bool) -> in
     from server.http_front import run_front  # the web stack loads only for this command
 
     try:
-        anyio.run(run_front, settings, paths)
+        anyio.run(run_front, settings, paths, None, "ui")
     except KeyboardInterrupt:
         return 130
     return 0
