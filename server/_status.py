@@ -140,7 +140,12 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # An exited process its parent has not reaped yet (a front started by a script) is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 class _Conn(http.client.HTTPConnection):
