@@ -276,9 +276,7 @@ async def test_a_busy_port_is_one_sentence_before_any_banner(store: Store) -> No
         taken.listen()
         port = taken.getsockname()[1]
         with anyio.fail_after(60):
-            status, _, err = await run(
-                store, "serve", "--transport", "http", "--port", str(port), *_d(store)
-            )
+            status, _, err = await run(store, "serve", "--transport", "http", "--port", str(port), *_d(store))
     assert status == 2
     assert err.strip() == (
         f"mnemograph serve: port {port} on 127.0.0.1 is already in use (by another `mnemograph serve "
