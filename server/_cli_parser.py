@@ -40,7 +40,8 @@ def _sentence(message: str) -> str:
     if m:
         name = m.group(1)
         what = "command" if name == "COMMAND" or "|" in name else f"value for {name}"
-        options = m.group(3).replace("'", "")
+        # The owner process's own command is not one a person picks.
+        options = ", ".join(o for o in m.group(3).replace("'", "").split(", ") if o != "daemon")
         return f"{m.group(2)!r} is not a {what}; choose one of {options}"
     m = re.match(r"argument (\S+): invalid (\w+) value: '?([^']*)'?", message)
     if m:

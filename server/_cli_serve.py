@@ -136,10 +136,15 @@ def status(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     from server._status import as_json, describe, running_owners
 
     owners = running_owners(settings.runtime_dir)
+    # Every store of this user by default; with --data-dir, that store's server only.
+    only = getattr(args, "data_dir", None) is not None
+    if only:
+        owners = [o for o in owners if o.data_dir == str(settings.data_dir)]
     if args.json:
         print(json.dumps([as_json(o) for o in owners], indent=2))
     elif not owners:
-        print(f"no Mnemograph server is running for this user (default store: {settings.data_dir})")
+        where = f"on {settings.data_dir}" if only else f"for this user (default store: {settings.data_dir})"
+        print(f"no Mnemograph server is running {where}")
     else:
         print("\n".join(describe(o) for o in owners))
     return 0

@@ -79,6 +79,7 @@ def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextI
         env["MNEMOGRAPH_DATA_DIR"] = str(settings.data_dir)  # clients do not see the shell's variables
     if scope is not None:
         env["MNEMOGRAPH_DEFAULT_SCOPE"] = scope
+    _check_project_dir(request)
     file = _file(request)
     result = merge(file, request.name, stdio_entry(request.client, command_line(), env))
     if scope is not None and not request.dry_run:
@@ -88,6 +89,7 @@ def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextI
 
 def _setup_http(request: SetupRequest, settings: Settings, out: TextIO, err: TextIO) -> int:
     grants = request.grants or [f"{settings.default_scopes[0]}=w"]
+    _check_project_dir(request)
     file = _file(request) if request.target else None
     tokens = TokenStore(settings.data_dir)
     if file is not None:
@@ -114,6 +116,14 @@ def _setup_http(request: SetupRequest, settings: Settings, out: TextIO, err: Tex
     except ClientFileError as exc:
         raise SetupError(str(exc)) from None
     return _finish(merge(file, request.name, entry), request, out, err)
+
+
+def _check_project_dir(request: SetupRequest) -> None:
+    # A typo must not create a stray project directory holding a config file no client will ever read.
+    if request.project_dir is not None and not request.project_dir.is_dir():
+        raise SetupError(
+            f"--project-dir {request.project_dir} is not a directory; give the project's existing folder"
+        )
 
 
 def _file(request: SetupRequest) -> ClientFile:

@@ -161,7 +161,9 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
                     sys.stdout.write(line)
             sys.stdout.flush()
     except AdminError as exc:
-        print(f"mnemograph {args.op}: {exc}", file=sys.stderr)
+        from server._cli_memory import for_terminal
+
+        print(f"mnemograph {args.op}: {for_terminal(str(exc))}", file=sys.stderr)
         return 2
     finally:
         if to_stdout:
@@ -175,6 +177,11 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         print(json.dumps(report, indent=2))
     elif args.op in ("verify", "reindex"):
         print(_format_report(report))
+    elif args.op == "erase":
+        print(
+            f"erased {report['id']}: {len(report['erased'])} version(s) removed from every store and its history; "
+            f"{report['entities_deleted']} entities it alone mentioned deleted"
+        )
     else:
         print(_summary(report))
     return 0 if report["ok"] else 1
@@ -197,7 +204,7 @@ def _summary(report: dict[str, Any]) -> str:
     return ", ".join(
         f"{key}: {len(value) if isinstance(value, list) else value}"
         for key, value in report.items()
-        if key not in skip
+        if key not in skip and value is not None  # e.g. no --scope: not "scope: None"
     )
 
 
