@@ -6,6 +6,7 @@ Standard library at import time: ``serve`` over stdio runs on the MCP handshake 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import json
 import sys
@@ -48,6 +49,8 @@ def serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> 
     except OSError as exc:
         print(f"mnemograph serve: {_bind_error(settings, exc)}", file=sys.stderr)
         return 2
+    if not settings.port:  # --port 0: the port the system picked, for the banner and the front's URL
+        settings = dataclasses.replace(settings, port=sock.getsockname()[1])
     _start_owner_early(paths, settings)
     banner(settings, paths, "http")
     import anyio
@@ -66,6 +69,15 @@ def serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> 
 def _bind_error(settings: Settings, exc: OSError) -> str:
     where = f"{settings.host}:{settings.port}"
     if exc.errno == errno.EADDRINUSE:
+        from server._status import describe_front, running_owners
+
+        for owner in running_owners(settings.runtime_dir):
+            for front in owner.fronts:
+                if _port_of(str(front.get("url", ""))) == settings.port:
+                    return (
+                        f"port {settings.port} is already served by {describe_front(front)} for "
+                        f"{owner.data_dir}; use that server, stop it (`mnemograph stop`), or pass --port N"
+                    )
         return (
             f"port {settings.port} on {settings.host} is already in use (by another `mnemograph serve "
             f"--transport http`, which `mnemograph status` lists, or another program); pass --port N to use "
@@ -78,6 +90,15 @@ def _bind_error(settings: Settings, exc: OSError) -> str:
     if exc.errno == errno.EADDRNOTAVAIL:
         return f"{settings.host} is not an address of this machine; pass --host with one of its addresses"
     return f"cannot listen on {where}: {exc.strerror or exc}"
+
+
+def _port_of(url: str) -> int | None:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
 
 
 def banner(settings: Settings, paths: RuntimePaths, transport: str) -> None:

@@ -99,6 +99,13 @@ async def test_list_show_search_forget_through_the_owner_and_without_one(store: 
     status, _, err = await run(store, "show", "0" * 32, *_d(store))
     assert status == 2
     assert "no memory" in err
+    # In a terminal the way on is a command, not an MCP tool.
+    assert "call recall" not in err
+    assert "run `mnemograph search` to find it" in err
+    status, _, err = await run(store, "list", "--scope", "user:nobody", *_d(store))
+    assert status == 2
+    assert "list_scopes" not in err
+    assert "`mnemograph scope list`" in err
     assert store.owner_pid() is None
 
 
@@ -252,6 +259,17 @@ def test_status_names_the_http_front_and_stop_stops_it_for_good(store: Store) ->
         assert owner["fronts"] == [{"pid": front.pid, "url": url, "command": "serve"}]
         out = subprocess.run([MNEMOGRAPH, "status"], env=env, capture_output=True, text=True).stdout
         assert f"kept up by mnemograph serve --transport http (pid {front.pid}, {url})" in out
+        # A second server on the same port: one sentence naming the first, no banner.
+        second = subprocess.run(
+            [MNEMOGRAPH, "serve", "--transport", "http", "--port", str(port), *_d(store)],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 2
+        assert (
+            f"port {port} is already served by mnemograph serve --transport http (pid {front.pid}"
+            in second.stderr
+        )
+        assert "MCP over streamable HTTP" not in second.stderr
         done = subprocess.run(
             [MNEMOGRAPH, "stop", "--json", *_d(store)], env=env, capture_output=True, text=True, timeout=120
         )

@@ -251,6 +251,18 @@ async def test_http_setup_sits_beside_the_local_entry_instead_of_replacing_it(
     assert "replaced the local (stdio) entry 'mnemograph'" in err
 
 
+async def test_a_mistyped_project_dir_is_an_error_and_creates_nothing(store: Store, tmp_path: Path) -> None:
+    home = Home(tmp_path / "home", store)
+    typo = tmp_path / "nope-dir"
+    for argv in (("setup", "cursor", "--project-dir", str(typo), "--project", "site"),
+                 ("setup", "http", "--for", "vscode", "--project-dir", str(typo))):  # fmt: skip
+        status, out, err = await home.run(*argv)
+        assert status == 2
+        assert f"--project-dir {typo} is not a directory" in err
+        assert out == ""
+        assert not typo.exists()
+
+
 async def test_setup_refuses_a_broken_file_and_changes_nothing(store: Store, tmp_path: Path) -> None:
     home = Home(tmp_path / "home", store)
     home.cursor.parent.mkdir(parents=True)
