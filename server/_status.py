@@ -83,9 +83,16 @@ def stop_process(pid: int, *, timeout: float) -> bool:
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + timeout
+    exited_at = None
     while time.monotonic() < deadline:
-        if not _alive(pid):  # an owner releases the store's locks as it exits
+        if not _exists(pid):  # an owner releases the store's locks as it exits
             return True
+        if not _alive(pid):
+            # Exited, not yet reaped: give its parent (init, for an owner) a moment, then take it as gone (a
+            # front started by a script that never waits for it stays a zombie).
+            exited_at = exited_at or time.monotonic()
+            if time.monotonic() - exited_at > 2.0:
+                return True
         time.sleep(0.05)
     return False
 
@@ -133,13 +140,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _alive(pid: int) -> bool:
+def _exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def _alive(pid: int) -> bool:
+    if not _exists(pid):
+        return False
     # An exited process its parent has not reaped yet (a front started by a script) is gone for our purposes.
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:

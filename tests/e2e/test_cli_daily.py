@@ -167,7 +167,7 @@ async def test_argument_errors_are_sentences(store: Store) -> None:
     cases = {
         ("verfy",): "'verfy' is not a command; choose one of",
         ("erase",): "ID and --confirm are missing",
-        ("serve", "--port", "eighty"): "--port needs a whole number, not 'eighty'",
+        ("serve", "--port", "eighty"): "--port needs a port number from 0 to 65535, not 'eighty'",
         ("verify", "--bogus"): "`mnemograph verify` does not take --bogus",
         ("setup", "emacs"): "'emacs' is not a value for client",
         ("list", "--page", "0"): "--page needs a whole number from 1, not '0'",

@@ -116,11 +116,21 @@ async def test_allowed_hosts_take_plain_names_and_keep_loopback(shared_store: St
 
 
 async def test_a_malformed_allowed_host_is_refused_at_start(shared_store: Store) -> None:
-    done = await anyio.run_process(
-        [MNEMOGRAPH, "serve", "--transport", "http", "--data-dir", str(shared_store.data_dir)],
-        env={**os.environ, **shared_store.env(MNEMOGRAPH_ALLOWED_HOSTS="http://mem.example.com/mcp")},
-        check=False,
-    )
+    with anyio.fail_after(60):  # a server that started anyway would run until stopped
+        done = await anyio.run_process(
+            [
+                MNEMOGRAPH,
+                "serve",
+                "--transport",
+                "http",
+                "--port",
+                "0",
+                "--data-dir",
+                str(shared_store.data_dir),
+            ],
+            env={**os.environ, **shared_store.env(MNEMOGRAPH_ALLOWED_HOSTS="http://mem.example.com/mcp")},
+            check=False,
+        )
     assert done.returncode == 2
     assert "MNEMOGRAPH_ALLOWED_HOSTS takes comma-separated host names" in done.stderr.decode()
     assert b"MCP over streamable HTTP" not in done.stderr
