@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# @: make must not echo the recipe on stdout, which over stdio is the MCP protocol stream.
 serve: install
-	$(BIN)/mnemograph serve $(ARGS)
+	@$(BIN)/mnemograph serve $(ARGS)
 
 lint: install
 	$(BIN)/ruff check .

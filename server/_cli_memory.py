@@ -44,7 +44,7 @@ def run_memory_command(args: argparse.Namespace, settings: Settings, paths: Runt
     try:
         result = run_admin(op, paths, timeout=settings.spawn_timeout, args=body)
     except AdminError as exc:
-        print(f"mnemograph {op}: {exc}", file=sys.stderr)
+        print(f"mnemograph {op}: {for_terminal(str(exc))}", file=sys.stderr)
         return 2
     if args.json:
         result.pop("ok", None)
@@ -52,6 +52,20 @@ def run_memory_command(args: argparse.Namespace, settings: Settings, paths: Runt
         return 0
     print({"list": _list, "show": _show, "search": _search, "forget": _forget}[op](result, args))
     return 0
+
+
+# The owner's messages speak to agents, in MCP tool names; in a terminal, name the commands instead.
+_TERMINAL_WORDS = (
+    ("call recall", "run `mnemograph search`"),
+    ("call list_scopes", "run `mnemograph scope list`"),
+    ("call memory_read", "run `mnemograph show ID`"),
+)
+
+
+def for_terminal(message: str) -> str:
+    for tool, command in _TERMINAL_WORDS:
+        message = message.replace(tool, command)
+    return message
 
 
 def _line(m: dict[str, Any]) -> str:
@@ -82,7 +96,8 @@ def _show(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"{m['id']}  ({m['kind']}, {m['status']})",
         textwrap.fill(m["content"], width=100, initial_indent="  ", subsequent_indent="  "),
         f"scopes:    {', '.join(m['scopes'])}",
-        f"written by {p['principal']} via {p['client'] or '?'}"
+        f"written by {p['principal']}"
+        + (f" via {p['client']}" if p["client"] else "")
         + (f" ({p['source']})" if p["source"] else ""),
         f"recorded   {m['recorded_at']}",
         f"event time {m['event_time']}",

@@ -40,13 +40,17 @@ def _sentence(message: str) -> str:
     if m:
         name = m.group(1)
         what = "command" if name == "COMMAND" or "|" in name else f"value for {name}"
-        options = m.group(3).replace("'", "")
+        # The owner process's own command is not one a person picks.
+        options = ", ".join(o for o in m.group(3).replace("'", "").split(", ") if o != "daemon")
         return f"{m.group(2)!r} is not a {what}; choose one of {options}"
     m = re.match(r"argument (\S+): invalid (\w+) value: '?([^']*)'?", message)
     if m:
-        kind = {"int": "a whole number", "float": "a number", "_positive": "a whole number from 1"}.get(
-            m.group(2), m.group(2)
-        )
+        kind = {
+            "int": "a whole number",
+            "float": "a number",
+            "_positive": "a whole number from 1",
+            "_port": "a port number from 0 to 65535",
+        }.get(m.group(2), m.group(2))
         return f"{m.group(1)} needs {kind}, not {m.group(3)!r}"
     m = re.match(r"argument (\S+): expected one argument", message)
     if m:
@@ -80,23 +84,31 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args, extra = parser.parse_known_args(argv)
     if extra:
         words = " ".join(extra)
-        command = " ".join(
-            x
-            for x in (args.name, getattr(args, "op", None) if args.name in ("scope", "token") else None)
-            if x
-        )
+        command = command_name(args)
         print(
-            f"mnemograph: `mnemograph {command}` does not take {words}.\n"
-            f"Run `mnemograph {command} --help` for the options.",
+            f"mnemograph: `{command}` does not take {words}.\nRun `{command} --help` for the options.",
             file=sys.stderr,
         )
         sys.exit(2)
     return args
 
 
+def command_name(args: argparse.Namespace) -> str:
+    """The command as typed, for messages: ``mnemograph list``, ``mnemograph token revoke``."""
+    words = [args.name] + ([args.op] if args.name in ("scope", "token") and getattr(args, "op", None) else [])
+    return "mnemograph " + " ".join(words)
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
         raise ValueError(text)
     return value
 
@@ -124,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", "serve MCP over stdio (default) or HTTP", "serve", store=False)
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", help="HTTP: address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="HTTP: port (default 8765)")
+    serve.add_argument("--port", type=_port, help="HTTP: port (default 8765)")
     serve.add_argument(
         "--default-scope", help="scope(s) used when a call names none, comma-separated (default user:<login>)"
     )
@@ -149,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--project-dir", help="write the project's own file (.mcp.json, .cursor/, .vscode/) in this directory"
     )
     setup.add_argument("--config", help="write this file instead of the client's usual one")
-    setup.add_argument("--server-name", default="mnemograph", help="the server's name in the client")
+    setup.add_argument(
+        "--server-name",
+        help="the server's name in the client (default mnemograph; for http mnemograph-http, so it sits beside "
+        "the local entry instead of replacing it)",
+    )
     setup.add_argument(
         "--for",
         dest="for_client",
@@ -165,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     setup.add_argument("--token-name", help="http: the token's name (default: <client>-client)")
 
-    ui = command("ui", "open the web UI in a browser, signed in as you", "ui", store=False)
-    ui.add_argument("--port", type=int, help="loopback port (default 8765, or a free one when taken)")
+    # A store must exist: a mistyped --data-dir would otherwise show an empty UI over a new, empty store.
+    ui = command("ui", "open the web UI in a browser, signed in as you", "ui", store=True)
+    ui.add_argument("--port", type=_port, help="loopback port (default 8765, or a free one when taken)")
     ui.add_argument("--no-browser", action="store_true", help="print the sign-in link without opening it")
 
     command(
@@ -177,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stop.add_argument("--all", action="store_true", help="stop every running server of this user")
     stop.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to finish")
+    stop.add_argument("--json", action="store_true", help="print what was stopped as JSON")
 
     listing = sub.add_parser("list", parents=[data_dir, as_json], help="list memories, newest first")
     listing.add_argument("--scope", help="only this scope and the scopes inside it")
@@ -259,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         "markdown: a folder of basic-memory or Obsidian notes (these merge into the store)",
     )
     imp.add_argument("--scope", help="other tools: the scope to import into (default: your personal scope)")
+    imp.add_argument("--json", action="store_true", help="print the result as JSON")
 
     snap = sub.add_parser(
         "backup", parents=[data_dir, as_json], help="copy the stores consistently, even while serving"
@@ -286,8 +305,13 @@ def build_parser() -> argparse.ArgumentParser:
     token = sub.add_parser("token", help="bearer tokens for HTTP clients").add_subparsers(
         dest="op", required=True, metavar="create|list|revoke", parser_class=Parser
     )
-    create = token.add_parser("create", parents=[data_dir], help="create a token and print it once on stdout")
-    create.add_argument("--name", required=True, help="who the token is for; recorded as the writer")
+    create = token.add_parser(
+        "create", parents=[data_dir, as_json], help="create a token and print it once on stdout"
+    )
+    # dest token_name: ``name`` is the subcommand's own (error messages name the command with it).
+    create.add_argument(
+        "--name", dest="token_name", required=True, help="who the token is for; recorded as the writer"
+    )
     create.add_argument(
         "--grant",
         action="append",
@@ -295,13 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a grant (repeat for several), e.g. team:t=w",
     )
     create.set_defaults(command="token", needs_store=False)  # tokens may be made before the first serve
-    token.add_parser("list", parents=[data_dir], help="list tokens (never their values)").set_defaults(
-        command="token", needs_store=True
-    )
+    token.add_parser(
+        "list", parents=[data_dir, as_json], help="list tokens (never their values)"
+    ).set_defaults(command="token", needs_store=True)
     revoke = token.add_parser(
-        "revoke", parents=[data_dir], help="revoke a token; running servers refuse it at once"
+        "revoke", parents=[data_dir, as_json], help="revoke a token; running servers refuse it at once"
     )
-    revoke.add_argument("name")
+    revoke.add_argument("token_name", metavar="NAME", help="the token's name")
     revoke.set_defaults(command="token", needs_store=True)
 
     daemon = command("daemon", "run the owner process (normally automatic)", "daemon", store=False)

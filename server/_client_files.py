@@ -98,6 +98,7 @@ class Merge:
     changed: bool
     existed: bool
     previous: dict[str, Any] | None  # the entry of that name before, if any
+    entry: dict[str, Any] | None = None  # the entry written
 
 
 def read_servers(file: ClientFile) -> tuple[dict[str, Any], bool]:
@@ -132,7 +133,7 @@ def merge(file: ClientFile, name: str, entry: dict[str, Any]) -> Merge:
     servers[name] = entry
     updated = {**document, file.key: servers}
     text = json.dumps(updated, indent=2, ensure_ascii=False) + "\n"
-    return Merge(file, text, changed=previous != entry, existed=existed, previous=previous)
+    return Merge(file, text, changed=previous != entry, existed=existed, previous=previous, entry=entry)
 
 
 def write(result: Merge) -> Path | None:

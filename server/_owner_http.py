@@ -9,9 +9,9 @@
 - ``/-/lease``: a long-lived request that an HTTP front holds so the owner stays up while the front runs.
 
 DNS-rebinding protection: requests relayed by an HTTP front carry the front's allowed hosts and origins in
-``mnemograph-*`` headers, and are checked here with the SDK's ``TransportSecurityMiddleware`` against the
-client's own Host and Origin headers (which the front passes through unchanged). The check lives here, not in
-the front, so the front stays free of the SDK and starts fast. Requests that come straight to the socket (the
+``mnemograph-*`` headers, and are checked here (``server._rebinding``) against the client's own Host and Origin
+headers, which the front passes through unchanged. The check lives here, not in the front, so the front stays
+free of the web framework's heavier parts and starts fast. Requests that come straight to the socket (the
 CLI) carry no policy: a browser cannot reach a Unix socket, and its directory is private to this user.
 """
 
@@ -21,14 +21,13 @@ import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Callable
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 from mcp.server.auth.provider import TokenVerifier
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -45,12 +44,14 @@ from server._protocol import (
     ALLOWED_ORIGINS_HEADER,
     AUTH_HEADER,
     DEFAULT_SCOPES_HEADER,
+    FRONT_HEADER,
     HEALTH_PATH,
     LEASE_PATH,
     MAX_MESSAGE_BYTES,
     MCP_PATH,
     PRINCIPAL_HEADER,
 )
+from server._rebinding import refusal
 from server._session import SessionInfo, current_session, local_principal, parse_scopes
 from server.app import VERSION, MnemographMCP
 from server.ui import RELAYED_KEY, UI_PATH, ui_app
@@ -99,7 +100,10 @@ def owner_app(
                 "problem": holder.problem,
                 "pid": os.getpid(),
                 "data_dir": str(data_dir),
+                # The probe itself is not counted (see _PerRequest), so an idle owner shows 0.
                 "clients": activity.busy,
+                "sessions": activity.count("session"),
+                "fronts": activity.fronts(),
                 "projections": projections,
             }
         return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
@@ -184,7 +188,7 @@ class _Lease:
             {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]}
         )
         await send({"type": "http.response.body", "body": b"leased\n", "more_body": True})
-        with self._activity.hold():
+        with self._activity.front(_front_info(Headers(scope=scope))):
             async with anyio.create_task_group() as tg:
 
                 async def end_when_stopping() -> None:
@@ -197,6 +201,17 @@ class _Lease:
                 tg.cancel_scope.cancel()
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _front_info(headers: Headers) -> dict[str, Any]:
+    """What a front said about itself on its lease (it comes over the private socket: this user's process)."""
+    try:
+        info = json.loads(headers.get(FRONT_HEADER, "{}"))
+    except ValueError:
+        info = None
+    if not isinstance(info, dict):
+        return {}
+    return {k: info[k] for k in ("pid", "url", "command") if isinstance(info.get(k), (int, str))}
 
 
 class _PerRequest:
@@ -217,7 +232,7 @@ class _PerRequest:
         self._gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == LEASE_PATH:
+        if scope["type"] != "http" or scope["path"] == LEASE_PATH:  # a lease counts itself
             await self._app(scope, receive, send)
             return
         headers = Headers(scope=scope)
@@ -236,14 +251,15 @@ class _PerRequest:
         hosts = headers.get(ALLOWED_HOSTS_HEADER)
         ui = scope["path"] == UI_PATH or scope["path"].startswith(UI_PATH + "/")
         if hosts is not None:
-            security = _policy(hosts, headers.get(ALLOWED_ORIGINS_HEADER, ""))
-            request = Request(scope, receive)
             # The UI's forms are urlencoded, not JSON: it checks Host and Origin here and the rest itself.
-            is_post = request.method == "POST" and not ui
-            rejected = await security.validate_request(request, is_post=is_post)
+            is_post = scope["method"] == "POST" and not ui
+            rejected = refusal(headers, hosts, headers.get(ALLOWED_ORIGINS_HEADER, ""), is_post=is_post)
             if rejected is not None:
                 await rejected(scope, receive, send)
                 return
+        if scope["path"] == HEALTH_PATH:  # a probe (what `mnemograph status` sends) is not a client
+            await self._app(scope, receive, send)
+            return
         if ui:
             # The UI signs people in with its own session cookie (server.ui), not a bearer header.
             scope[RELAYED_KEY] = hosts is not None
@@ -291,15 +307,3 @@ def _bounded(receive: Receive) -> Receive:
         return message
 
     return bounded
-
-
-@lru_cache(maxsize=16)
-def _policy(hosts: str, origins: str) -> TransportSecurityMiddleware:
-    """The SDK's Host/Origin validation for one front's policy (fronts send the same policy every time)."""
-    return TransportSecurityMiddleware(
-        TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[h for h in hosts.split(",") if h],
-            allowed_origins=[o for o in origins.split(",") if o],
-        )
-    )

@@ -17,6 +17,7 @@ AUTH_HEADER = (
     HEADER_PREFIX + "auth"
 )  # "bearer" (the default, also when absent) or "none" (--no-auth, loopback)
 PRINCIPAL_HEADER = HEADER_PREFIX + "principal"  # the local principal's name, used only with auth "none"
+FRONT_HEADER = HEADER_PREFIX + "front"  # on a lease: JSON {"pid", "url", "command"} of the front holding it
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"

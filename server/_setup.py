@@ -32,6 +32,9 @@ from server._tokens import TokenError, TokenInfo, TokenStore
 from server.settings import Settings
 
 SERVER_NAME = "mnemograph"
+# The HTTP entry's own name: beside the local (stdio) one that `setup CLIENT` writes, never replacing it, and the
+# name client-configs/claude-code.sh uses. A client may well have both (one local, one for a remote server).
+HTTP_SERVER_NAME = "mnemograph-http"
 DEFAULT_URL = "http://127.0.0.1:8765/mcp"
 
 
@@ -45,7 +48,7 @@ class SetupRequest:
     project: str | None = None
     project_dir: Path | None = None
     config: Path | None = None  # overrides the documented file (tests, unusual installs)
-    name: str = SERVER_NAME
+    name: str = ""  # default SERVER_NAME, or HTTP_SERVER_NAME for http
     dry_run: bool = False
     data_dir_given: bool = False
     # http only
@@ -66,6 +69,8 @@ def command_line() -> list[str]:
 
 def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextIO) -> int:
     """Write (or with ``dry_run`` show) the client's config; returns the exit status."""
+    if not request.name:
+        request.name = HTTP_SERVER_NAME if request.client == "http" else SERVER_NAME
     if request.client == "http":
         return _setup_http(request, settings, out, err)
     scope = _project_scope(request.project) if request.project else None
@@ -74,6 +79,7 @@ def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextI
         env["MNEMOGRAPH_DATA_DIR"] = str(settings.data_dir)  # clients do not see the shell's variables
     if scope is not None:
         env["MNEMOGRAPH_DEFAULT_SCOPE"] = scope
+    _check_project_dir(request)
     file = _file(request)
     result = merge(file, request.name, stdio_entry(request.client, command_line(), env))
     if scope is not None and not request.dry_run:
@@ -83,6 +89,7 @@ def run_setup(request: SetupRequest, settings: Settings, out: TextIO, err: TextI
 
 def _setup_http(request: SetupRequest, settings: Settings, out: TextIO, err: TextIO) -> int:
     grants = request.grants or [f"{settings.default_scopes[0]}=w"]
+    _check_project_dir(request)
     file = _file(request) if request.target else None
     tokens = TokenStore(settings.data_dir)
     if file is not None:
@@ -111,6 +118,14 @@ def _setup_http(request: SetupRequest, settings: Settings, out: TextIO, err: Tex
     return _finish(merge(file, request.name, entry), request, out, err)
 
 
+def _check_project_dir(request: SetupRequest) -> None:
+    # A typo must not create a stray project directory holding a config file no client will ever read.
+    if request.project_dir is not None and not request.project_dir.is_dir():
+        raise SetupError(
+            f"--project-dir {request.project_dir} is not a directory; give the project's existing folder"
+        )
+
+
 def _file(request: SetupRequest) -> ClientFile:
     client = request.target if request.client == "http" else request.client
     assert client is not None
@@ -134,10 +149,22 @@ def _finish(result: Merge, request: SetupRequest, out: TextIO, err: TextIO) -> i
     backup = write(result)
     verb = "updated" if result.previous is not None else "added"
     print(f"{verb} {request.name!r} in {path}", file=err)
+    if result.previous is not None and _transport(result.previous) != _transport(result.entry):
+        # A local entry became a remote one (or back): say so, since the client now works differently.
+        print(
+            f"note: this replaced the {_transport(result.previous)} entry {request.name!r} with a "
+            f"{_transport(result.entry)} one; to keep both, run again with --server-name OTHER and restore the "
+            "previous file from the backup",
+            file=err,
+        )
     if backup is not None:
         print(f"the previous file is kept as {backup}", file=err)
     print(f"restart {_client_title(result.file.client)} to connect", file=err)
     return 0
+
+
+def _transport(entry: dict[str, object] | None) -> str:
+    return "local (stdio)" if isinstance(entry, dict) and "command" in entry else "HTTP"
 
 
 def _has_comments(file: ClientFile) -> bool:

@@ -1,7 +1,8 @@
 """``mnemograph status`` and ``stop``: the owners running for this user, and stopping one cleanly.
 
 Each owner leaves ``owner.json`` in its runtime subdirectory while it serves; its private HTTP socket answers
-``/healthz`` with its pid, data directory and how many clients (stdio sessions, HTTP fronts, requests) it has.
+``/healthz`` with its pid, data directory and how many clients (stdio sessions, HTTP fronts, requests) it has,
+and which HTTP fronts hold it up (a front starts a new owner when its owner stops, so ``stop`` stops them too).
 Stopping sends SIGTERM, on which the owner stops listening, lets requests in flight finish, drains queued
 writes and closes the stores; ``stop`` returns once the process has exited.
 
@@ -31,6 +32,8 @@ class OwnerStatus:
     version: str
     started_at: float
     clients: int | None  # None when the owner did not answer
+    sessions: int | None
+    fronts: tuple[dict[str, Any], ...]  # the HTTP fronts (serve --transport http, ui) holding it up
     engine: str
     log_file: str
     paths: RuntimePaths
@@ -58,6 +61,8 @@ def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
                 version=str(info.get("version", "?")),
                 started_at=float(info.get("started_at", 0.0)),
                 clients=health.get("clients"),
+                sessions=health.get("sessions"),
+                fronts=tuple(f for f in health.get("fronts") or () if isinstance(f, dict)),
                 engine=str(health.get("engine", "?")),
                 log_file=str(paths.log_file),
                 paths=paths,
@@ -68,25 +73,48 @@ def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
 
 def stop_owner(owner: OwnerStatus, *, timeout: float) -> bool:
     """SIGTERM the owner and wait until it has released its data directory; False if it did not in time."""
+    return stop_process(owner.pid, timeout=timeout)
+
+
+def stop_process(pid: int, *, timeout: float) -> bool:
+    """SIGTERM a process of this user and wait for it to exit; False if it did not in time."""
     try:
-        os.kill(owner.pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return True
     deadline = time.monotonic() + timeout
+    exited_at = None
     while time.monotonic() < deadline:
-        if not _alive(owner.pid):  # it releases the store's locks as it exits
+        if not _exists(pid):  # an owner releases the store's locks as it exits
             return True
+        if not _alive(pid):
+            # Exited, not yet reaped: give its parent (init, for an owner) a moment, then take it as gone (a
+            # front started by a script that never waits for it stays a zombie).
+            exited_at = exited_at or time.monotonic()
+            if time.monotonic() - exited_at > 2.0:
+                return True
         time.sleep(0.05)
     return False
+
+
+def describe_front(front: dict[str, Any]) -> str:
+    command = "mnemograph ui" if front.get("command") == "ui" else "mnemograph serve --transport http"
+    return f"{command} (pid {front.get('pid', '?')}, {front.get('url', '?')})"
 
 
 def describe(owner: OwnerStatus, now: float | None = None) -> str:
     up = _duration((now or time.time()) - owner.started_at)
     clients = "?" if owner.clients is None else str(owner.clients)
-    return (
-        f"{owner.data_dir}\n  pid {owner.pid}, up {up}, {clients} client(s) attached, store {owner.engine}, "
-        f"version {owner.version}\n  log: {owner.log_file}"
-    )
+    lines = [
+        owner.data_dir,
+        f"  pid {owner.pid}, up {up}, {clients} client(s) attached, store {owner.engine}, version {owner.version}",
+    ]
+    if owner.sessions:
+        lines.append(f"  {owner.sessions} stdio session(s) (MCP clients that started `mnemograph serve`)")
+    # A front restarts the owner whenever it stops: name it, so a person knows what to stop.
+    lines += [f"  kept up by {describe_front(f)}" for f in owner.fronts]
+    lines.append(f"  log: {owner.log_file}")
+    return "\n".join(lines)
 
 
 def as_json(owner: OwnerStatus) -> dict[str, Any]:
@@ -96,6 +124,8 @@ def as_json(owner: OwnerStatus) -> dict[str, Any]:
         "version": owner.version,
         "started_at": owner.started_at,
         "clients": owner.clients,
+        "sessions": owner.sessions,
+        "fronts": list(owner.fronts),
         "engine": owner.engine,
         "log_file": owner.log_file,
     }
@@ -110,7 +140,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def _alive(pid: int) -> bool:
+def _exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -118,6 +148,17 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _alive(pid: int) -> bool:
+    if not _exists(pid):
+        return False
+    # An exited process its parent has not reaped yet (a front started by a script) is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 class _Conn(http.client.HTTPConnection):

@@ -116,14 +116,7 @@ class TokenStore:
 
     def create(self, name: str, grants: Sequence[str]) -> tuple[str, TokenInfo]:
         """Add a token named ``name`` with ``grants`` (``SCOPE=r|w|admin``); returns its value, once."""
-        if not _NAME.fullmatch(name):
-            raise TokenError(f"token name {name[:70]!r} is invalid: use 1-64 of A-Z a-z 0-9 . _ @ -")
-        if not grants:
-            raise TokenError("a token needs at least one --grant SCOPE=r|w|admin, e.g. --grant team:t=w")
-        try:
-            parsed = tuple(dict.fromkeys(Grant.parse(g) for g in grants))
-        except InvalidGrant as exc:
-            raise TokenError(str(exc)) from None
+        parsed = self.check(name, grants)
         value = PREFIX + secrets.token_urlsafe(_SECRET_BYTES)
         salt = secrets.token_bytes(16)
         info = TokenInfo(name, parsed, datetime.now(UTC).isoformat(timespec="seconds"), None)
@@ -137,6 +130,18 @@ class TokenStore:
             entries.append(_Entry(info, salt, _digest(salt, value)))
             self._write(entries)
         return value, info
+
+    @staticmethod
+    def check(name: str, grants: Sequence[str]) -> tuple[Grant, ...]:
+        """The parsed grants of a token ``create`` would make; ``TokenError`` (touching nothing) if invalid."""
+        if not _NAME.fullmatch(name):
+            raise TokenError(f"token name {name[:70]!r} is invalid: use 1-64 of A-Z a-z 0-9 . _ @ -")
+        if not grants:
+            raise TokenError("a token needs at least one --grant SCOPE=r|w|admin, e.g. --grant team:t=w")
+        try:
+            return tuple(dict.fromkeys(Grant.parse(g) for g in grants))
+        except InvalidGrant as exc:
+            raise TokenError(str(exc)) from None
 
     def revoke(self, name: str) -> TokenInfo:
         """Revoke the token named ``name``; a running owner refuses it from its next request."""

@@ -33,7 +33,7 @@ async def serve_sessions(
     """Accept connections until cancelled, serving each as its own MCP session."""
 
     async def handle(stream: SocketStream) -> None:
-        with activity.hold():
+        with activity.hold("session"):
             try:
                 async with stream:
                     await _session(stream, server, default_scopes)

@@ -41,7 +41,9 @@ def run_ui(settings: Settings, paths: RuntimePaths, *, open_browser: bool) -> in
     """Serve the front on loopback (the configured port, or a free one when it is 0 or taken) until interrupted,
     and once it answers print, and open, a one-time sign-in URL."""
     port = settings.port if settings.port and _free(settings.port) else _any_port()
-    settings = dataclasses.replace(settings, host=_HOST, port=port, no_auth=False)
+    # Warnings only from the web server: the sign-in link is what the person needs to see in this terminal.
+    log_level = "WARNING" if settings.log_level in ("DEBUG", "INFO") else settings.log_level
+    settings = dataclasses.replace(settings, host=_HOST, port=port, no_auth=False, log_level=log_level)
     try:
         ensure_owner(paths, timeout=settings.spawn_timeout)
     except OwnerUnavailable as exc:
@@ -55,7 +57,7 @@ def run_ui(settings: Settings, paths: RuntimePaths, *, open_browser: bool) -> in
     from server.http_front import run_front  # the web stack loads only for this command
 
     try:
-        anyio.run(run_front, settings, paths)
+        anyio.run(run_front, settings, paths, None, "ui")
     except KeyboardInterrupt:
         return 130
     return 0

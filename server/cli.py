@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from server._cli_parser import package_version, parse
+from server._cli_parser import command_name, parse
 from server._runtime import RuntimeDirError, RuntimePaths
 from server.settings import Settings, SettingsError, load_settings
 
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if getattr(args, "needs_store", False) and not is_store(settings.data_dir):
         print(
-            f"mnemograph {args.name}: {_no_store(settings.data_dir, given=data_dir is not None)}",
+            f"{command_name(args)}: {_no_store(settings.data_dir, given=data_dir is not None)}",
             file=sys.stderr,
         )
         return 2
@@ -80,73 +80,10 @@ def _no_store(data_dir: Path, *, given: bool) -> str:
     )
 
 
-def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    if args.transport == "stdio":
-        from server._shim import run_stdio
-
-        if sys.stdin.isatty():  # a person, not a client, started it: say what it expects
-            print(
-                "mnemograph serve speaks MCP on standard input and output, for a client that starts it; to "
-                "connect one, run `mnemograph setup claude-desktop|claude-code|cursor|vscode`. For a server you "
-                "start yourself: mnemograph serve --transport http",
-                file=sys.stderr,
-            )
-        _banner(settings, paths, "stdio")
-        return run_stdio(
-            paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout, principal=settings.principal
-        )
-    from server._front_guard import peer_check_available
-
-    if settings.no_auth and not peer_check_available():
-        print(
-            "mnemograph: --no-auth needs the kernel's TCP table (/proc/net/tcp, Linux) to check that each client "
-            "runs as this OS user, and this system has none; create a token with `mnemograph token create` and "
-            "drop --no-auth",
-            file=sys.stderr,
-        )
-        return 2
-    _start_owner_early(paths, settings)
-    _banner(settings, paths, "http")
-    import anyio
-
-    from server.http_front import run_front
-
-    try:
-        anyio.run(run_front, settings, paths)
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
 def _ui(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     from server._ui_launch import run_ui
 
     return run_ui(settings, paths, open_browser=not args.no_browser)
-
-
-def _banner(settings: Settings, paths: RuntimePaths, transport: str) -> None:
-    """What this process serves, on stderr (a client's log for stdio, the terminal for HTTP)."""
-    # No version over stdio: looking it up (package metadata) costs time on the MCP handshake path.
-    name = "mnemograph" if transport == "stdio" else f"mnemograph {package_version()}"
-    lines = [
-        f"{name}: data {settings.data_dir}",
-        f"  log: {paths.log_file} (the process that owns the store)",
-    ]
-    if transport == "stdio":
-        lines.insert(1, f"  MCP over stdio, default scope {','.join(settings.default_scopes)}")
-    else:
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        auth = (
-            "none (--no-auth: only processes of this OS user may connect)"
-            if settings.no_auth
-            else "bearer token required (`mnemograph setup http` or `mnemograph token create`)"
-        )
-        lines[1:1] = [
-            f"  MCP over streamable HTTP at http://{host}:{settings.port}/mcp",
-            f"  auth: {auth}",
-            f"  default scope {','.join(settings.default_scopes)}; stop with Ctrl-C",
-        ]
-    print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 def _daemon(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
@@ -224,7 +161,9 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
                     sys.stdout.write(line)
             sys.stdout.flush()
     except AdminError as exc:
-        print(f"mnemograph {args.op}: {exc}", file=sys.stderr)
+        from server._cli_memory import for_terminal
+
+        print(f"mnemograph {args.op}: {for_terminal(str(exc))}", file=sys.stderr)
         return 2
     finally:
         if to_stdout:
@@ -238,65 +177,20 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         print(json.dumps(report, indent=2))
     elif args.op in ("verify", "reindex"):
         print(_format_report(report))
+    elif args.op == "erase":
+        print(
+            f"erased {report['id']}: {len(report['erased'])} version(s) removed from every store and its history; "
+            f"{report['entities_deleted']} entities it alone mentioned deleted"
+        )
     else:
         print(_summary(report))
     return 0 if report["ok"] else 1
 
 
 def _import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    if args.source != "mnemograph":
-        return _import_other(args, settings, paths)
-    data_dir = settings.data_dir
-    if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
-        return _merge_export(args, settings, paths)
-    from server._progress import Progress
-    from storage import Engine, MnemographError
+    from server._cli_import import run_import
 
-    bar = Progress("mnemograph import")
-    try:
-        with open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin as source:
-            summary = Engine.import_export(data_dir, source, progress=bar.callback())
-    except (OSError, MnemographError) as exc:
-        bar.close()
-        print(f"mnemograph import: {exc}", file=sys.stderr)
-        return 2
-    bar.close()
-    print(
-        f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities and "
-        f"{summary.relations} relations into {summary.data_dir} ({summary.reembedded} embedded again)"
-    )
-    return 0
-
-
-def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    """An export into a store that already holds memories: merged through its owner (or directly if none runs)."""
-    from server._admin import AdminError, run_admin
-
-    if args.file == "-":
-        print(
-            "mnemograph import: merging into an existing store reads a file, not standard input; "
-            "save the export to a file and pass its path",
-            file=sys.stderr,
-        )
-        return 2
-    source = Path(args.file).expanduser().resolve()
-    if not source.is_file():
-        print(f"mnemograph import: {args.file} is not a file; pass a file written by mnemograph export",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    body = {"format": "mnemograph", "path": str(source)}
-    try:
-        report = run_admin(
-            "import", paths, timeout=settings.spawn_timeout, args=body, label="mnemograph import"
-        )
-    except AdminError as exc:
-        print(f"mnemograph import: {exc}", file=sys.stderr)
-        return 2
-    print(
-        f"imported {report['memories'] + report['already']} memories from {args.file} into {report['data_dir']}: "
-        f"{report['memories']} new, {report['already']} already there ({report['reembedded']} embedded again)"
-    )
-    return 0
+    return run_import(args, settings, paths)
 
 
 def _memory(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
@@ -305,31 +199,12 @@ def _memory(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -
     return run_memory_command(args, settings, paths)
 
 
-def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    from server._admin import AdminError, run_admin
-
-    scope = args.scope or settings.default_scopes[0]
-    body = {"format": args.source, "path": str(Path(args.file).expanduser().resolve()), "scope": scope}
-    try:
-        report = run_admin(
-            "import", paths, timeout=settings.spawn_timeout, args=body, label="mnemograph import"
-        )
-    except AdminError as exc:
-        print(f"mnemograph import: {exc}", file=sys.stderr)
-        return 2
-    print(
-        f"imported {report['read']} memories from {args.file} ({args.source}) into {scope}: {report['added']} "
-        f"new, {report['duplicate']} already there, {report['linked']} linked from other scopes"
-    )
-    return 0
-
-
 def _summary(report: dict[str, Any]) -> str:
     skip = {"ok", "per_store"}
     return ", ".join(
         f"{key}: {len(value) if isinstance(value, list) else value}"
         for key, value in report.items()
-        if key not in skip
+        if key not in skip and value is not None  # e.g. no --scope: not "scope: None"
     )
 
 
@@ -359,26 +234,43 @@ def _scope(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 
 def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    import json
+
     from server._tokens import TokenError, TokenStore
     from storage._private import make_private
     from storage.audit import AUDIT_FILE, AuditLog
 
-    make_private(settings.data_dir)
     tokens = TokenStore(settings.data_dir)
     audit = AuditLog(settings.data_dir / AUDIT_FILE)
     try:
         if args.op == "create":
-            value, info = tokens.create(args.name, args.grant or [])
+            TokenStore.check(args.token_name, args.grant or [])  # a refused token creates no directory
+            make_private(settings.data_dir)
+            value, info = tokens.create(args.token_name, args.grant or [])
             grants = [str(g) for g in info.grants]
             audit.record(
                 "token_create", principal=settings.principal, client="cli", token=info.name, grants=grants
             )
-            print(value)  # the only time the token is shown; stdout carries nothing else
+            # The only time the token is shown; stdout carries nothing else.
+            print(json.dumps({"name": info.name, "token": value, "grants": grants}) if args.json else value)
             print(f"token {info.name!r} created with {', '.join(grants)}; store it now", file=sys.stderr)
         elif args.op == "revoke":
-            info = tokens.revoke(args.name)
+            info = tokens.revoke(args.token_name)
             audit.record("token_revoke", principal=settings.principal, client="cli", token=info.name)
+            if args.json:
+                print(json.dumps({"name": info.name, "revoked": info.revoked}))
             print(f"token {info.name!r} revoked", file=sys.stderr)
+        elif args.json:
+            listed = [
+                {
+                    "name": i.name,
+                    "grants": [str(g) for g in i.grants],
+                    "created": i.created,
+                    "revoked": i.revoked,
+                }
+                for i in tokens.all()
+            ]
+            print(json.dumps(listed, indent=2))
         else:
             for info in tokens.all():
                 state = f"revoked {info.revoked}" if info.revoked else "active"
@@ -402,20 +294,6 @@ def _format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _start_owner_early(paths: RuntimePaths, settings: Settings) -> None:
-    # Start (or find) the owner in a thread while this process imports the web stack: both take a while.
-    import contextlib
-    import threading
-
-    from server._owner import OwnerUnavailable, ensure_owner
-
-    def start() -> None:
-        with contextlib.suppress(OwnerUnavailable):  # the front retries, and reports the reason on requests
-            ensure_owner(paths, timeout=settings.spawn_timeout)
-
-    threading.Thread(target=start, name="mnemograph-start-owner", daemon=True).start()
-
-
 def _setup(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     from server._client_files import ClientFileError
     from server._setup import SetupError, SetupRequest, run_setup
@@ -425,7 +303,7 @@ def _setup(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         project=args.project,
         project_dir=Path(args.project_dir).expanduser().absolute() if args.project_dir else None,
         config=Path(args.config) if args.config else None,
-        name=args.server_name,
+        name=args.server_name or "",
         dry_run=args.print,
         data_dir_given=getattr(args, "data_dir", None) is not None,
         target=args.for_client,
@@ -440,42 +318,22 @@ def _setup(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         return 2
 
 
+def _serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._cli_serve import serve
+
+    return serve(args, settings, paths)
+
+
 def _status(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    import json
+    from server._cli_serve import status
 
-    from server._status import as_json, describe, running_owners
-
-    owners = running_owners(settings.runtime_dir)
-    if args.json:
-        print(json.dumps([as_json(o) for o in owners], indent=2))
-    elif not owners:
-        print(f"no Mnemograph server is running for this user (default store: {settings.data_dir})")
-    else:
-        print("\n".join(describe(o) for o in owners))
-    return 0
+    return status(args, settings, paths)
 
 
 def _stop(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    from server._status import running_owners, stop_owner
+    from server._cli_serve import stop
 
-    owners = running_owners(settings.runtime_dir)
-    if not args.all:
-        owners = [o for o in owners if o.data_dir == str(settings.data_dir)]
-    if not owners:
-        print(f"mnemograph stop: no server is running on {settings.data_dir}", file=sys.stderr)
-        return 1
-    status = 0
-    for owner in owners:
-        if stop_owner(owner, timeout=args.timeout):
-            print(f"stopped the server of {owner.data_dir} (pid {owner.pid})", file=sys.stderr)
-        else:
-            print(
-                f"mnemograph stop: the server of {owner.data_dir} (pid {owner.pid}) is still finishing after "
-                f"{args.timeout:g}s; see {owner.log_file}",
-                file=sys.stderr,
-            )
-            status = 1
-    return status
+    return stop(args, settings, paths)
 
 
 Handler = Callable[[argparse.Namespace, Settings, RuntimePaths], int]

@@ -29,6 +29,8 @@ import contextlib
 import functools
 import json
 import logging
+import os
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
@@ -48,6 +50,7 @@ from server._protocol import (
     ALLOWED_ORIGINS_HEADER,
     AUTH_HEADER,
     DEFAULT_SCOPES_HEADER,
+    FRONT_HEADER,
     HEADER_PREFIX,
     HEALTH_PATH,
     LEASE_PATH,
@@ -89,8 +92,13 @@ _NOT_YOU = (
 class HttpFront:
     """The front's ASGI app (``self.app``) and its connection to the owner."""
 
-    def __init__(self, settings: Settings, paths: RuntimePaths) -> None:
+    def __init__(self, settings: Settings, paths: RuntimePaths, command: str = "serve") -> None:
         self._settings = settings
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        path = "/ui/" if command == "ui" else MCP_PATH
+        # Told to the owner on the lease, so `mnemograph status` and `stop` can name what keeps it up.
+        about = {"pid": os.getpid(), "url": f"http://{host}:{settings.port}{path}", "command": command}
+        self._about = {FRONT_HEADER: json.dumps(about)}
         self._paths = paths
         self._policy = [
             (ALLOWED_HOSTS_HEADER.encode(), ",".join(settings.allowed_hosts).encode()),
@@ -196,7 +204,7 @@ class HttpFront:
         while True:
             try:
                 await self._ensure_owner()
-                async with self._owner.stream("GET", LEASE_PATH) as response:
+                async with self._owner.stream("GET", LEASE_PATH, headers=self._about) as response:
                     async for _ in response.aiter_raw():
                         delay = 0.5
                 log.info("the owner ended our lease; starting or finding another")
@@ -337,9 +345,12 @@ def _rpc_error(status: int, body: bytes, message: str) -> Response:
     return JSONResponse(payload, status_code=status)
 
 
-async def run_front(settings: Settings, paths: RuntimePaths) -> None:
-    """Serve the HTTP front on ``settings.host:settings.port`` until interrupted."""
-    front = HttpFront(settings, paths)
+async def run_front(
+    settings: Settings, paths: RuntimePaths, sock: socket.socket | None = None, command: str = "serve"
+) -> None:
+    """Serve the HTTP front until interrupted, on ``sock`` when the caller bound it already (so that a busy port
+    is reported before anything says it serves), else on ``settings.host:settings.port``."""
+    front = HttpFront(settings, paths, command)
     config = uvicorn.Config(
         front.app,
         host=settings.host,
@@ -348,5 +359,21 @@ async def run_front(settings: Settings, paths: RuntimePaths) -> None:
         lifespan="on",
         http=guarded(settings.max_connections, settings.header_timeout),
         h11_max_incomplete_event_size=_MAX_HEADER_BYTES,
+        # On SIGTERM (`mnemograph stop`), open event streams get this long to finish before they are closed.
+        timeout_graceful_shutdown=5,
     )
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on host:port, as uvicorn binds it; ``OSError`` when the port is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock

@@ -9,8 +9,11 @@ Variables (all optional):
 - ``MNEMOGRAPH_DEFAULT_SCOPE``: comma-separated scope ids used when a call names none; default
   ``user:<login name>``.
 - ``MNEMOGRAPH_HOST`` / ``MNEMOGRAPH_PORT``: where ``serve --transport http`` listens; default 127.0.0.1:8765.
-- ``MNEMOGRAPH_ALLOWED_HOSTS`` / ``MNEMOGRAPH_ALLOWED_ORIGINS``: comma-separated Host and Origin values the
-  HTTP server accepts (DNS-rebinding protection; ``name:*`` allows any port). Default: loopback names.
+- ``MNEMOGRAPH_ALLOWED_HOSTS`` / ``MNEMOGRAPH_ALLOWED_ORIGINS``: comma-separated host names or IP addresses the
+  HTTP server also answers to (DNS-rebinding protection), on top of the loopback names (and the bind address
+  when it is a specific one), which always stay allowed. ``mem.example.com`` or ``192.0.2.2`` allows any port,
+  ``name:8765`` one port, ``name:*`` any port; origins are ``http(s)://name[:port]`` (a bare name allows both
+  schemes). Each allowed host is also an allowed origin.
 - ``MNEMOGRAPH_RUNTIME_DIR``: where the owner's sockets and locks live; default ``/tmp/mnemograph-<uid>``.
 - ``MNEMOGRAPH_IDLE_TIMEOUT``: seconds the owner process stays up after its last client left; default 600.
 - ``MNEMOGRAPH_ENGINE_WAIT``: seconds a tool call waits for the store to open; default 120.
@@ -134,8 +137,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         port=_number(pick("port"), "port", int, 0, 65535, 8765),
         principal=principal,
         no_auth=no_auth,
-        allowed_hosts=_list(hosts) if hosts is not None else default_allowed_hosts(host),
-        allowed_origins=_list(origins) if origins is not None else default_allowed_origins(host),
+        allowed_hosts=allowed_hosts(host, hosts),
+        allowed_origins=allowed_origins(host, hosts, origins),
         idle_timeout=_number(pick("idle_timeout"), "idle_timeout", float, 1.0, 86_400.0 * 365, 600.0),
         engine_wait=_number(pick("engine_wait"), "engine_wait", float, 0.0, 3_600.0, 120.0),
         spawn_timeout=_number(pick("spawn_timeout"), "spawn_timeout", float, 1.0, 3_600.0, 60.0),
@@ -183,6 +186,60 @@ def default_allowed_hosts(host: str) -> tuple[str, ...]:
 
 def default_allowed_origins(host: str) -> tuple[str, ...]:
     return tuple(f"http://{h}" for h in default_allowed_hosts(host))
+
+
+def allowed_hosts(host: str, extra: object = None) -> tuple[str, ...]:
+    """The Host header values the HTTP server answers to: the defaults plus ``MNEMOGRAPH_ALLOWED_HOSTS``.
+
+    The variable adds to the loopback names instead of replacing them: the local clients ``setup`` configures
+    (``http://127.0.0.1:8765/mcp``) must keep working when a user opens the server to other machines."""
+    out = list(default_allowed_hosts(host))
+    for item in _list(extra) if extra is not None else ():
+        out.extend(_host_patterns(item))
+    return tuple(dict.fromkeys(out))
+
+
+def allowed_origins(host: str, hosts: object = None, extra: object = None) -> tuple[str, ...]:
+    """Origins a browser may send: each allowed host over http and https, plus ``MNEMOGRAPH_ALLOWED_ORIGINS``."""
+    out = list(default_allowed_origins(host))
+    for item in _list(hosts) if hosts is not None else ():
+        out.extend(f"{scheme}://{h}" for h in _host_patterns(item) for scheme in ("http", "https"))
+    for item in _list(extra) if extra is not None else ():
+        scheme, sep, rest = item.partition("://")
+        if not sep:
+            out.extend(f"{s}://{h}" for h in _host_patterns(item) for s in ("http", "https"))
+        elif scheme.lower() not in ("http", "https") or not rest or "/" in rest:
+            raise SettingsError(
+                f"{PREFIX}ALLOWED_ORIGINS takes origins like https://mem.example.com or http://192.0.2.2:8765 "
+                f"(scheme, host and optional port, no path), got {item!r}"
+            )
+        else:
+            out.extend(f"{scheme.lower()}://{h}" for h in _host_patterns(rest))
+    return tuple(dict.fromkeys(out))
+
+
+def _host_patterns(item: str) -> list[str]:
+    """What one ``MNEMOGRAPH_ALLOWED_HOSTS`` entry matches, as exact values and ``name:*`` patterns.
+
+    A bare name matches it on any port, and alone (a Host header without a port, e.g. behind a proxy on 80/443).
+    """
+    text = item.strip().lower()
+    bracketed = re.fullmatch(r"\[([0-9a-f:.]+)\](?::(\d{1,5}|\*))?", text)
+    if bracketed:
+        name, port = f"[{bracketed.group(1)}]", bracketed.group(2)
+    elif text.count(":") > 1:  # a bare IPv6 address
+        name, port = f"[{text}]", None
+    else:
+        name, _, port_text = text.partition(":")
+        port = port_text if _ else None
+    if not re.fullmatch(r"\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9._-]*[a-z0-9])?", name) or (
+        port is not None and not re.fullmatch(r"\d{1,5}|\*", port)
+    ):
+        raise SettingsError(
+            f"{PREFIX}ALLOWED_HOSTS takes comma-separated host names or IP addresses as clients write them in the "
+            f"URL, optionally with :PORT or :* (e.g. mem.example.com,192.0.2.2:8765), got {item.strip()!r}"
+        )
+    return [f"{name}:*", name] if port in (None, "*") else [f"{name}:{port}"]
 
 
 def _is_loopback(host: str) -> bool:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
+import anyio
 import httpx2
 import pytest
 from mcp import Client, MCPError
 
-from tests.e2e.conftest import HEADERS, INITIALIZE, Store, call, error_text, http_server
+from tests.e2e.conftest import HEADERS, INITIALIZE, MNEMOGRAPH, Store, call, error_text, http_server
 from tools import ALL_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -70,10 +73,64 @@ async def test_dns_rebinding_protection_and_healthz(shared_store: Store) -> None
         assert (await http.post("/-/reindex")).status_code == 404
 
 
-async def test_allowed_hosts_are_configurable(shared_store: Store) -> None:
-    env = {"MNEMOGRAPH_ALLOWED_HOSTS": "memory.internal:*,127.0.0.1:*"}
-    async with http_server(shared_store, env=env) as server, httpx2.AsyncClient(base_url=server.base) as http:
-        named = await http.post("/mcp", json=INITIALIZE, headers={**HEADERS, "Host": "memory.internal:8765"})
-        assert named.status_code == 200
-        other = await http.post("/mcp", json=INITIALIZE, headers={**HEADERS, "Host": "localhost:8765"})
-        assert other.status_code == 421
+async def test_allowed_hosts_take_plain_names_and_keep_loopback(shared_store: Store) -> None:
+    """README: "to serve other machines pass --host and list the names clients use in MNEMOGRAPH_ALLOWED_HOSTS".
+    A name as clients write it (no port) must work on the server's port, loopback must keep working (the local
+    clients `setup` configures use 127.0.0.1), and a refused name gets a message saying how to allow it."""
+    env = {"MNEMOGRAPH_ALLOWED_HOSTS": "memory.internal, 192.0.2.2,mem.example.com:443"}
+    async with (
+        http_server(shared_store, "--host", "0.0.0.0", env=env, auth=True) as server,
+        httpx2.AsyncClient(base_url=server.base) as http,
+    ):
+        port = server.base.rsplit(":", 1)[1]
+
+        async def initialize(host: str) -> httpx2.Response:
+            return await http.post("/mcp", json=INITIALIZE, headers={**HEADERS, "Host": host})
+
+        # No token: an allowed name reaches the auth check (401), a refused one stops at the Host check (421).
+        for host in (f"memory.internal:{port}", f"192.0.2.2:{port}", "memory.internal", "mem.example.com:443",
+                     f"127.0.0.1:{port}", f"localhost:{port}"):  # fmt: skip
+            assert (await initialize(host)).status_code == 401, host
+        for host in (f"evil.example:{port}", f"mem.example.com:{port}", f"memory.internal.evil:{port}"):
+            refused = await initialize(host)
+            assert refused.status_code == 421, host
+            message = refused.json()["message"]
+            assert repr(host) in message
+            assert "MNEMOGRAPH_ALLOWED_HOSTS" in message
+        origin = await http.post(
+            "/mcp", json=INITIALIZE, headers={**HEADERS, "Origin": "https://memory.internal"}
+        )
+        assert origin.status_code == 401
+        foreign = await http.post(
+            "/mcp", json=INITIALIZE, headers={**HEADERS, "Origin": "http://evil.example"}
+        )
+        assert foreign.status_code == 403
+        assert "MNEMOGRAPH_ALLOWED_ORIGINS" in foreign.json()["message"]
+        server.process.terminate()
+        assert server.process.stderr is not None
+        banner = server.process.stderr.read().decode()
+    # Served on every address: the banner says which names it answers to, and how to add one.
+    assert "answers to the host names 127.0.0.1, localhost, [::1], memory.internal, 192.0.2.2, " in banner
+    assert "mem.example.com:443" in banner
+    assert "MNEMOGRAPH_ALLOWED_HOSTS" in banner
+
+
+async def test_a_malformed_allowed_host_is_refused_at_start(shared_store: Store) -> None:
+    with anyio.fail_after(60):  # a server that started anyway would run until stopped
+        done = await anyio.run_process(
+            [
+                MNEMOGRAPH,
+                "serve",
+                "--transport",
+                "http",
+                "--port",
+                "0",
+                "--data-dir",
+                str(shared_store.data_dir),
+            ],
+            env={**os.environ, **shared_store.env(MNEMOGRAPH_ALLOWED_HOSTS="http://mem.example.com/mcp")},
+            check=False,
+        )
+    assert done.returncode == 2
+    assert "MNEMOGRAPH_ALLOWED_HOSTS takes comma-separated host names" in done.stderr.decode()
+    assert b"MCP over streamable HTTP" not in done.stderr

@@ -268,3 +268,66 @@ async def test_export_to_markdown_writes_one_private_file_per_memory(store: Stor
     status, out, err = await run(store, "import", "--from", "markdown", str(folder), "--scope", "user:copy")
     assert status == 0, err
     assert "imported 2 memories" in out
+
+
+async def test_import_says_where_its_scope_lives_and_which_clients_read_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """A new project scope is placed inside the personal scope, as `setup --project` places it; any other new
+    scope is top-level, and the output says the personal clients do not read it and how to change that."""
+    personal = "user:me"
+    store_env = {**os.environ, **store.env(MNEMOGRAPH_DEFAULT_SCOPE=personal)}
+
+    async def imp(*args: str) -> tuple[int, str, str]:
+        argv = [MNEMOGRAPH, "import", *args, "--data-dir", str(store.data_dir)]
+        done = await anyio.run_process(argv, env=store_env, check=False)
+        return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "Grinding.md").write_text(OBSIDIAN_NOTE)
+    status, out, err = await imp("--from", "markdown", str(notes), "--scope", "project:notes")
+    assert status == 0, err
+    assert f"project:notes is a new scope placed inside {personal}" in out
+    assert "--project notes" in out
+    status, out, err = await imp(
+        "--from", "mem0", str(FIXTURES / "mem0" / "get_all_ana.json"), "--scope", "user:alex"
+    )
+    assert status == 0, err
+    assert (
+        f"note: user:alex is a new top-level scope, which your clients (default scope {personal}) do not"
+        in out
+    )
+    assert f"mnemograph scope move user:alex --parent {personal}" in out
+    status, out, err = await run(store, "scope", "list", "--json")
+    parents = {s["id"]: s["parent"] for s in json.loads(out)}
+    assert parents["project:notes"] == personal
+    assert parents["user:alex"] is None
+    # A client of that project (as `setup --project notes` configures it) recalls the notes.
+    params = StdioServerParameters(
+        command=MNEMOGRAPH,
+        args=["serve", "--data-dir", str(store.data_dir)],
+        env=store.env(MNEMOGRAPH_DEFAULT_SCOPE="project:notes"),
+    )
+    async with Client(params, mode="legacy") as client:
+        found = await call(client, "recall", {"query": "burr grinders"})
+        assert any("Burr grinders" in r["content"] for r in found["results"])
+
+
+async def test_an_import_that_recognises_nothing_is_an_error(store: Store, tmp_path: Path) -> None:
+    mcp_memory_file = tmp_path / "memory.jsonl"
+    mcp_memory_file.write_text(
+        '{"type":"entity","name":"Ana","entityType":"person","observations":["Likes tea"]}\n'
+        '{"type":"relation","from":"Ana","to":"Lisbon","relationType":"lives_in"}\n'
+    )
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Already here.", "scopes": ["user:ana"]})
+    before = await listed(store, "--all")
+    status, out, err = await run(
+        store, "import", "--from", "mem0", str(mcp_memory_file), "--scope", "user:ana"
+    )
+    assert status == 2
+    assert out == ""
+    assert "found nothing to import" in err
+    assert "--from mcp-memory" in err
+    assert await listed(store, "--all") == before

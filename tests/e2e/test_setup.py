@@ -188,7 +188,7 @@ async def test_http_setup_writes_a_token_the_server_accepts(store: Store, tmp_pa
     home.seed()
     status, _, err = await home.run("setup", "http", "--for", "claude-code")
     assert status == 0, err
-    entry = _servers(home.claude)["mnemograph"]
+    entry = _servers(home.claude)["mnemograph-http"]
     assert (entry["type"], entry["url"]) == ("http", "http://127.0.0.1:8765/mcp")
     assert _servers(home.claude)["github"] == CLAUDE_JSON["mcpServers"]["github"]  # type: ignore[index]
     # Idempotent: the token in the file is still valid with the same grants, so no second one is made.
@@ -218,6 +218,49 @@ async def test_http_setup_writes_a_token_the_server_accepts(store: Store, tmp_pa
             refused = await bare.post(server.url, json=INITIALIZE, headers=HEADERS)
             assert refused.status_code == 401
             assert "resource_metadata" not in refused.headers["www-authenticate"]
+
+
+async def test_http_setup_sits_beside_the_local_entry_instead_of_replacing_it(
+    store: Store, tmp_path: Path
+) -> None:
+    """README order: `setup claude-code` (local), then `setup http`. The printed `claude mcp add` line must not
+    name a server the file already has (Claude Code refuses it: "already exists in user config"), and `--for`
+    must not silently turn the local entry into a remote one."""
+    home = Home(tmp_path / "home", store)
+    home.seed()
+    status, _, err = await home.run("setup", "claude-code")
+    assert status == 0, err
+    local = _servers(home.claude)["mnemograph"]
+    status, out, err = await home.run("setup", "http")
+    assert status == 0, err
+    line = next(ln.strip() for ln in out.splitlines() if ln.strip().startswith("claude mcp add"))
+    argv = shlex.split(line)
+    name = argv[argv.index("user") + 1]
+    assert name not in _servers(home.claude), f"`{line}` would collide with an existing entry"
+    assert name == "mnemograph-http"  # what client-configs/claude-code.sh documents
+    status, _, err = await home.run("setup", "http", "--for", "claude-code")
+    assert status == 0, err
+    servers = _servers(home.claude)
+    assert servers["mnemograph"] == local  # the local entry is kept
+    assert servers["mnemograph-http"]["type"] == "http"
+    assert "replaced" not in err
+    # Asked to use the local entry's name, it does, and says what it replaced.
+    status, _, err = await home.run("setup", "http", "--for", "claude-code", "--server-name", "mnemograph")
+    assert status == 0, err
+    assert _servers(home.claude)["mnemograph"]["type"] == "http"
+    assert "replaced the local (stdio) entry 'mnemograph'" in err
+
+
+async def test_a_mistyped_project_dir_is_an_error_and_creates_nothing(store: Store, tmp_path: Path) -> None:
+    home = Home(tmp_path / "home", store)
+    typo = tmp_path / "nope-dir"
+    for argv in (("setup", "cursor", "--project-dir", str(typo), "--project", "site"),
+                 ("setup", "http", "--for", "vscode", "--project-dir", str(typo))):  # fmt: skip
+        status, out, err = await home.run(*argv)
+        assert status == 2
+        assert f"--project-dir {typo} is not a directory" in err
+        assert out == ""
+        assert not typo.exists()
 
 
 async def test_setup_refuses_a_broken_file_and_changes_nothing(store: Store, tmp_path: Path) -> None:

@@ -268,6 +268,9 @@ async def test_posts_without_csrf_token_or_from_another_origin_are_refused(store
 
 
 async def test_ui_command_signs_in_the_local_user_once(store: Store) -> None:
+    # `ui` opens an existing store only (a mistyped --data-dir is an error): make one, as a first client would.
+    argv = [MNEMOGRAPH, "scope", "create", "project:ui", "--data-dir", str(store.data_dir)]
+    await anyio.run_process(argv, env={**os.environ, **store.env()}, check=True)
     process = await anyio.open_process(
         [MNEMOGRAPH, "ui", "--no-browser", "--port", "0", "--data-dir", str(store.data_dir)],
         env={**os.environ, **store.env(), "MNEMOGRAPH_PRINCIPAL": "me"},

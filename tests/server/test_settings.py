@@ -36,7 +36,14 @@ def test_a_specific_bind_address_is_allowed_as_host_header() -> None:
     assert "192.168.1.20:*" in s.allowed_hosts
     assert "http://192.168.1.20:*" in s.allowed_origins
     wildcard = load_settings({"MNEMOGRAPH_HOST": "0.0.0.0", "MNEMOGRAPH_ALLOWED_HOSTS": "mem.example.com:*"})
-    assert wildcard.allowed_hosts == ("mem.example.com:*",)
+    # The variable adds to the loopback names: local clients keep working when the server is opened up.
+    assert wildcard.allowed_hosts == (
+        "127.0.0.1:*",
+        "localhost:*",
+        "[::1]:*",
+        "mem.example.com:*",
+        "mem.example.com",
+    )
 
 
 @pytest.mark.parametrize(
