@@ -13,12 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from storage._kuzu import entity_key
-from storage.errors import InvalidInput
+from storage.adapters.kuzu.store import entity_key
+from storage.domain.errors import InvalidInput
 
 if TYPE_CHECKING:
     from storage import Engine
-    from storage.models import Hit, Memory
+    from storage.domain.models import Hit, Memory
 
 MEMORY_OPS = ("list", "show", "search", "forget", "export_markdown")
 MAX_PAGE = 500

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from storage.errors import (
+from storage.domain.errors import (
     Ambiguous,
     Closed,
     Conflict,
@@ -23,7 +23,7 @@ from storage.errors import (
     StoreFailed,
     StoreMismatch,
 )
-from storage.models import (
+from storage.domain.models import (
     AmendReceipt,
     EntityIn,
     EraseReceipt,
@@ -46,18 +46,18 @@ from storage.models import (
 )
 
 if TYPE_CHECKING:
-    from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-    from storage.engine import Engine, content_id
-    from storage.recall import RECIPES, Recipe
+    from storage.adapters.embedder import CachedEmbedder, Embedder, MiniLMEmbedder
+    from storage.engine.core import Engine, content_id
+    from storage.recall.pipeline import RECIPES, Recipe
 
 _LAZY = {
-    "Engine": "storage.engine",
-    "content_id": "storage.engine",
-    "CachedEmbedder": "storage.embedding",
-    "Embedder": "storage.embedding",
-    "MiniLMEmbedder": "storage.embedding",
-    "RECIPES": "storage.recall",
-    "Recipe": "storage.recall",
+    "Engine": "storage.engine.core",
+    "content_id": "storage.engine.core",
+    "CachedEmbedder": "storage.adapters.embedder",
+    "Embedder": "storage.adapters.embedder",
+    "MiniLMEmbedder": "storage.adapters.embedder",
+    "RECIPES": "storage.recall.pipeline",
+    "Recipe": "storage.recall.pipeline",
 }
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from storage._kuzu import Connection, GraphStore, OpenRelation, entity_key
+from storage.adapters.kuzu.store import Connection, GraphStore, OpenRelation, entity_key
 from storage.enrich import Fact
 
 DEFAULT_FUNCTIONAL = (

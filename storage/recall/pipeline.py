@@ -5,7 +5,7 @@ returned (current vs. superseded, validity at ``as_of``, event-time window, scop
 canonical records, so a lagging or damaged projection can cost recall quality but never leak or resurrect.
 Then: the query's time windows boost (never filter) by event time, near-duplicates fold into the better
 result, a history answer shows each version chain oldest first, and an optional token budget cuts the list.
-Every number comes from the ``Recipe`` (``storage.recipes``). No LLM on this path.
+Every number comes from the ``Recipe`` (``storage.recall.recipes``). No LLM on this path.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from storage._kuzu import Connection, GraphStore
-from storage._lance import VectorIndex
-from storage._tantivy import TextIndex
-from storage.embedding import Embedder
-from storage.intent import Interval, factor
-from storage.models import Hit, Memory, MemoryKind, Status, TimeMatch
-from storage.recipes import RECIPES, Recipe, resolve
+from storage.adapters.embedder import Embedder
+from storage.adapters.kuzu.store import Connection, GraphStore
+from storage.adapters.lance_vectors import VectorIndex
+from storage.adapters.tantivy_text import TextIndex
+from storage.domain.models import Hit, Memory, MemoryKind, Status, TimeMatch
+from storage.recall.recipes import RECIPES, Recipe, resolve
+from storage.recall.understanding import Interval, factor
 
 __all__ = [
     "RECIPES",

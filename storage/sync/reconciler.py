@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-from storage._kuzu import Change, Connection, GraphStore
-from storage._lance import VectorIndex
-from storage._tantivy import TextIndex
-from storage.errors import Closed, MnemographError, StorageUnavailable, StoreFailed
+from storage.adapters.kuzu.store import Change, Connection, GraphStore
+from storage.adapters.lance_vectors import VectorIndex
+from storage.adapters.tantivy_text import TextIndex
+from storage.domain.errors import Closed, MnemographError, StorageUnavailable, StoreFailed
 
 log = logging.getLogger("mnemograph.reconciler")
 T = TypeVar("T")

@@ -31,9 +31,9 @@ import pyarrow as pa
 from lancedb.index import Bitmap, IvfFlat, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
-from storage._kuzu import ProjectionRow
-from storage._rwlock import RWLock
-from storage._watermark import Watermark
+from storage.adapters._rwlock import RWLock
+from storage.adapters.kuzu.store import ProjectionRow
+from storage.adapters.watermark import Watermark
 
 TABLE = "memories"  # the first table's name; rebuilds name theirs memories-000001, memories-000002, ...
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))

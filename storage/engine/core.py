@@ -32,22 +32,13 @@ from scopes import (
     would_cycle,
 )
 from scopes import descendants as subtree
-from storage import _validate as v
-from storage import backup as snapshots
-from storage import recall as recall_path
-from storage._kuzu import Connection, GraphStore, NewMemory, RelationState, entity_key
-from storage._lance import VectorIndex
-from storage._private import make_private
-from storage._tantivy import TextIndex
-from storage.audit import AUDIT_FILE, AuditLog
-from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-from storage.enrich import Enriched, Fact, enrich, llm, speaker_of
-from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
-from storage.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
-from storage.extraction import EntityLexicon, _norm, extract
-from storage.graph_lane import GraphLane
-from storage.intent import analyse
-from storage.models import (
+from storage.adapters.embedder import CachedEmbedder, Embedder, MiniLMEmbedder
+from storage.adapters.kuzu.store import Connection, GraphStore, NewMemory, RelationState, entity_key
+from storage.adapters.lance_vectors import VectorIndex
+from storage.adapters.tantivy_text import TextIndex
+from storage.domain import validation as v
+from storage.domain.errors import Conflict, InvalidInput, Locked, NotFound, ScopeDenied, StorageUnavailable
+from storage.domain.models import (
     AmendReceipt,
     EntityIn,
     EraseReceipt,
@@ -67,8 +58,17 @@ from storage.models import (
     WriteItem,
     WriteReceipt,
 )
-from storage.recipes import Recipe, resolve
-from storage.reconciler import Reconciler, Tx
+from storage.engine import backup as snapshots
+from storage.engine.audit import AUDIT_FILE, AuditLog
+from storage.engine.private_files import make_private
+from storage.enrich import Enriched, Fact, enrich, llm, speaker_of
+from storage.enrich.reconcile import DEFAULT_FUNCTIONAL, Access, reconcile
+from storage.language.extraction import EntityLexicon, _norm, extract
+from storage.recall import pipeline as recall_path
+from storage.recall.lanes.graph import GraphLane
+from storage.recall.recipes import Recipe, resolve
+from storage.recall.understanding import analyse
+from storage.sync.reconciler import Reconciler, Tx
 
 log = logging.getLogger("mnemograph.engine")
 
@@ -1267,7 +1267,7 @@ class Engine:
     def export(
         self, out: IO[str], *, scope: str | None = None, vectors: bool = False
     ) -> snapshots.ExportSummary:
-        """Write every memory (or those of ``scope`` and the scopes under it) as JSON Lines; see storage.backup."""
+        """Write every memory (or those of ``scope`` and the scopes under it) as JSON Lines; see storage.engine.backup."""
         return snapshots.export(self, out, scope=scope, vectors=vectors)
 
     def backup(self, dest: Path | str) -> snapshots.SnapshotSummary:

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage._kuzu import Connection, GraphStore, Relation, entity_key
-from storage.extraction import EntityLexicon
-from storage.recall import Found, Query, visible
-from storage.recipes import Recipe
+from storage.adapters.kuzu.store import Connection, GraphStore, Relation, entity_key
+from storage.language.extraction import EntityLexicon
+from storage.recall.pipeline import Found, Query, visible
+from storage.recall.recipes import Recipe
 
 
 def _step(path: str, r: Relation) -> str:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import tantivy
 
-from storage._kuzu import ProjectionRow
-from storage._rwlock import RWLock
-from storage._watermark import Watermark
-from storage.errors import StorageUnavailable
+from storage.adapters._rwlock import RWLock
+from storage.adapters.kuzu.store import ProjectionRow
+from storage.adapters.watermark import Watermark
+from storage.domain.errors import StorageUnavailable
 
 log = logging.getLogger("mnemograph.text")
 
