@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from storage import Engine, EntityIn, RelationIn  # noqa: E402
-from storage import engine as engine_module  # noqa: E402
-from storage.adapters.kuzu.store import _rows  # noqa: E402
+from storage.adapters.kuzu._cypher import _rows  # noqa: E402
+from storage.engine import writes as engine_module  # noqa: E402
 from storage.enrich import Enriched  # noqa: E402
 from storage.language.extraction import extract  # noqa: E402
 

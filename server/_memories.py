@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from storage.adapters.kuzu.store import entity_key
 from storage.domain.errors import InvalidInput
+from storage.domain.records import entity_key
 
 if TYPE_CHECKING:
     from storage import Engine

@@ -1,6 +1,7 @@
 """The domain: memories, the reconciler (the single write path), recall (the read path) and the stores.
 
-The public surface is ``Engine`` and the records and errors below; store adapters are private modules.
+The public surface is ``Engine`` (wired in ``storage.compose``) and the records and errors below; the
+sub-packages are described in docs/architecture.md.
 Records and errors import eagerly (cheap); the engine and embedders load on first use, because importing
 lancedb, tantivy and kuzu costs over a second and must stay off the MCP handshake path.
 """
@@ -46,18 +47,20 @@ from storage.domain.models import (
 )
 
 if TYPE_CHECKING:
-    from storage.adapters.embedder import CachedEmbedder, Embedder, MiniLMEmbedder
-    from storage.engine.core import Engine, content_id
-    from storage.recall.pipeline import RECIPES, Recipe
+    from storage.adapters.embedder import CachedEmbedder, MiniLMEmbedder
+    from storage.compose import Engine
+    from storage.engine.state import content_id
+    from storage.ports.embedder import Embedder
+    from storage.recall.recipes import RECIPES, Recipe
 
 _LAZY = {
-    "Engine": "storage.engine.core",
-    "content_id": "storage.engine.core",
+    "Engine": "storage.compose",
+    "content_id": "storage.engine.state",
     "CachedEmbedder": "storage.adapters.embedder",
-    "Embedder": "storage.adapters.embedder",
+    "Embedder": "storage.ports.embedder",
     "MiniLMEmbedder": "storage.adapters.embedder",
-    "RECIPES": "storage.recall.pipeline",
-    "Recipe": "storage.recall.pipeline",
+    "RECIPES": "storage.recall.recipes",
+    "Recipe": "storage.recall.recipes",
 }
 
 

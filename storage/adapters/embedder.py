@@ -1,4 +1,4 @@
-"""Embedders: the port, the bundled MiniLM implementation, and a content-hash cache.
+"""Embedders: the bundled MiniLM implementation of ``storage.ports.embedder.Embedder``, and a content-hash cache.
 
 Importing this module never imports torch: the model loads on first use (or on ``warm()``, which callers
 start in a background thread), so nothing heavy sits on the MCP handshake path. The default runtime is plain
@@ -12,31 +12,11 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
-
-    ``name`` and ``dim`` are recorded in the data directory; a directory refuses an embedder whose
-    name or dimension differs from the one that built its vectors.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> Vectors: ...
-
-    def warm(self) -> None: ...
+from storage.ports.embedder import Embedder, Vectors
 
 
 def openmp_defaults() -> None:

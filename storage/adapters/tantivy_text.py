@@ -17,9 +17,9 @@ from pathlib import Path
 import tantivy
 
 from storage.adapters._rwlock import RWLock
-from storage.adapters.kuzu.store import ProjectionRow
 from storage.adapters.watermark import Watermark
 from storage.domain.errors import StorageUnavailable
+from storage.domain.records import ProjectionRow
 
 log = logging.getLogger("mnemograph.text")
 
@@ -49,6 +49,10 @@ def query_terms(text: str) -> list[str]:
 
 
 class TextIndex:
+    """The BM25 projection (``storage.ports.projection.TextSearch``) on Tantivy."""
+
+    name = "tantivy"
+
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
@@ -117,6 +121,18 @@ class TextIndex:
                 self._writer.add_document(self._doc(row))
             self._writer.commit()
             self._index.reload()
+
+    @property
+    def appends_since_maintain(self) -> int:
+        """Tantivy merges its own segments as it commits: never anything to maintain."""
+        return 0
+
+    def maintain(self) -> None:
+        """Nothing to do (see ``appends_since_maintain``)."""
+
+    def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
+        """The port's name for ``rebuild``."""
+        self.rebuild(rows)
 
     def rebuild(self, rows: Iterable[ProjectionRow]) -> None:
         """Write every row into a new index directory, then switch to it and delete the old one."""

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from storage.adapters.kuzu.store import GraphStore
 from storage.enrich import Fact
 from storage.enrich.claude import ExtractionFailed, LlmResult, Usage
+from storage.ports.canonical import CanonicalStore
 
 __all__ = ["Enricher", "ExtractionFailed", "Extractor", "Job", "LlmResult", "apply", "describe"]
 from storage.domain.models import EntityIn
@@ -127,7 +127,7 @@ class Enricher:
 
 
 def apply(
-    graph: GraphStore,
+    graph: CanonicalStore,
     tx: Tx,
     job: Job,
     result: LlmResult | None,

@@ -29,7 +29,7 @@ from storage.importers._mcp_memory import read_mcp_memory
 from storage.importers._mem0 import read_mem0
 
 if TYPE_CHECKING:
-    from storage.engine.core import Engine
+    from storage.engine.core import EngineCore
 
 READERS: dict[str, Callable[[Path, str], Iterator[WriteItem]]] = {
     "mcp-memory": read_mcp_memory,
@@ -51,7 +51,7 @@ class ImportReport:
 
 
 def import_into(
-    engine: Engine,
+    engine: EngineCore,
     fmt: str,
     path: Path,
     scope: str,

@@ -9,8 +9,8 @@ import pytest
 from lancedb.index import IvfPq
 
 from storage import CachedEmbedder, Engine, WriteItem
-from storage.adapters.kuzu.store import ProjectionRow
 from storage.adapters.lance_vectors import DELTA_ROWS, MAX_SEGMENTS, VectorIndex
+from storage.domain.records import ProjectionRow
 from storage.sync import reconciler
 
 

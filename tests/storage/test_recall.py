@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from storage import RECIPES, Engine, InvalidInput
-from storage.adapters.kuzu.store import PARALLEL_FETCH
+from storage.adapters.kuzu._cypher import PARALLEL_FETCH
 from storage.recall.pipeline import Recipe, fuse
 
 FACTS = [

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage.adapters.kuzu.store import Connection, GraphStore, Relation, entity_key
+from storage.domain.records import Relation, entity_key
 from storage.language.extraction import EntityLexicon
-from storage.recall.pipeline import Found, Query, visible
+from storage.ports.canonical import CanonicalStore, Session
+from storage.recall.query import Found, Query, visible
 from storage.recall.recipes import Recipe
 
 
@@ -33,7 +34,7 @@ def _step(path: str, r: Relation) -> str:
 
 @dataclass
 class GraphLane:
-    graph: GraphStore
+    graph: CanonicalStore
     lexicon: EntityLexicon
     name: str = "graph"
 
@@ -48,7 +49,7 @@ class GraphLane:
         with self.graph.read() as conn:
             return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches})
 
-    def _walk(self, conn: Connection, q: Query, depth: int, recipe: Recipe, seeds: dict[str, str]) -> Found:
+    def _walk(self, conn: Session, q: Query, depth: int, recipe: Recipe, seeds: dict[str, str]) -> Found:
         rule = recipe.graph
         rank: dict[str, tuple[float, int, int]] = {}  # id -> (distance, -query entities, -paths)
         paths: dict[str, list[str]] = {}
