@@ -78,7 +78,7 @@ class Engine(EngineCore):
         emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
         try:
             engine = cls(path, emb, fd, open_stores(path, emb, ann_threshold=ann_threshold))
-            engine._start()
+            engine.start()
         except BaseException:
             os.close(fd)
             raise

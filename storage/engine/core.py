@@ -21,7 +21,9 @@ class EngineCore(_Erasure):
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Repair what a crash left (projections behind the change log, an unfinished erasure), then start the
+        reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use."""
         if self._projection_behind_log():
             self._rebuild_projections()
         self.reconciler.start()
