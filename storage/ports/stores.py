@@ -13,9 +13,10 @@ class Stores:
     """One data directory's stores. ``projections`` are what the reconciler feeds, in report order."""
 
     canonical: CanonicalStore
-    vectors: VectorSearch
-    text: TextSearch
+    vectors: VectorSearch  # the vector lane searches it
+    text: TextSearch  # the bm25 lane searches it
+    extra: tuple[Projection, ...] = ()  # any further projection, fed and verified like the two above
 
     @property
     def projections(self) -> list[Projection]:
-        return [self.vectors, self.text]
+        return [self.vectors, self.text, *self.extra]
