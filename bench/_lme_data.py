@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from storage.models import MAX_CONTENT_CHARS
+from storage.domain.models import MAX_CONTENT_CHARS
 
 FILE = "longmemeval_s_cleaned_499of500.json.gz"
 SPLITS = ("dev", "report", "all")

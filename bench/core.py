@@ -29,7 +29,7 @@ import numpy as np
 from _common import PACKAGES, Latency, Sentences, load, machine
 
 from storage import CachedEmbedder, Engine, MiniLMEmbedder, WriteItem
-from storage.reconciler import MAINTAIN_EVERY
+from storage.sync.reconciler import MAINTAIN_EVERY
 
 SEED = 7
 USERS = 20

@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from storage import Engine, EntityIn, RelationIn  # noqa: E402
-from storage import engine as engine_module  # noqa: E402
-from storage._kuzu import _rows  # noqa: E402
+from storage.adapters.kuzu._cypher import _rows  # noqa: E402
+from storage.engine import writes as engine_module  # noqa: E402
 from storage.enrich import Enriched  # noqa: E402
-from storage.extraction import extract  # noqa: E402
+from storage.language.extraction import extract  # noqa: E402
 
 DATA = ROOT / "tests" / "storage" / "data"
 # The development set (the extractor was tuned on it) and a held-out set written before running it.
@@ -195,7 +195,7 @@ def latency(data_dir: Path, n: int) -> dict[str, float]:
         engine_module.enrich = new_enrich
     ext = {"old": [], "new": []}
     from storage.enrich import enrich
-    from storage.extraction import EntityLexicon
+    from storage.language.extraction import EntityLexicon
 
     lex = EntityLexicon()
     now = datetime.now(UTC)

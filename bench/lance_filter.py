@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from _common import Latency, load, machine
 
-from storage._kuzu import ProjectionRow
-from storage._lance import VectorIndex
+from storage.adapters.lance_vectors import VectorIndex
+from storage.domain.records import ProjectionRow
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "lance-filter.md"
 DIM = 384

@@ -44,8 +44,8 @@ from tqdm import tqdm
 
 from server.app import build_server
 from storage import Engine, MiniLMEmbedder, content_id
-from storage.models import MAX_CONTENT_CHARS, MAX_K, MAX_TOKEN_BUDGET
-from storage.recipes import RECIPES, Recipe
+from storage.domain.models import MAX_CONTENT_CHARS, MAX_K, MAX_TOKEN_BUDGET
+from storage.recall.recipes import RECIPES, Recipe
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
 CACHE = Path.home() / ".cache" / "mnemograph-bench"

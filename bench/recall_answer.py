@@ -41,8 +41,8 @@ from pydantic import BaseModel
 
 from server.app import build_server
 from storage import CachedEmbedder, Engine, MiniLMEmbedder, WriteItem
-from storage.models import Hit, MemoryKind, Status
-from storage.recipes import RECIPES
+from storage.domain.models import Hit, MemoryKind, Status
+from storage.recall.recipes import RECIPES
 from tools.recall import CUT_CHARS, DEFAULT_TOKEN_BUDGET
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "recall-answer.md"

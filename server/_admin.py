@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 from server._runtime import RuntimePaths
-from storage._private import make_private
-from storage.errors import MnemographError, StorageUnavailable
+from storage.domain.errors import MnemographError, StorageUnavailable
+from storage.engine.private_files import make_private
 
 if TYPE_CHECKING:
     from storage import Engine, ScopeInfo, VerifyReport
@@ -161,7 +161,7 @@ def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, An
 
 
 def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
-    from storage.backup import to_json
+    from storage.engine.backup import to_json
 
     if op == "verify":
         return report_json(engine.verify())

@@ -3,7 +3,7 @@
 Two channels, as the MCP specification draws them:
 
 - Failures the calling model should react to become a tool result with ``isError: true`` and a sentence that
-  says what to do next: a domain error (``storage.errors``: "no memory with id 3f2a…; call recall to find
+  says what to do next: a domain error (``storage.domain.errors``: "no memory with id 3f2a…; call recall to find
   it"), arguments that do not match the tool's input schema (the field and what it accepts), the store not
   being open yet. The domain error's ``code`` is in the result's ``_meta`` for programs.
 - Requests that cannot be a tool call at all become protocol errors (``MCPError``): an unknown tool name
@@ -24,7 +24,7 @@ from mcp import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
-from storage.errors import MnemographError
+from storage.domain.errors import MnemographError
 from tools import Caller, ToolSpec
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from storage.errors import Closed, MnemographError, StorageUnavailable
+from storage.domain.errors import Closed, MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
     from storage import Engine

@@ -13,12 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from storage._kuzu import entity_key
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
+from storage.domain.records import entity_key
 
 if TYPE_CHECKING:
     from storage import Engine
-    from storage.models import Hit, Memory
+    from storage.domain.models import Hit, Memory
 
 MEMORY_OPS = ("list", "show", "search", "forget", "export_markdown")
 MAX_PAGE = 500

@@ -55,7 +55,7 @@ from server._rebinding import refusal
 from server._session import SessionInfo, current_session, local_principal, parse_scopes
 from server.app import VERSION, MnemographMCP
 from server.ui import RELAYED_KEY, UI_PATH, ui_app
-from storage.errors import MnemographError, StorageUnavailable
+from storage.domain.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
     from storage import Engine

@@ -246,7 +246,7 @@ def _configured_token(
 def _create_token(
     tokens: TokenStore, base: str, grants: list[str], settings: Settings
 ) -> tuple[str, TokenInfo]:
-    from storage.audit import AUDIT_FILE, AuditLog
+    from storage.engine.audit import AUDIT_FILE, AuditLog
 
     names = {t.name for t in tokens.all()}
     name, n = base, 1

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     # Everything this process and the owners it starts create (stores, logs, tokens, backups, exports) is
     # private to this user from birth: the data directory is the boundary against other local accounts.
-    # (The literal, not storage._private's constant: the stdio fast path imports no storage module.)
+    # (The literal, not storage.engine.private_files's constant: the stdio fast path imports no storage module.)
     os.umask(0o077)
     args = parse(list(argv) if argv is not None else None)
     data_dir = getattr(args, "data_dir", None)
@@ -237,8 +237,8 @@ def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     import json
 
     from server._tokens import TokenError, TokenStore
-    from storage._private import make_private
-    from storage.audit import AUDIT_FILE, AuditLog
+    from storage.engine.audit import AUDIT_FILE, AuditLog
+    from storage.engine.private_files import make_private
 
     tokens = TokenStore(settings.data_dir)
     audit = AuditLog(settings.data_dir / AUDIT_FILE)

@@ -60,7 +60,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 EMBEDDER_RUNTIMES = (
     "numpy",
     "torch",
-)  # mirrors storage.embedding.RUNTIMES (this module must not import storage)
+)  # mirrors storage.adapters.embedder.RUNTIMES (this module must not import storage)
 # Characters a scope name may hold (mirrors scopes' validation, which has the final word).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
 _PRINCIPAL = re.compile(r"[A-Za-z0-9._@-]{1,64}")

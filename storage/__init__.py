@@ -1,6 +1,7 @@
 """The domain: memories, the reconciler (the single write path), recall (the read path) and the stores.
 
-The public surface is ``Engine`` and the records and errors below; store adapters are private modules.
+The public surface is ``Engine`` (wired in ``storage.compose``) and the records and errors below; the
+sub-packages are described in docs/architecture.md.
 Records and errors import eagerly (cheap); the engine and embedders load on first use, because importing
 lancedb, tantivy and kuzu costs over a second and must stay off the MCP handshake path.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from storage.errors import (
+from storage.domain.errors import (
     Ambiguous,
     Closed,
     Conflict,
@@ -23,7 +24,7 @@ from storage.errors import (
     StoreFailed,
     StoreMismatch,
 )
-from storage.models import (
+from storage.domain.models import (
     AmendReceipt,
     EntityIn,
     EraseReceipt,
@@ -46,18 +47,20 @@ from storage.models import (
 )
 
 if TYPE_CHECKING:
-    from storage.embedding import CachedEmbedder, Embedder, MiniLMEmbedder
-    from storage.engine import Engine, content_id
-    from storage.recall import RECIPES, Recipe
+    from storage.adapters.embedder import CachedEmbedder, MiniLMEmbedder
+    from storage.compose import Engine
+    from storage.engine.state import content_id
+    from storage.ports.embedder import Embedder
+    from storage.recall.recipes import RECIPES, Recipe
 
 _LAZY = {
-    "Engine": "storage.engine",
-    "content_id": "storage.engine",
-    "CachedEmbedder": "storage.embedding",
-    "Embedder": "storage.embedding",
-    "MiniLMEmbedder": "storage.embedding",
-    "RECIPES": "storage.recall",
-    "Recipe": "storage.recall",
+    "Engine": "storage.compose",
+    "content_id": "storage.engine.state",
+    "CachedEmbedder": "storage.adapters.embedder",
+    "Embedder": "storage.ports.embedder",
+    "MiniLMEmbedder": "storage.adapters.embedder",
+    "RECIPES": "storage.recall.recipes",
+    "Recipe": "storage.recall.recipes",
 }
 
 

@@ -9,7 +9,7 @@ from scopes import MAX_SCOPE_NAME
 from server._protocol import MAX_MESSAGE_BYTES
 from server._tokens import MAX_TOKEN_CHARS
 from server.http_front import MAX_BODY
-from storage import models
+from storage.domain import models
 from tools import ALL_TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]

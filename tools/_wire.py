@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from scopes import InvalidScopeId, ScopeId, ScopeKind
-from storage.models import MAX_NAME_CHARS, Memory, MemoryKind, Status
+from storage.domain.models import MAX_NAME_CHARS, Memory, MemoryKind, Status
 
 
 def _parse_time(value: object) -> object:

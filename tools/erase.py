@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from storage.models import MAX_REASON_CHARS
+from storage.domain.models import MAX_REASON_CHARS
 from tools._spec import Caller, Hints, ToolSpec, blocking
 from tools._wire import WireModel
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from storage.models import (
+from storage.domain.models import (
     MAX_CONTENT_CHARS,
     MAX_ENTITIES,
     MAX_RELATIONS,

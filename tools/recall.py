@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from storage.models import (
+from storage.domain.models import (
     MAX_K,
     MAX_QUERY_CHARS,
     MAX_SCOPES_PER_CALL,

@@ -26,7 +26,7 @@ from server._tokens import TokenStore
 from server.ui._actions import Actions
 from server.ui._pages import Pages
 from server.ui._web import HERE, RELAYED_KEY, UI_PATH, Ctx, Web
-from storage.audit import AUDIT_FILE, AuditLog
+from storage.engine.audit import AUDIT_FILE, AuditLog
 
 LOGIN_CODE_PATH = "/-/login-code"  # under UI_PATH; answered only on the owner's private socket
 

@@ -15,7 +15,7 @@ from scopes import Grant, InvalidGrant, Level, Principal, ScopeId
 from server._auth import principal_of
 from server._tokens import TokenError, TokenInfo, TokenStore
 from server.ui._web import UI_PATH, Ctx, Refused, Web, form_of, is_admin, parent_map, set_cookie
-from storage.audit import AuditLog
+from storage.engine.audit import AuditLog
 
 
 class Actions:

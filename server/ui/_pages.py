@@ -11,8 +11,8 @@ from scopes import Level, ScopeId
 from server.ui._svg import layout
 from server.ui._web import Ctx, Refused, Web, parent_map
 from storage import Hit, Memory, MemoryRecord, ScopeInfo, Status
-from storage.audit import AuditLog
-from storage.explore import neighbourhood, timeline
+from storage.engine.audit import AuditLog
+from storage.engine.explore import neighbourhood, timeline
 
 PAGE = 50
 

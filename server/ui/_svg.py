@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from storage.explore import Neighbourhood, Node
+from storage.engine.explore import Neighbourhood, Node
 
 WIDTH, HEIGHT = 960, 640
 _R1, _R2 = 180, 290

@@ -29,7 +29,7 @@ from scopes import Level, Principal, ScopeId
 from server._auth import principal_of
 from server._engine import EngineHolder
 from server.ui._sessions import COOKIE, Sessions, UiSession
-from storage.errors import (
+from storage.domain.errors import (
     Conflict,
     InvalidInput,
     MnemographError,

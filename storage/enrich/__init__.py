@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from storage.domain.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn
 from storage.enrich import _contacts, _statements
 from storage.enrich._statements import Statement, Status
 from storage.enrich._text import sentences, tokens
-from storage.extraction import EntityLexicon, _norm
-from storage.extraction import extract as extract_names
-from storage.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn
-from storage.timeparse import TimeMention
+from storage.language.extraction import EntityLexicon, _norm
+from storage.language.extraction import extract as extract_names
+from storage.language.timeparse import TimeMention
 
 __all__ = ["Enriched", "Fact", "Statement", "Status", "enrich", "speaker_of"]
 

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from storage._kuzu import GraphStore
 from storage.enrich import Fact
 from storage.enrich.claude import ExtractionFailed, LlmResult, Usage
+from storage.ports.canonical import CanonicalStore
 
 __all__ = ["Enricher", "ExtractionFailed", "Extractor", "Job", "LlmResult", "apply", "describe"]
+from storage.domain.models import EntityIn
 from storage.enrich.reconcile import Access, Outcome, reconcile
-from storage.extraction import _norm
-from storage.models import EntityIn
-from storage.reconciler import Tx
+from storage.language.extraction import _norm
+from storage.sync.reconciler import Tx
 
 log = logging.getLogger("mnemograph.enrich")
 
@@ -127,7 +127,7 @@ class Enricher:
 
 
 def apply(
-    graph: GraphStore,
+    graph: CanonicalStore,
     tx: Tx,
     job: Job,
     result: LlmResult | None,

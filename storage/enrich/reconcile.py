@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from storage._kuzu import Connection, GraphStore, OpenRelation, entity_key
+from storage.domain.records import OpenRelation, entity_key
 from storage.enrich import Fact
+from storage.ports.canonical import CanonicalStore, Session
 
 DEFAULT_FUNCTIONAL = (
     "lives_in", "works_at", "job_title", "phone", "email", "married_to", "studies_at", "reports_to",
@@ -58,8 +59,8 @@ class Access:
 
 
 def reconcile(
-    graph: GraphStore,
-    conn: Connection,
+    graph: CanonicalStore,
+    conn: Session,
     *,
     new_id: str,
     scopes: Sequence[str],
@@ -162,7 +163,7 @@ def reconcile(
 
 
 def _close(
-    graph: GraphStore, conn: Connection, rel: OpenRelation, subject: str, at: datetime, by: str
+    graph: CanonicalStore, conn: Session, rel: OpenRelation, subject: str, at: datetime, by: str
 ) -> None:
     graph.close_relation(
         conn, rel.memory_id, subject, rel.predicate, rel.object_name, valid_to=at, ended_by=by
@@ -170,7 +171,7 @@ def _close(
 
 
 def _contradict(
-    graph: GraphStore, conn: Connection, out: Outcome, new: str, old: str, predicate: str, now: datetime
+    graph: CanonicalStore, conn: Session, out: Outcome, new: str, old: str, predicate: str, now: datetime
 ) -> None:
     if old not in out.contradicts:
         graph.contradict(conn, new, old, predicate, now)

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scopes import LOCAL_PRINCIPAL, Principal
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
+from storage.domain.models import WriteItem
 from storage.importers._markdown import read_markdown
 from storage.importers._mcp_memory import read_mcp_memory
 from storage.importers._mem0 import read_mem0
-from storage.models import WriteItem
 
 if TYPE_CHECKING:
-    from storage.engine import Engine
+    from storage.engine.core import EngineCore
 
 READERS: dict[str, Callable[[Path, str], Iterator[WriteItem]]] = {
     "mcp-memory": read_mcp_memory,
@@ -51,7 +51,7 @@ class ImportReport:
 
 
 def import_into(
-    engine: Engine,
+    engine: EngineCore,
     fmt: str,
     path: Path,
     scope: str,

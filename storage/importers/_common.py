@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from storage.models import MAX_CONTENT_CHARS
+from storage.domain.models import MAX_CONTENT_CHARS
 
 _NOT_PREDICATE = re.compile(r"[^\w .:/-]+", re.UNICODE)
 

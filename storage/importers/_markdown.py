@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
+from storage.domain.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn, WriteItem
 from storage.importers._common import chunks, parse_time, predicate_of
-from storage.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn, WriteItem
 
 SOURCE = "markdown"
 _LINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")

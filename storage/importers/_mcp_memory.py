@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
+from storage.domain.models import EntityIn, RelationIn, WriteItem
 from storage.importers._common import predicate_of
-from storage.models import EntityIn, RelationIn, WriteItem
 
 SOURCE = "mcp-memory"
 

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
+from storage.domain.models import WriteItem
 from storage.importers._common import parse_time
-from storage.models import WriteItem
 
 SOURCE = "mem0"
 _KEPT = ("id", "user_id", "agent_id", "run_id", "app_id", "categories", "hash", "updated_at")

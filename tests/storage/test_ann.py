@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from lancedb.index import IvfPq
 
-from storage import CachedEmbedder, Engine, WriteItem, reconciler
-from storage._kuzu import ProjectionRow
-from storage._lance import DELTA_ROWS, MAX_SEGMENTS, VectorIndex
+from storage import CachedEmbedder, Engine, WriteItem
+from storage.adapters.lance_vectors import DELTA_ROWS, MAX_SEGMENTS, VectorIndex
+from storage.domain.records import ProjectionRow
+from storage.sync import reconciler
 
 
 def test_ann_index_keeps_exact_top_results(data_dir: Path, embedder: CachedEmbedder) -> None:

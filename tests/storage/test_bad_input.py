@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from storage import Conflict, Engine, EntityIn, InvalidInput, MnemographError, NotFound, RelationIn
-from storage.models import MAX_CONTENT_CHARS
+from storage.domain.models import MAX_CONTENT_CHARS
 
 BAD_CALLS: dict[str, Callable[[Engine], object]] = {
     "empty content": lambda e: e.write("", ["user:ana"]),

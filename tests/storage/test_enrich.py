@@ -13,7 +13,7 @@ import pytest
 from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, RelationIn, WriteItem
 from storage.enrich import enrich
-from storage.extraction import EntityLexicon
+from storage.language.extraction import EntityLexicon
 
 
 def principal(name: str, *grants: str) -> Principal:
@@ -218,7 +218,7 @@ def test_ordinary_chat_sentences_are_written(engine: Engine, text: str) -> None:
 def test_a_fault_in_extraction_never_fails_the_write(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """Extraction is a best effort: if it raises, the memory is stored with the caller's entities and
     relations, and it is recallable."""
-    import storage.engine as engine_module
+    import storage.engine.writes as engine_module
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RecursionError("an extractor bug")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
+from storage.domain.models import MAX_CONTENT_CHARS, RelationIn
 from storage.importers._common import chunks, predicate_of
 from storage.importers._markdown import front_matter, read_markdown
 from storage.importers._mcp_memory import read_mcp_memory
-from storage.models import MAX_CONTENT_CHARS, RelationIn
 
 
 def test_front_matter_reads_scalars_and_both_list_forms() -> None:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from storage.errors import InvalidInput
-from storage.intent import Interval, analyse, factor
-from storage.recipes import RECIPES, TimeRule
+from storage.domain.errors import InvalidInput
+from storage.recall.recipes import RECIPES, TimeRule
+from storage.recall.understanding import Interval, analyse, factor
 
 NOW = datetime(2023, 5, 30, 12, tzinfo=UTC)  # a Tuesday
 RULE = TimeRule()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from storage import CachedEmbedder, Engine, StorageUnavailable, StoreMismatch
-from storage.embedding import Vectors
+from storage.adapters.embedder import Vectors
 
 
 class RenamedMiniLM:
@@ -55,7 +55,9 @@ def test_opening_does_not_import_torch(tmp_path: Path) -> None:
 
 def test_torch_loads_with_sleeping_openmp_workers_unless_openmp_was_tuned() -> None:
     """libgomp prints the spin count it settled on (OMP_DISPLAY_ENV): 0 means idle workers sleep at once."""
-    code = "from storage.embedding import MiniLMEmbedder; MiniLMEmbedder(runtime='torch').embed(['x'])"
+    code = (
+        "from storage.adapters.embedder import MiniLMEmbedder; MiniLMEmbedder(runtime='torch').embed(['x'])"
+    )
     base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     for extra, expected in (
         ({}, "GOMP_SPINCOUNT = '0'"),

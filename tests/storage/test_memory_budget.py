@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storage.extraction import FUZZY_MAX_CHARS, EntityLexicon, _after_sentence_end, capitalised_spans
-from storage.models import MAX_ENTITIES, MAX_NAME_CHARS
+from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS
+from storage.language.extraction import FUZZY_MAX_CHARS, EntityLexicon, _after_sentence_end, capitalised_spans
 
 CHILD = Path(__file__).with_name("memory_child.py")
 ROOT = Path(__file__).resolve().parents[2]

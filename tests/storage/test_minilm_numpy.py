@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from storage import CachedEmbedder, Engine, MiniLMEmbedder, WriteItem
-from storage.recipes import RECIPES
+from storage.recall.recipes import RECIPES
 
 ROOT = Path(__file__).resolve().parents[2]
 

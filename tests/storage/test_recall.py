@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from storage import RECIPES, Engine, InvalidInput
-from storage._kuzu import PARALLEL_FETCH
-from storage.recall import Recipe, fuse
+from storage.adapters.kuzu._cypher import PARALLEL_FETCH
+from storage.recall.pipeline import Recipe, fuse
 
 FACTS = [
     "Ana's passport number ends in 4471.",

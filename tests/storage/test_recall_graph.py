@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from storage import Engine, EntityIn, RelationIn
-from storage.extraction import EntityLexicon
+from storage.language.extraction import EntityLexicon
 
 BOOKED = "We booked Hotel Aria for the spring trip."
 IN_CITY = "Hotel Aria is in Lisbon, near the river."

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from storage import RECIPES, CachedEmbedder, Engine, InvalidInput, Recipe
-from storage.recall import estimate_tokens
+from storage.recall.pipeline import estimate_tokens
 
 NOW = datetime(2023, 5, 30, 12, tzinfo=UTC)  # a Tuesday
 STUDY = "I bought a new desk lamp for the study."

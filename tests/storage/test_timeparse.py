@@ -1,4 +1,4 @@
-"""Tests for storage.timeparse: every supported form resolved to real values, ambiguity rules, robustness."""
+"""Tests for storage.language.timeparse: every supported form resolved to real values, ambiguity rules, robustness."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.timeparse import TimeMention, find_times, parse_datetime
+from storage.language.timeparse import TimeMention, find_times, parse_datetime
 
 # Tuesday 2023-05-30, late evening: the reference for most cases below.
 REF = datetime(2023, 5, 30, 23, 40, tzinfo=UTC)

@@ -16,20 +16,50 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
 from scopes import InvalidScopeId, ScopeId, descendants
-from storage import _validate as v
-from storage.errors import InvalidInput, MnemographError
-from storage.models import Memory, MemoryKind, Provenance
+from storage.domain import validation as v
+from storage.domain.errors import InvalidInput, MnemographError
+from storage.domain.models import Memory, MemoryKind, Provenance
+from storage.ports.canonical import CanonicalStore
+from storage.ports.embedder import Embedder
+from storage.sync.reconciler import Reconciler
 
-if TYPE_CHECKING:
-    from storage.embedding import Embedder
-    from storage.engine import Engine
+
+class Source(Protocol):
+    """What backup needs of an engine. The engine implements it; this module never imports the engine, so
+    the two do not import each other (the engine's ``export``, ``backup`` and ``merge_export`` call here)."""
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def graph(self) -> CanonicalStore: ...
+
+    @property
+    def reconciler(self) -> Reconciler: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def _tree_lock(self) -> threading.Lock: ...
+
+    @property
+    def _parents(self) -> dict[ScopeId, ScopeId]: ...
+
+    def _require_scope(self, scope: ScopeId) -> None: ...
+
+    def _reload_tree(self) -> None: ...
+
+    def _reload_lexicon(self) -> None: ...
+
 
 FORMAT = 1
 IMPORT_BATCH = 500
@@ -71,7 +101,7 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def export(engine: Engine, out: IO[str], *, scope: str | None = None, vectors: bool = False) -> ExportSummary:
+def export(engine: Source, out: IO[str], *, scope: str | None = None, vectors: bool = False) -> ExportSummary:
     """Write the store (or ``scope`` and the scopes under it) to ``out`` as JSON Lines."""
     chosen: set[str] | None = None
     if scope is not None:
@@ -311,7 +341,7 @@ def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, 
 
 
 def restore(
-    engine: Engine, parsed: Parsed, *, progress: Callable[[str, int, int], None] | None = None
+    engine: Source, parsed: Parsed, *, progress: Callable[[str, int, int], None] | None = None
 ) -> ImportSummary:
     """Write a parsed export into ``engine`` through its single writer, merging with what the store holds.
 
@@ -388,7 +418,7 @@ def restore(
 # -- snapshot --------------------------------------------------------------------------------------
 
 
-def snapshot(engine: Engine, dest: Path | str) -> SnapshotSummary:
+def snapshot(engine: Source, dest: Path | str) -> SnapshotSummary:
     """Copy the data directory, consistent at one change sequence, into ``dest`` (new or empty)."""
     target = Path(dest).expanduser().resolve()
     if target == engine.data_dir or engine.data_dir in target.parents:

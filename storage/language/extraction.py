@@ -2,7 +2,7 @@
 
 Entities: names the graph already knows (and their aliases), matched as whole words; otherwise runs of
 capitalised words that are not sentence-initial function words, months or weekdays. Dates: absolute and
-relative expressions resolved against the time the memory was written (``storage.timeparse``).
+relative expressions resolved against the time the memory was written (``storage.language.timeparse``).
 What the caller passes always wins; this only fills gaps.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from storage.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
-from storage.timeparse import TimeMention, find_times
+from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
+from storage.language.timeparse import TimeMention, find_times
 
 _TOKEN = re.compile(r"[\w][\w'’&.-]*", re.UNICODE)
 _CAP_RUN = re.compile(

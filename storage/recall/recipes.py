@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from storage.errors import InvalidInput
+from storage.domain.errors import InvalidInput
 
 LANES = ("bm25", "vector", "graph")
 
@@ -59,7 +59,7 @@ class GraphRule:
     max_mentions: int = 500
     fuzzy: bool = True  # allow one-edit typos in names of 5+ characters
     # A memory stating a relation on a path from a query entity gains path_weight / (rrf_k + hops) after
-    # fusion (storage.recall._with_paths): the answer to a two-hop question shares no words with it.
+    # fusion (storage.recall.pipeline._with_paths): the answer to a two-hop question shares no words with it.
     path_weight: float = 1.0
 
 

@@ -31,9 +31,9 @@ import pyarrow as pa
 from lancedb.index import Bitmap, IvfFlat, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
-from storage._kuzu import ProjectionRow
-from storage._rwlock import RWLock
-from storage._watermark import Watermark
+from storage.adapters._rwlock import RWLock
+from storage.adapters.watermark import Watermark
+from storage.domain.records import ProjectionRow
 
 TABLE = "memories"  # the first table's name; rebuilds name theirs memories-000001, memories-000002, ...
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
@@ -62,6 +62,10 @@ def _sql_str(value: str) -> str:
 
 
 class VectorIndex:
+    """The vector projection (``storage.ports.projection.VectorSearch``) on LanceDB."""
+
+    name = "lancedb"
+
     def __init__(
         self,
         directory: Path,
@@ -106,6 +110,9 @@ class VectorIndex:
         self._appends = 0
         # Rows added since the vector index was built in one segment (counted by this process).
         self._rows_since_build = 0
+
+    def close(self) -> None:
+        """Nothing to release: every LanceDB write is committed when it returns."""
 
     def _current_name(self) -> str:
         pointer = self._dir / "CURRENT"

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scopes import InvalidScopeId, ScopeId
-from storage.errors import InvalidInput
-from storage.models import (
+from storage.domain.errors import InvalidInput
+from storage.domain.models import (
     MAX_CONTENT_CHARS,
     MAX_ENTITIES,
     MAX_GROUP_KEY_CHARS,

@@ -1,6 +1,6 @@
 """What a recall query says besides its words: the times it names and whether it asks about change.
 
-Pure functions of the query text and the caller's reference time; no store access. ``storage.recall``
+Pure functions of the query text and the caller's reference time; no store access. ``storage.recall.pipeline``
 turns the result into a soft event-time boost and into "include superseded versions".
 """
 
@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from storage.recipes import TimeRule
-from storage.timeparse import TimeMention, find_times
+from storage.language.timeparse import TimeMention, find_times
+from storage.recall.recipes import TimeRule
 
 # Questions about change: what was true before, what used to be, the whole history of something.
 _CHANGE = re.compile(

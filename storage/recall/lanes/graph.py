@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage._kuzu import Connection, GraphStore, Relation, entity_key
-from storage.extraction import EntityLexicon
-from storage.recall import Found, Query, visible
-from storage.recipes import Recipe
+from storage.domain.records import Relation, entity_key
+from storage.language.extraction import EntityLexicon
+from storage.ports.canonical import CanonicalStore, Session
+from storage.recall.query import Found, Query, visible
+from storage.recall.recipes import Recipe
 
 
 def _step(path: str, r: Relation) -> str:
@@ -33,7 +34,7 @@ def _step(path: str, r: Relation) -> str:
 
 @dataclass
 class GraphLane:
-    graph: GraphStore
+    graph: CanonicalStore
     lexicon: EntityLexicon
     name: str = "graph"
 
@@ -48,7 +49,7 @@ class GraphLane:
         with self.graph.read() as conn:
             return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches})
 
-    def _walk(self, conn: Connection, q: Query, depth: int, recipe: Recipe, seeds: dict[str, str]) -> Found:
+    def _walk(self, conn: Session, q: Query, depth: int, recipe: Recipe, seeds: dict[str, str]) -> Found:
         rule = recipe.graph
         rank: dict[str, tuple[float, int, int]] = {}  # id -> (distance, -query entities, -paths)
         paths: dict[str, list[str]] = {}
@@ -127,7 +128,7 @@ class GraphLane:
 
     def _visible(
         self,
-        conn: Connection,
+        conn: Session,
         q: Query,
         edges: list[tuple[str, str, Relation]],
         seen_mentions: dict[str, set[str]],

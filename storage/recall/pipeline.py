@@ -5,7 +5,7 @@ returned (current vs. superseded, validity at ``as_of``, event-time window, scop
 canonical records, so a lagging or damaged projection can cost recall quality but never leak or resurrect.
 Then: the query's time windows boost (never filter) by event time, near-duplicates fold into the better
 result, a history answer shows each version chain oldest first, and an optional token budget cuts the list.
-Every number comes from the ``Recipe`` (``storage.recipes``). No LLM on this path.
+Every number comes from the ``Recipe`` (``storage.recall.recipes``). No LLM on this path.
 """
 
 from __future__ import annotations
@@ -14,28 +14,25 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
-from storage._kuzu import Connection, GraphStore
-from storage._lance import VectorIndex
-from storage._tantivy import TextIndex
-from storage.embedding import Embedder
-from storage.intent import Interval, factor
-from storage.models import Hit, Memory, MemoryKind, Status, TimeMatch
-from storage.recipes import RECIPES, Recipe, resolve
+from storage.domain.models import Hit, Memory, TimeMatch
+from storage.ports.canonical import CanonicalStore, Session
+from storage.recall.fusion import _with_paths, fuse
+from storage.recall.query import Found, Lane, Query, admissible, visible
+from storage.recall.recipes import RECIPES, Recipe, resolve
+from storage.recall.understanding import factor
 
 __all__ = [
     "RECIPES",
-    "Bm25Lane",
     "Found",
     "Lane",
     "Query",
     "Recipe",
-    "VectorLane",
     "admissible",
     "estimate_tokens",
     "fuse",
@@ -47,192 +44,6 @@ __all__ = [
 CHARS_PER_TOKEN = (
     4  # token estimate: ceil(characters / 4), the usual rule of thumb for English BPE vocabularies
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    text: str
-    scopes: tuple[str, ...]
-    k: int
-    now: datetime  # the wall clock: what is current is decided at this instant
-    as_of: datetime | None = None
-    include_history: bool = False
-    kinds: tuple[MemoryKind, ...] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    search_text: str = ""  # the words given to BM25 and the vector lane (time expressions removed)
-    intervals: tuple[Interval, ...] = ()  # time windows named in the query, resolved against the caller's now
-    token_budget: int | None = None
-    known_at: datetime | None = None  # transaction time: what the store believed at this instant
-    cut_chars: int | None = None  # the caller shows at most this many characters of each result
-    # The query's embedding, once the vector lane has prepared it.
-    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def live_only(self) -> bool:
-        return not self.include_history and self.as_of is None and self.known_at is None
-
-    @property
-    def valid_time(self) -> datetime | None:
-        """The valid-time instant the answer is about, when it is not now."""
-        return self.as_of if self.as_of is not None else self.known_at
-
-    @property
-    def words(self) -> str:
-        return self.search_text or self.text
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A lane's answer: ranked ids, and for some of them statements saying how they were reached."""
-
-    ids: list[str]
-    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)  # stored vectors, unit length, if at hand
-    # Memories that themselves state a relation on a path from an entity named in the query: id -> hops.
-    statements: Mapping[str, int] = field(default_factory=dict)
-
-
-class Lane(Protocol):
-    """A search lane: at most ``depth`` ids within the query's scopes, best first.
-
-    ``prepare`` does the lane's work that should not share the cores with other lanes, before they start; it
-    returns the query, completed with what it computed.
-    """
-
-    name: str
-
-    def prepare(self, q: Query) -> Query: ...
-
-    def search(self, q: Query, depth: int, recipe: Recipe) -> Found: ...
-
-
-def _lane_live_only(q: Query, recipe: Recipe) -> bool:
-    # Following version chains, the text lanes also search superseded versions: a hit on one counts for the
-    # chain's current version (``_Pool``), so the words of earlier versions lead to the current one.
-    return q.live_only and not recipe.follow_versions
-
-
-@dataclass
-class Bm25Lane:
-    index: TextIndex
-    name: str = "bm25"
-
-    def prepare(self, q: Query) -> Query:
-        return q
-
-    def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
-        kinds = [k.value for k in q.kinds] if q.kinds else None
-        live = _lane_live_only(q, recipe)
-        hits = self.index.search(q.words, scopes=q.scopes, k=depth, live_only=live, kinds=kinds)
-        return Found([i for i, _ in hits])
-
-
-@dataclass
-class VectorLane:
-    index: VectorIndex
-    embedder: Embedder
-    name: str = "vector"
-
-    def prepare(self, q: Query) -> Query:
-        """Embed the query. Alone on the cores: torch splits one query over both, and a thread that has to
-        wait for a core (another lane's search) stalls the whole step."""
-        return q if q.vector is not None else replace(q, vector=self.embedder.embed([q.words])[0])
-
-    def search(self, q: Query, depth: int, recipe: Recipe) -> Found:
-        vec = self.prepare(q).vector
-        assert vec is not None
-        kinds = [k.value for k in q.kinds] if q.kinds else None
-        want = (
-            recipe.dedup_cosine is not None
-        )  # the rows' vectors come with them: near-duplicates fold for free
-        live = _lane_live_only(q, recipe)
-        hits, matrix = self.index.search_with_vectors(
-            vec, scopes=q.scopes, k=depth, live_only=live, kinds=kinds, vectors=want
-        )
-        ids = [i for i, _ in hits]
-        if matrix is None or not ids:
-            return Found(ids)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        unit = matrix / np.where(norms == 0, 1.0, norms)
-        return Found(ids, vectors=dict(zip(ids, unit, strict=True)))
-
-
-def fuse(ranked: Mapping[str, Sequence[str]], recipe: Recipe) -> list[tuple[str, float, dict[str, int]]]:
-    """Weighted reciprocal rank fusion: score = sum over lanes of weight / (rrf_k + rank)."""
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for lane, ids in ranked.items():
-        weight = recipe.weights.get(lane, 0.0)
-        if weight <= 0:
-            continue
-        for rank, mid in enumerate(ids, start=1):
-            scores[mid] = scores.get(mid, 0.0) + weight / (recipe.rrf_k + rank)
-            ranks.setdefault(mid, {})[lane] = rank
-    order = sorted(scores, key=lambda m: (-scores[m], m))
-    return [(m, scores[m], ranks[m]) for m in order]
-
-
-def _with_paths(
-    fused: list[tuple[str, float, dict[str, int]]], found: Mapping[str, Found], recipe: Recipe
-) -> list[tuple[str, float, dict[str, int]]]:
-    """``GraphRule.path_weight``: a memory that states a relation on a path from an entity the query names
-    (the hotel is in Udaipur, Udaipur is in Rajasthan) gains ``path_weight / (rrf_k + hops)``. Such a statement
-    is the answer to a multi-hop question, yet it shares no words with it. Only statements two or more hops
-    out count: one hop out, the statement names the query's own entity, so the word and vector lanes rank it
-    already, and now that the offline extractor records relations for ordinary facts ("Sam works at
-    Initech"), a bonus there would lift every fact about a person named in the query above what was asked."""
-    weight = recipe.graph.path_weight * (recipe.weights.get("graph", 0.0) > 0)
-    hops: dict[str, int] = {}
-    for f in found.values():
-        for mid, h in f.statements.items():
-            if h >= 2:
-                hops[mid] = min(h, hops.get(mid, h))
-    if not hops or weight <= 0:
-        return fused
-    scored = [(m, s + weight / (recipe.rrf_k + hops[m]) if m in hops else s, lanes) for m, s, lanes in fused]
-    return sorted(scored, key=lambda e: (-e[1], e[0]))
-
-
-def visible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
-    """Whether the query may see this memory at all: one of its scopes, and its time view (current and
-    valid now; valid at ``as_of``; anything with history). Decides which graph edges may be followed.
-
-    With ``known_at`` (transaction time) the view is what the store believed then: recorded by then, not yet
-    retired or superseded by then (``replaced_at``: when its successor was recorded, if known), and valid at
-    ``as_of`` (default ``known_at``), a validity end written after ``known_at`` not yet counting.
-    """
-    if not set(m.scopes) & set(q.scopes):
-        return False
-    if q.known_at is not None:
-        return _believed(m, q.known_at, q.as_of or q.known_at, replaced_at)
-    if q.as_of is not None:
-        return m.valid_at(q.as_of)
-    return q.include_history or (m.status is Status.CURRENT and m.valid_at(q.now))
-
-
-def _believed(m: Memory, known: datetime, valid: datetime, replaced_at: datetime | None) -> bool:
-    if m.recorded_at > known:
-        return False
-    if m.retired_at is not None and m.retired_at <= known:
-        return False
-    if m.superseded_by is not None and (replaced_at is None or replaced_at <= known):
-        return False
-    # A validity end closed by a later supersession or retirement was not known yet.
-    closed_later = m.retired_at is not None or m.superseded_by is not None
-    end = None if closed_later else m.valid_to
-    return m.valid_from <= valid and (end is None or valid < end)
-
-
-def admissible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
-    """The canonical filter on results: visible, of a requested kind, inside the event-time window."""
-    if not visible(m, q, replaced_at):
-        return False
-    if q.kinds and m.kind not in q.kinds:
-        return False
-    if q.since is not None and m.event_time < q.since:
-        return False
-    return not (q.until is not None and m.event_time >= q.until)
 
 
 def estimate_tokens(text: str) -> int:
@@ -259,7 +70,7 @@ class _Candidate:
 
 
 def run(
-    q: Query, lanes: Sequence[Lane], graph: GraphStore, recipe: Recipe, executor: Executor | None = None
+    q: Query, lanes: Sequence[Lane], graph: CanonicalStore, recipe: Recipe, executor: Executor | None = None
 ) -> list[Hit]:
     """Run every weighted lane, fuse, keep what the canonical records admit, then apply the time rule,
     fold near-duplicates, order version chains (history answers) and fit the token budget.
@@ -337,8 +148,8 @@ class _Pool:
     def __init__(
         self,
         q: Query,
-        graph: GraphStore,
-        conn: Connection,
+        graph: CanonicalStore,
+        conn: Session,
         fused: list[tuple[str, float, dict[str, int]]],
         paths: Mapping[str, Sequence[str]],
         vectors: Mapping[str, np.ndarray],
@@ -425,8 +236,8 @@ def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
 
 def _grouped(
     q: Query,
-    graph: GraphStore,
-    conn: Connection,
+    graph: CanonicalStore,
+    conn: Session,
     found: Mapping[str, Found],
     fused: list[tuple[str, float, dict[str, int]]],
     recipe: Recipe,
@@ -556,7 +367,7 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
     return kept
 
 
-def _chains(kept: list[_Candidate], q: Query, graph: GraphStore, conn: Connection) -> list[_Candidate]:
+def _chains(kept: list[_Candidate], q: Query, graph: CanonicalStore, conn: Session) -> list[_Candidate]:
     """History answers: each version chain appears once, at its best result's place, oldest version first,
     completed with the versions no lane found (as far as the query's filters admit them)."""
     out: list[_Candidate] = []

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import tantivy
 
-from storage._kuzu import ProjectionRow
-from storage._rwlock import RWLock
-from storage._watermark import Watermark
-from storage.errors import StorageUnavailable
+from storage.adapters._rwlock import RWLock
+from storage.adapters.watermark import Watermark
+from storage.domain.errors import StorageUnavailable
+from storage.domain.records import ProjectionRow
 
 log = logging.getLogger("mnemograph.text")
 
@@ -186,6 +186,10 @@ def query_terms(text: str) -> list[str]:
 
 
 class TextIndex:
+    """The BM25 projection (``storage.ports.projection.TextSearch``) on Tantivy."""
+
+    name = "tantivy"
+
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._dir = directory
@@ -254,6 +258,18 @@ class TextIndex:
                 self._writer.add_document(self._doc(row))
             self._writer.commit()
             self._index.reload()
+
+    @property
+    def appends_since_maintain(self) -> int:
+        """Tantivy merges its own segments as it commits: never anything to maintain."""
+        return 0
+
+    def maintain(self) -> None:
+        """Nothing to do (see ``appends_since_maintain``)."""
+
+    def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
+        """The port's name for ``rebuild``."""
+        self.rebuild(rows)
 
     def rebuild(self, rows: Iterable[ProjectionRow]) -> None:
         """Write every row into a new index directory, then switch to it and delete the old one."""

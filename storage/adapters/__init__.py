@@ -1,0 +1,1 @@
+"""Store adapters: the only code that imports kuzu, lancedb and tantivy. Wired by storage.compose."""

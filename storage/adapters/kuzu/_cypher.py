@@ -1,0 +1,223 @@
+"""Cypher plumbing shared by the Kùzu adapter's modules: the schema, prepared statements, row decoding
+and the file helpers of a rebuild. Only this package speaks Cypher; every value is a bound parameter."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+import kuzu
+
+from storage.domain.errors import StorageUnavailable
+from storage.domain.models import Memory, MemoryKind, Provenance
+from storage.domain.records import (
+    NewMemory,
+)
+from storage.ports.canonical import Session
+
+log = logging.getLogger("mnemograph.graph")
+
+SCHEMA_VERSION = "1"
+# A canonical fetch of at least this many ids is split over two connections when an executor is given.
+PARALLEL_FETCH = 6
+# Databases whose commit failed: kept referenced so that no destructor checkpoints them before the process ends.
+_ABANDONED: list[kuzu.Database] = []
+
+
+_MEMORY_FIELDS = (
+    "id, content, kind, principal, client, source, metadata, event_time, event_time_source, valid_from, "
+    "valid_to, recorded_at, retired_at, retire_reason, supersedes, superseded_by"
+)
+_FIELD_NAMES = tuple(f.strip() for f in _MEMORY_FIELDS.split(","))
+_RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
+_FETCH_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_RETURN_MEMORY}, m.scopes, m.entity_names"
+_PROJECTION = "m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, m.vector"
+_PROJECT_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_PROJECTION}"
+
+
+def _schema(dim: int) -> list[str]:
+    return [
+        "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
+        "CREATE NODE TABLE IF NOT EXISTS Memory(id STRING PRIMARY KEY, content STRING, kind STRING, "
+        "principal STRING, client STRING, source STRING, metadata STRING, event_time TIMESTAMP, "
+        "event_time_source STRING, valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, "
+        f"retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, vector FLOAT[{dim}], "
+        "scopes STRING[], entity_names STRING[])",
+        "CREATE NODE TABLE IF NOT EXISTS Scope(id STRING PRIMARY KEY, created_at TIMESTAMP)",
+        "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING, aliases STRING[])",
+        "CREATE NODE TABLE IF NOT EXISTS Change(seq INT64 PRIMARY KEY, op STRING, memory_id STRING, at TIMESTAMP)",
+        "CREATE REL TABLE IF NOT EXISTS CONTAINS(FROM Scope TO Memory, added_at TIMESTAMP)",
+        "CREATE REL TABLE IF NOT EXISTS PARENT_OF(FROM Scope TO Scope)",
+        "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
+        # Each edge keeps the name, type and aliases that memory gave the entity, so that erasing the memory
+        # can take back exactly what it gave (an alias given only by an erased memory must not stay live).
+        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity, name STRING, type STRING, aliases STRING[])",
+        "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
+        "recorded_at TIMESTAMP)",
+        # Write-time reconciliation (storage.enrich.reconcile): a relation's validity, closed by the memory
+        # that ended it; and CONTRADICTS between memories whose statements conflict. Added in place to
+        # stores created before them (the columns read NULL there: open, as those relations were).
+        "ALTER TABLE RELATES ADD IF NOT EXISTS valid_from TIMESTAMP",
+        "ALTER TABLE RELATES ADD IF NOT EXISTS valid_to TIMESTAMP",
+        "ALTER TABLE RELATES ADD IF NOT EXISTS ended_by STRING",
+        "CREATE REL TABLE IF NOT EXISTS CONTRADICTS(FROM Memory TO Memory, predicate STRING, at TIMESTAMP)",
+        # The outcome of the optional LLM enrichment of a memory (never its content): shown by memory_read.
+        "CREATE NODE TABLE IF NOT EXISTS Enrichment(id STRING PRIMARY KEY, status STRING, detail STRING, "
+        "model STRING, input_tokens INT64, output_tokens INT64, cache_read_tokens INT64, "
+        "cache_write_tokens INT64, at TIMESTAMP)",
+    ]
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Kùzu returns naive UTC timestamps; the domain speaks aware UTC."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+# Parsing and planning a Cypher statement costs as much as running it; each connection keeps its own.
+_PREPARED: weakref.WeakKeyDictionary[kuzu.Connection, dict[str, kuzu.PreparedStatement]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _memory_params(m: Memory | NewMemory) -> dict[str, Any]:
+    """The parameters every ``CREATE (:Memory ...)`` shares: content, provenance and both time axes."""
+    return {
+        "id": m.id,
+        "content": m.content,
+        "kind": m.kind.value,
+        "principal": m.provenance.principal,
+        "client": m.provenance.client,
+        "source": m.provenance.source,
+        "metadata": json.dumps(m.metadata, ensure_ascii=False, sort_keys=True),
+        "event_time": m.event_time,
+        "ets": m.event_time_source,
+        "valid_from": m.valid_from,
+        "valid_to": m.valid_to,
+        "recorded_at": m.recorded_at,
+    }
+
+
+def _exec(session: Session, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:
+    conn = cast(kuzu.Connection, session)  # the sessions this adapter hands out are its connections
+    cache = _PREPARED.setdefault(conn, {})
+    stmt = cache.get(query)
+    if stmt is None:
+        # Connection.prepare() is deprecated in favour of execute(str), which re-plans every call.
+        stmt = kuzu.PreparedStatement(conn, query)
+        if not stmt.is_success():
+            raise RuntimeError(stmt.get_error_message())
+        cache[query] = stmt
+    result = conn.execute(stmt, params or {})
+    assert not isinstance(result, list)
+    return result
+
+
+def _rows(conn: Session, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    return [list(r) for r in _exec(conn, query, params).get_all()]
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NEWER_ERASED = "its newer version was erased"
+
+
+def _memory(r: list[Any], scopes: tuple[str, ...], entities: tuple[str, ...]) -> Memory:
+    (mid, content, kind, principal, client, source, metadata, event_time, ets, valid_from, valid_to, recorded_at,
+     retired_at, retire_reason, supersedes, superseded_by) = r  # fmt: skip
+    return Memory(
+        id=mid,
+        content=content,
+        kind=MemoryKind(kind),
+        scopes=scopes,
+        entities=entities,
+        provenance=Provenance(principal or "", client or "", source or ""),
+        metadata=json.loads(metadata) if metadata else {},
+        event_time=utc(event_time) or _EPOCH,
+        event_time_source=ets,
+        valid_from=utc(valid_from) or _EPOCH,
+        valid_to=utc(valid_to),
+        recorded_at=utc(recorded_at) or _EPOCH,
+        retired_at=utc(retired_at),
+        retire_reason=retire_reason or "",
+        supersedes=supersedes,
+        superseded_by=superseded_by,
+    )
+
+
+def cypher_string(value: str) -> str:
+    """``value`` as a Cypher string literal, for the few statements that take no parameters (EXPORT and
+    IMPORT DATABASE paths). Backslash and single quote are escaped, so a path such as ``/home/o'brien`` stays
+    one literal; every other value goes in as a bound parameter."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
+
+
+@contextmanager
+def _plain_path(directory: Path) -> Iterator[str]:
+    """A path to ``directory`` made of plain characters only, valid for the block.
+
+    Kùzu's EXPORT DATABASE writes the paths it was given, unescaped, into the script IMPORT DATABASE runs, so a
+    data directory under ``/home/o'brien`` or one with a double quote would break the import however the
+    statement itself is quoted. A plain path is used as it is; otherwise the directory is reached through an
+    open descriptor (``/proc/self/fd/N``, Linux) or a symbolic link in a fresh temporary directory.
+    """
+    text = str(directory)
+    if _PLAIN.fullmatch(text):
+        yield text
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        via_fd = f"/proc/self/fd/{fd}"
+        if os.path.isdir(f"{via_fd}/.") and os.path.samefile(via_fd, directory):
+            yield via_fd
+            return
+        link_dir = tempfile.mkdtemp(prefix="mnemograph-")
+        try:
+            link = f"{link_dir}/d"
+            os.symlink(directory, link)
+            if not _PLAIN.fullmatch(link):
+                raise StorageUnavailable(
+                    f"no plain path reaches the data directory {text!r} for the canonical store's rewrite",
+                    hint="set TMPDIR to a directory whose path has only letters, digits, '.', '_', '-' and '/'",
+                )
+            yield link
+        finally:
+            shutil.rmtree(link_dir, ignore_errors=True)
+    finally:
+        os.close(fd)
+
+
+def _checkpoint_timeout(exc: BaseException) -> bool:
+    """Kùzu's checkpoint gave up waiting for open transactions: transient, nothing was lost."""
+    return str(exc).startswith(
+        "Timeout waiting for active transactions to leave the system before checkpointing"
+    )
+
+
+def _rebuild_failed(exc: BaseException) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"the canonical store could not be rewritten: {str(exc)[:300]}",
+        hint="nothing acknowledged was lost and the store stays usable; the rewrite that removes erased bytes "
+        "from disk is retried at the next erase or purge and at the next start (check free disk space)",
+    )
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,385 @@
+"""The Kùzu adapter's writes: every method runs inside ``transaction()``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from storage.adapters.kuzu._cypher import (
+    _EPOCH,
+    _NEWER_ERASED,
+    _exec,
+    _memory_params,
+    _rows,
+    utc,
+)
+from storage.adapters.kuzu.reads import _Reads
+from storage.domain.models import EntityIn
+from storage.domain.records import (
+    Change,
+    NewMemory,
+    OpenRelation,
+    RelationState,
+    entity_key,
+)
+from storage.ports.canonical import Session
+
+
+class _Writes(_Reads):
+    def ensure_scopes(self, conn: Session, scopes: Sequence[str], at: datetime) -> None:
+        _exec(
+            conn,
+            "UNWIND $ss AS sid MERGE (s:Scope {id: sid}) ON CREATE SET s.created_at = $at",
+            {"ss": list(scopes), "at": at},
+        )
+
+    def set_parent(self, conn: Session, scope: str, parent: str | None) -> None:
+        _exec(conn, "MATCH (p:Scope)-[r:PARENT_OF]->(c:Scope {id: $c}) DELETE r", {"c": scope})
+        if parent is not None:
+            _exec(
+                conn,
+                "MATCH (p:Scope {id: $p}), (c:Scope {id: $c}) CREATE (p)-[:PARENT_OF]->(c)",
+                {"p": parent, "c": scope},
+            )
+
+    def insert_memory(
+        self, conn: Session, m: NewMemory, scopes: Sequence[str], entities: Sequence[EntityIn]
+    ) -> None:
+        _exec(
+            conn,
+            "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
+            "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
+            "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retire_reason: '', "
+            "supersedes: $supersedes, vector: $vector, scopes: CAST($scopes AS STRING[]), "
+            "entity_names: CAST($entities AS STRING[])})",
+            {
+                **_memory_params(m),
+                "supersedes": m.supersedes,
+                "vector": list(map(float, m.vector)),
+                "scopes": list(scopes),
+                "entities": sorted({e.name for e in entities}),
+            },
+        )
+
+    def link(self, conn: Session, memory_id: str, scopes: Sequence[str], at: datetime) -> None:
+        """Add ``memory_id`` to ``scopes``, which must not contain it yet (MERGE on an edge would scan every
+        CONTAINS edge in the store; callers pass only the missing scopes)."""
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) SET m.scopes = list_sort(list_distinct(list_concat(m.scopes, $ss)))",
+            {"id": memory_id, "ss": list(scopes)},
+        )
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) UNWIND $ss AS sid MATCH (s:Scope {id: sid}) "
+            "CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
+            {"id": memory_id, "ss": list(scopes), "at": at},
+        )
+
+    def mention(self, conn: Session, memory_id: str, entities: Sequence[EntityIn]) -> None:
+        given: dict[str, EntityIn] = {}
+        for e in entities:
+            _exec(
+                conn,
+                "MERGE (e:Entity {id: $id}) ON CREATE SET e.name = $name, e.type = $type, e.aliases = $aliases "
+                "ON MATCH SET e.aliases = list_distinct(list_concat(e.aliases, $aliases))",
+                {"id": entity_key(e.name), "name": e.name, "type": e.type, "aliases": list(e.aliases)},
+            )
+            first = given.setdefault(entity_key(e.name), e)
+            if first is not e:
+                given[entity_key(e.name)] = EntityIn(first.name, first.type, (*first.aliases, *e.aliases))
+        for key, e in given.items():
+            _exec(
+                conn,
+                "MATCH (m:Memory {id: $mid}), (e:Entity {id: $eid}) "
+                "CREATE (m)-[:MENTIONS {name: $name, type: $type, aliases: CAST($aliases AS STRING[])}]->(e)",
+                {"mid": memory_id, "eid": key, "name": e.name, "type": e.type, "aliases": list(e.aliases)},
+            )
+
+    def relate(
+        self,
+        conn: Session,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        at: datetime,
+        valid_from: datetime | None = None,
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf}]->(b)",
+            {
+                "a": entity_key(subject),
+                "b": entity_key(obj),
+                "p": predicate,
+                "m": memory_id,
+                "at": at,
+                "vf": valid_from,
+            },
+        )
+
+    def open_relations(
+        self, conn: Session, subject: str, predicates: Sequence[str], obj: str | None = None
+    ) -> list[OpenRelation]:
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
+        current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
+        stated for the relation."""
+        out: list[OpenRelation] = []
+        for predicate in dict.fromkeys(predicates):
+            # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
+            # seen to match a previous call's values in Kùzu 0.11. The recording memories are then looked up
+            # by primary key (a join on ``m.id = r.memory_id`` would scan every memory).
+            params = {"a": entity_key(subject), "p": predicate}
+            target = "(b:Entity)"
+            if obj is not None:  # only this object: a key lookup on both ends
+                target, params["b"] = "(b:Entity {id: $b})", entity_key(obj)
+            rows = _rows(
+                conn,
+                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL "
+                "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at",
+                params,
+            )
+            for bid, bn, mid, vf, at in rows:
+                state = _rows(
+                    conn,
+                    "MATCH (m:Memory {id: $id}) RETURN m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
+                    {"id": mid},
+                )
+                if state and state[0][0]:
+                    out.append(
+                        OpenRelation(
+                            predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(state[0][1] or ())
+                        )
+                    )
+        return out
+
+    def close_relation(
+        self,
+        conn: Session,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        valid_to: datetime,
+        ended_by: str,
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) "
+            "WHERE r.memory_id = $m AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = $vt, r.ended_by = $by",
+            {
+                "a": entity_key(subject),
+                "b": entity_key(obj),
+                "m": memory_id,
+                "p": predicate,
+                "vt": valid_to,
+                "by": ended_by,
+            },
+        )
+
+    def open_relation_count(self, conn: Session, memory_id: str) -> int:
+        return sum(r.valid_to is None for r in self.relation_history(conn, [memory_id]))
+
+    def contradict(self, conn: Session, new: str, old: str, predicate: str, at: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
+            "CREATE (n)-[:CONTRADICTS {predicate: $p, at: $at}]->(o)",
+            {"new": new, "old": old, "p": predicate, "at": at},
+        )
+
+    def contradictions(self, conn: Session, memory_id: str) -> list[str]:
+        """Ids of memories linked to this one by CONTRADICTS, in either direction."""
+        rows = _rows(
+            conn,
+            "MATCH (a:Memory {id: $id})-[:CONTRADICTS]-(b:Memory) RETURN DISTINCT b.id ORDER BY b.id",
+            {"id": memory_id},
+        )
+        return [r[0] for r in rows]
+
+    def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:
+        """Keep how the LLM enrichment of a memory went (status, detail, model, token counts)."""
+        _exec(
+            conn,
+            "MERGE (x:Enrichment {id: $id}) SET x.status = $status, x.detail = $detail, x.model = $model, "
+            "x.input_tokens = $input_tokens, x.output_tokens = $output_tokens, "
+            "x.cache_read_tokens = $cache_read_tokens, x.cache_write_tokens = $cache_write_tokens, x.at = $at",
+            {"id": memory_id, **row},
+        )
+
+    def enrichment_of(self, conn: Session, memory_id: str) -> dict[str, Any] | None:
+        rows = _rows(
+            conn,
+            "MATCH (x:Enrichment {id: $id}) RETURN x.status, x.detail, x.model, x.input_tokens, x.output_tokens, "
+            "x.cache_read_tokens, x.cache_write_tokens",
+            {"id": memory_id},
+        )
+        if not rows:
+            return None
+        keys = (
+            "status",
+            "detail",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        )
+        return dict(zip(keys, rows[0], strict=True))
+
+    def relation_history(self, conn: Session, memory_ids: Sequence[str]) -> list[RelationState]:
+        """Every relation the given memories recorded, with its validity. Reached through the entities each
+        memory mentions (a relation's ends always are), so the cost does not grow with the store."""
+        out: dict[Any, RelationState] = {}
+        for mid in dict.fromkeys(memory_ids):
+            rows = _rows(
+                conn,
+                "MATCH (m:Memory {id: $m})-[:MENTIONS]->(a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id = $m "
+                "RETURN ID(r), a.name, r.predicate, b.name, r.valid_from, r.valid_to, r.ended_by",
+                {"m": mid},
+            )
+            for rid, a, p, b, vf, vt, by in rows:
+                out.setdefault(str(rid), RelationState(a, p, b, mid, utc(vf), utc(vt), by))
+        return list(out.values())
+
+    def supersede(
+        self,
+        conn: Session,
+        old: str,
+        new: str,
+        *,
+        reason: str,
+        at: datetime,
+        close_valid_to: datetime,
+    ) -> None:
+        _exec(
+            conn,
+            "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
+            "CREATE (n)-[:SUPERSEDES {reason: $reason, at: $at}]->(o) "
+            "SET o.superseded_by = $new, "
+            "o.valid_to = CASE WHEN o.valid_to IS NULL OR o.valid_to > $vt THEN $vt ELSE o.valid_to END",
+            {"new": new, "old": old, "reason": reason, "at": at, "vt": close_valid_to},
+        )
+
+    def retire(self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str) -> None:
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) SET m.retired_at = $at, m.retire_reason = $reason, "
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN $vt ELSE m.valid_to END",
+            {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
+        )
+
+    def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
+        _exec(
+            conn,
+            "UNWIND $cs AS c CREATE (:Change {seq: c.seq, op: c.op, memory_id: c.mid, at: $at})",
+            {"cs": [{"seq": c.seq, "op": c.op, "mid": c.memory_id} for c in changes], "at": at},
+        )
+
+    def unlink(self, conn: Session, memory_id: str, scope: str) -> None:
+        """Remove ``memory_id`` from ``scope``: the CONTAINS edge and the entry in its scope list."""
+        _exec(
+            conn,
+            "MATCH (s:Scope {id: $s})-[r:CONTAINS]->(m:Memory {id: $id}) DELETE r",
+            {"s": scope, "id": memory_id},
+        )
+        self.unlink_all(conn, scope, [memory_id])
+
+    def unlink_all(self, conn: Session, scope: str, shared: Sequence[str]) -> None:
+        """Remove ``scope`` from the scope lists of memories that stay in other scopes."""
+        for mid in shared:
+            rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.scopes", {"id": mid})
+            remaining = [x for x in (rows[0][0] or []) if x != scope]
+            _exec(conn, "MATCH (m:Memory {id: $id}) SET m.scopes = $ss", {"id": mid, "ss": remaining})
+
+    def delete_scope(self, conn: Session, scope: str, only: Sequence[str]) -> int:
+        """Erase a scope: its exclusive memories, its edges, its node; children move to its parent.
+
+        Returns how many entities were left unmentioned and deleted.
+        """
+        entities = self.delete_memories(conn, only)
+        _exec(
+            conn,
+            "MATCH (p:Scope)-[:PARENT_OF]->(s:Scope {id: $s})-[:PARENT_OF]->(c:Scope) CREATE (p)-[:PARENT_OF]->(c)",
+            {"s": scope},
+        )
+        _exec(conn, "MATCH (s:Scope {id: $s}) DETACH DELETE s", {"s": scope})
+        return entities
+
+    def delete_memories(self, conn: Session, ids: Sequence[str]) -> int:
+        """Delete memories with their edges, the relations they recorded, version pointers to them, and the
+        entities no remaining memory mentions; an entity that stays keeps only the name, type and aliases its
+        remaining mentions gave it. Returns how many entities were deleted."""
+        ids = list(ids)
+        touched = [
+            r[0]
+            for r in _rows(
+                conn,
+                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN DISTINCT e.id",
+                {"ids": ids},
+            )
+        ]
+        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
+        # A relation closed by an erased memory is open again: what ended it is no longer known.
+        _exec(
+            conn,
+            "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",
+            {"ids": ids},
+        )
+        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
+        # A version that stays while its newer version goes must not point at it; it stays out of current
+        # recall (its validity was closed when it was superseded), now as retired at that same moment.
+        _exec(
+            conn,
+            "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids AND NOT o.id IN $ids "
+            "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
+            "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL",
+            {"ids": ids, "why": _NEWER_ERASED},
+        )
+        _exec(
+            conn,
+            "MATCH (m:Memory) WHERE m.superseded_by IN $ids "
+            "SET m.retire_reason = CASE WHEN m.retired_at IS NULL THEN $why ELSE m.retire_reason END, "
+            "m.retired_at = coalesce(m.retired_at, m.valid_to, m.recorded_at), m.superseded_by = NULL",
+            {"ids": ids, "why": _NEWER_ERASED},
+        )
+        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        orphans = _rows(
+            conn,
+            "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (:Memory)-[:MENTIONS]->(e) } "
+            "AND NOT EXISTS { MATCH (e)-[:RELATES]-(:Entity) } RETURN e.id",
+        )
+        _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": [r[0] for r in orphans]})
+        gone = {r[0] for r in orphans}
+        for eid in touched:
+            if eid not in gone:
+                self._regive(conn, eid)
+        return len(orphans)
+
+    def _regive(self, conn: Session, entity: str) -> None:
+        """Set an entity's name, type and aliases from the mentions that remain: the earliest mention's name
+        and type, every mention's aliases."""
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity {id: $e}) RETURN r.name, r.type, r.aliases, e.name "
+            "ORDER BY m.recorded_at, m.id",
+            {"e": entity},
+        )
+        if not rows:  # kept by relations alone (a relation's ends are always mentioned, so not expected)
+            rows = [
+                [None, None, None, r[0]]
+                for r in _rows(conn, "MATCH (e:Entity {id: $e}) RETURN e.name", {"e": entity})
+            ]
+        name = next((n for n, _, _, _ in rows if n), rows[0][3])
+        etype = next((t for _, t, _, _ in rows if t), "thing")
+        aliases = list(dict.fromkeys(a for _, _, given, _ in rows for a in (given or ())))
+        _exec(
+            conn,
+            "MATCH (e:Entity {id: $e}) SET e.name = $name, e.type = $type, e.aliases = CAST($aliases AS STRING[])",
+            {"e": entity, "name": name, "type": etype, "aliases": aliases},
+        )

@@ -1,0 +1,103 @@
+"""The composition root: the one module that chooses and wires the store adapters.
+
+``Engine`` is the engine's use cases (``storage.engine.EngineCore``) opened on a data directory: Kùzu as the
+canonical store, LanceDB and Tantivy as projections, MiniLM as the default embedder. Nothing else in
+``storage`` imports an adapter (``lint-imports`` holds this), so another canonical store is one more branch
+here, behind configuration, and passes tests/storage/contract.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from storage.adapters.embedder import CachedEmbedder, MiniLMEmbedder
+from storage.adapters.kuzu import GraphStore
+from storage.adapters.lance_vectors import VectorIndex
+from storage.adapters.tantivy_text import TextIndex
+from storage.domain.errors import Locked, StorageUnavailable
+from storage.engine import backup as snapshots
+from storage.engine.core import EngineCore
+from storage.engine.private_files import make_private
+from storage.ports.embedder import Embedder
+from storage.ports.stores import Stores
+
+
+def open_stores(data_dir: Path, embedder: Embedder, *, ann_threshold: int = 50_000) -> Stores:
+    """The embedded stores of one data directory: ``graph/`` (Kùzu), ``vectors/`` (LanceDB), ``text/`` (Tantivy)."""
+    return Stores(
+        canonical=GraphStore(data_dir / "graph", dim=embedder.dim, embedder_name=embedder.name),
+        vectors=VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold),
+        text=TextIndex(data_dir / "text"),
+    )
+
+
+class Engine(EngineCore):
+    """One data directory's stores, owned by this process until ``close()``."""
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: Path | str,
+        *,
+        embedder: Embedder | None = None,
+        warm: bool = True,
+        ann_threshold: int = 50_000,
+    ) -> Engine:
+        """Open (creating if needed) the stores under ``data_dir`` and repair the projections.
+
+        Takes an exclusive lock on ``data_dir/owner.lock``: a second process gets StorageUnavailable.
+        Never imports torch itself; with ``warm`` the embedder loads in a background thread.
+        """
+        path = Path(data_dir).expanduser().resolve()
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot use data directory {path}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Locked(
+                f"data directory {path} is owned by another Mnemograph process",
+                hint="connect through that process (mnemograph serve attaches to it) instead of opening it",
+            ) from None
+        try:
+            # The directory's permissions are the boundary against other local users (docs/security.md):
+            # private from birth (the entry points' umask), and tightened here when an older version left it
+            # open. Under the lock, so a CLI that finds an owner running does not walk the tree.
+            make_private(path)
+        except OSError as exc:
+            os.close(fd)
+            raise StorageUnavailable(f"cannot make data directory {path} private: {exc.strerror}") from exc
+        emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
+        try:
+            engine = cls(path, emb, fd, open_stores(path, emb, ann_threshold=ann_threshold))
+            engine.start()
+        except BaseException:
+            os.close(fd)
+            raise
+        if warm:
+            threading.Thread(target=emb.warm, name="mnemograph-embedder-warm", daemon=True).start()
+        return engine
+
+    @classmethod
+    def import_export(
+        cls,
+        data_dir: Path | str,
+        source: IO[str],
+        *,
+        embedder: Embedder | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> snapshots.ImportSummary:
+        """Restore an export into a new (empty) data directory. The file is validated before anything is written."""
+        path = Path(data_dir).expanduser().resolve()
+        snapshots.require_empty(path)
+        parsed = snapshots.parse(iter(source))
+        with cls.open(path, embedder=embedder, warm=False) as engine:
+            return snapshots.restore(engine, parsed, progress=progress)

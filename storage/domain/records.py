@@ -1,0 +1,96 @@
+"""Records the canonical store and the engine exchange (no I/O): what a write creates, what a projection
+needs, entities and relations as the graph holds them, and one change-log entry."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from storage.domain.models import MemoryKind, Provenance
+
+
+def entity_key(name: str) -> str:
+    """Entities are identified by their case-folded, whitespace-collapsed name."""
+    return " ".join(name.casefold().split())
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    id: str
+    content: str
+    kind: MemoryKind
+    provenance: Provenance
+    metadata: dict[str, Any]
+    event_time: datetime
+    event_time_source: str
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    vector: Sequence[float]
+    supersedes: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionRow:
+    """What the derived stores need of one memory."""
+
+    id: str
+    content: str
+    kind: str
+    scopes: tuple[str, ...]
+    live: bool
+    event_time: datetime
+    vector: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class KnownEntity:
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    mentions: int
+    relations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One RELATES edge seen from an entity: ``outgoing`` when that entity is the subject."""
+
+    predicate: str
+    memory_id: str
+    other_id: str
+    other_name: str
+    outgoing: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRelation:
+    """A RELATES edge still valid, as reconciliation sees it: the memory that recorded it and its scopes."""
+
+    predicate: str
+    object_id: str
+    object_name: str
+    memory_id: str
+    valid_from: datetime | None
+    recorded_at: datetime
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationState:
+    subject: str
+    predicate: str
+    object: str
+    memory_id: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    ended_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    seq: int
+    op: str
+    memory_id: str

@@ -1,0 +1,61 @@
+"""The engine's use cases over the ports, assembled: ``EngineCore`` is every use case module in one class.
+
+Synchronous and thread-safe. Writes become intents for the reconciler (one writer thread); reads run in
+the calling thread. Arguments are validated before anything is queued, so a rejected call changes nothing.
+The use cases live one concern per module (state, access, reads, scopes, writes, versions, consistency,
+erasure), each class extending the previous one; ``storage.compose.Engine`` opens one on a data directory.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Self
+
+from storage.domain.errors import StorageUnavailable
+from storage.engine.erasure import _Erasure
+from storage.engine.state import VACUUM_MARKER, log
+
+
+class EngineCore(_Erasure):
+    """One data directory's stores, owned by this process until ``close()``."""
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Repair what a crash left (projections behind the change log, an unfinished erasure), then start the
+        reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use."""
+        if self._projection_behind_log():
+            self._rebuild_projections()
+        self.reconciler.start()
+        self._reload_tree()
+        self._reload_lexicon()
+        if (self.data_dir / VACUUM_MARKER).exists():
+            try:
+                self._vacuum()  # an erasure was interrupted before its files were rewritten
+            except StorageUnavailable:
+                # The erased rows are gone from every store (nothing can read them); only their bytes wait for
+                # the rewrite, which the marker keeps asking for. A store that cannot be rewritten right now
+                # (disk full) must still open: refusing to would lose the user every other memory.
+                log.exception(
+                    "the rewrite that removes erased bytes failed; it is retried at the next erasure"
+                )
+
+    def close(self) -> None:
+        """Drain queued writes, flush projections and release the directory. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.enricher is not None:
+            self.enricher.close(lambda job: self._apply_llm(job, None, None))
+        self.reconciler.close()
+        self._lane_pool.shutdown(wait=True)
+        for projection in self.stores.projections:
+            projection.close()
+        self.graph.close()
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,228 @@
+"""Erasure: purge a scope, erase a memory, and the rewrite that leaves no byte of it on disk."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scopes import (
+    LOCAL_PRINCIPAL,
+    Level,
+    Principal,
+    ScopeId,
+)
+from storage.domain import validation as v
+from storage.domain.errors import InvalidInput, NotFound, ScopeDenied, StorageUnavailable
+from storage.domain.models import (
+    EraseReceipt,
+    PurgeReceipt,
+)
+from storage.engine.consistency import _Consistency
+from storage.engine.state import (
+    VACUUM_MARKER,
+    content_id,
+)
+from storage.ports.canonical import Session
+from storage.sync.reconciler import Tx
+
+
+class _Erasure(_Consistency):
+    def purge(self, scope: str, *, confirm: str, principal: Principal = LOCAL_PRINCIPAL) -> PurgeReceipt:
+        """Erase a scope for real: memories only in it are deleted from all three stores and their bytes
+        removed from disk; memories shared with other scopes just lose this scope. Child scopes move up
+        to the purged scope's parent."""
+        sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.ADMIN, "purge")
+        if confirm != str(sid):
+            raise InvalidInput(f"confirm must equal the scope id {str(sid)!r}", hint="nothing was deleted")
+        self._require_scope(sid)
+        self.reconciler.wait_projected()
+        before = {p.name: p.count() for p in self.stores.projections}
+        (self.data_dir / VACUUM_MARKER).touch()
+
+        contents: list[str] = []
+
+        def intent(tx: Tx) -> tuple[list[str], list[str], int]:
+            only, shared = self.graph.memories_of_scope(tx.conn, str(sid))
+            contents[:] = [m.content for m in self.graph.fetch(tx.conn, only).values()]
+            self.graph.unlink_all(tx.conn, str(sid), shared)
+            entities = self.graph.delete_scope(tx.conn, str(sid), only)
+            for mid in only:
+                tx.record("delete", mid)
+            for mid in shared:
+                tx.record("unlink", mid)
+            return only, shared, entities
+
+        only, shared, entities = self.reconciler.submit(intent)
+        self._forget(contents)
+        erasure = self._vacuum()
+        per_store = self._after_erasure(before, len(only))
+        # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
+        self.audit.record(
+            "purge",
+            principal=principal.name,
+            client=principal.client,
+            scopes=[str(sid)],
+            erasure=erasure,
+            memories_deleted=len(only),
+            memories_unlinked=len(shared),
+            entities_deleted=entities,
+        )
+        return PurgeReceipt(str(sid), len(only), len(shared), entities, per_store)
+
+    def erase(
+        self, id: str, *, confirm: str, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
+    ) -> EraseReceipt:
+        """Erase one memory for real (a right-to-be-forgotten request): the memory and every version of it
+        (the amendments before and after it, and earlier or later re-assertions of the same content) are
+        deleted from all three stores and their bytes removed from disk, as ``purge`` does for a scope.
+
+        ``confirm`` must equal the memory's full id. A crash in the middle is finished at the next open.
+        """
+        mid = self._resolve_id(v.memory_id(id), principal)
+        if confirm != mid:
+            raise InvalidInput(f"confirm must equal the memory's full id {mid!r}", hint="nothing was erased")
+        v.reason(reason)
+        self._authorize_erase(principal, mid)
+        self.reconciler.wait_projected()
+        before = {p.name: p.count() for p in self.stores.projections}
+        (self.data_dir / VACUUM_MARKER).touch()
+
+        contents: list[str] = []
+
+        def intent(tx: Tx) -> tuple[list[str], int]:
+            family = self._version_family(tx.conn, mid)
+            if not family:
+                raise NotFound(f"no memory with id {mid}", hint="it may have been erased already")
+            contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
+            entities = self.graph.delete_memories(tx.conn, family)
+            for gone in family:
+                tx.record("delete", gone)
+            return family, entities
+
+        try:
+            family, entities = self.reconciler.submit(intent)
+        except BaseException:
+            self._vacuum()  # also when nothing was deleted: the marker must not outlive this call
+            raise
+        self._forget(contents)
+        erasure = self._vacuum()
+        per_store = self._after_erasure(before, len(family))
+        # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
+        self.audit.record(
+            "erase",
+            principal=principal.name,
+            client=principal.client,
+            memories_deleted=len(family),
+            erasure=erasure,
+        )
+        return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
+
+    def _forget(self, contents: Sequence[str]) -> None:
+        """Right after an erasure commits, before the files are rewritten: drop what this process holds in memory
+        that came from the erased memories (their vectors in the embedding cache; their entity names, aliases
+        and counts in the lexicon, which new writes and the graph lane match against), so neither a write
+        racing the rewrite nor a later one picks them up again."""
+        forget = getattr(self.embedder, "forget", None)
+        if callable(forget):
+            forget(contents)
+        self._reload_lexicon()
+
+    def _after_erasure(self, before: Mapping[str, int], deleted: int) -> dict[str, int]:
+        """After a purge or an erase: reload the scope tree; the records removed per store. (``_forget`` dropped
+        the rest of what this process held from the erased memories when the erasure committed.)"""
+        self._reload_tree()
+        removed = {self.graph.name: deleted}
+        removed.update({p.name: before[p.name] - p.count() for p in self.stores.projections})
+        return removed
+
+    def _authorize_erase(self, principal: Principal, mid: str) -> None:
+        """Erase is admin-only: ``admin`` on every scope any version of the memory belongs to. A memory the
+        principal cannot read is reported as not found."""
+        if principal.unrestricted:
+            return
+        tree = self._tree()
+        with self.graph.read() as conn:
+            members = self.graph.fetch(conn, self._version_family(conn, mid))
+        target = members.get(mid)
+        if target is None or not self._can_read(principal, target, tree):
+            raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
+        scopes = sorted({ScopeId.parse(s) for m in members.values() for s in m.scopes})
+        if all(principal.may(Level.ADMIN, s, tree) for s in scopes):
+            return
+        # Name the scope only when the caller may read it: the denial must not reveal where other versions
+        # of the memory live.
+        shown = [s for s in scopes if principal.may(Level.READ, s, tree)]
+        self._authorize(principal, shown, Level.ADMIN, "erase", tree)
+        raise ScopeDenied(
+            f"{principal.name} may not erase memory {mid}: it or a version of it is in scopes you do not "
+            "administer",
+            hint="erasing needs an 'admin' grant on every scope that any version of the memory belongs to; "
+            "ask the local user to run the erase, or retire the memory instead",
+        )
+
+    def _version_family(self, conn: Session, mid: str) -> list[str]:
+        """``mid`` and every memory holding a version of its content: the SUPERSEDES chain in both directions
+        and, for each version, the re-assertions of the same content (ids salted by their predecessor)."""
+        seen: dict[str, None] = {}
+        todo = [mid]
+        while todo:
+            cur = todo.pop()
+            if cur in seen:
+                continue
+            m = self.graph.fetch(conn, [cur]).get(cur)
+            if m is None:
+                continue
+            seen[cur] = None
+            todo.extend(self.graph.chain(conn, cur))
+            again = content_id(m.content)
+            for _ in range(1000):
+                if self.graph.live_state(conn, again) is None:
+                    break
+                todo.append(again)
+                again = content_id(m.content, salt=again)
+        return list(seen)
+
+    @property
+    def failed(self) -> bool:
+        """True once a commit failed to reach disk: the process must reopen the store (``close`` then ``open``)."""
+        return self.graph.failed is not None
+
+    def _vacuum(self) -> str:
+        """Rewrite every store's files so erased content leaves no bytes behind, then drop the marker. Returns
+        the random reference that replaced the erased ids in the audit log.
+
+        The change log goes first: its entries name the erased ids (hashes of the content), and once both
+        projections have applied them nothing needs them. Raises StorageUnavailable when a step failed; the
+        marker then stays, and the next erasure (or the next start) runs the whole rewrite again.
+        """
+        if not self.reconciler.wait_projected():
+            raise StorageUnavailable(
+                "the erased memories are deleted, but the search indexes are behind, so their files were not "
+                "rewritten yet",
+                hint="the rewrite is retried at the next erase or purge and at the next start",
+            )
+        upto = self.reconciler.projected_seq
+        self.reconciler.submit(lambda tx: self.graph.prune_changes(tx.conn, upto))
+        self.reconciler.on_writer(self.graph.rebuild)
+
+        def rewrite_projections() -> None:
+            # Rewritten from the canonical rows, not compacted: Lance's compaction keeps a fragment with few
+            # deleted rows (and the IVF index its copy of their vectors), so an erased vector stayed on disk.
+            # Watermark 0 first: a crash in the middle leaves a projection the next start rebuilds.
+            self.stores.projections[0].watermark.set(0)
+            self._rebuild_projections()
+            self.reconciler.rebuilt()
+
+        try:
+            self.reconciler.on_projector(rewrite_projections)
+            with self.graph.read() as conn:
+                present = self.graph.all_ids(conn)
+            ref = self.audit.redact(present.__contains__)
+        except (OSError, RuntimeError, ValueError) as exc:  # what Lance, Tantivy and the file system raise
+            raise StorageUnavailable(
+                f"the search indexes or the audit log could not be rewritten after an erasure: {exc}",
+                hint="the erased memories are deleted and no longer found; the rewrite that removes their bytes "
+                "is retried at the next erase or purge and at the next start (check free disk space)",
+            ) from exc
+        (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+        return ref

@@ -1,0 +1,236 @@
+"""Reads: one memory, a page of a scope, and recall (the read path's entry)."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+
+from scopes import (
+    LOCAL_PRINCIPAL,
+    Level,
+    Principal,
+    ScopeId,
+    readable,
+)
+from storage.domain import validation as v
+from storage.domain.errors import InvalidInput, NotFound
+from storage.domain.models import (
+    Memory,
+    MemoryRecord,
+    Page,
+    Recalled,
+)
+from storage.engine.access import _Access
+from storage.engine.state import (
+    _PREFIX_CANDIDATES,
+    _now,
+    _relation_line,
+)
+from storage.enrich import llm
+from storage.recall.pipeline import run as run_recall
+from storage.recall.query import Query
+from storage.recall.recipes import Recipe, resolve
+from storage.recall.understanding import analyse
+
+
+class _Reads(_Access):
+    # -- reads -------------------------------------------------------------------------------------
+
+    def _resolve_id(self, id_or_prefix: str, principal: Principal) -> str:
+        """The full id of the one memory ``principal`` may read whose id starts with ``id_or_prefix``.
+
+        Memories it may not read are not candidates: a prefix of one answers exactly like an unknown id (the
+        text repeats what was sent, never a full id), and does not make a readable match ambiguous.
+        """
+        with self.graph.read() as conn:
+            matches = self.graph.ids_with_prefix(conn, id_or_prefix, limit=_PREFIX_CANDIDATES)
+            if not principal.unrestricted and matches:
+                tree = self._tree()
+                found = self.graph.fetch(conn, matches)
+                matches = [i for i in matches if i in found and self._can_read(principal, found[i], tree)]
+        if not matches:
+            raise NotFound(f"no memory with id {id_or_prefix}", hint="call recall to find it")
+        if len(matches) > 1:
+            raise InvalidInput(
+                f"id prefix {id_or_prefix} matches several memories", hint="send more characters"
+            )
+        return matches[0]
+
+    def read(self, id: str, *, principal: Principal = LOCAL_PRINCIPAL) -> MemoryRecord:
+        """The full record and its version chain (oldest first). Accepts a unique prefix of >= 8 hex chars.
+
+        A memory the principal may not read is reported as not found; so are versions of it, which are left
+        out of the chain.
+        """
+        mid = self._resolve_id(v.memory_id(id), principal)
+        with self.graph.read() as conn:
+            ids = [mid, *self.graph.chain(conn, mid)]
+            records = self.graph.fetch(conn, ids)
+            relations = self.graph.relation_history(conn, [mid])
+            conflicting = self.graph.contradictions(conn, mid)
+            enders = [r.ended_by for r in relations if r.ended_by]
+            others = self.graph.fetch(conn, list(dict.fromkeys([*conflicting, *enders])))
+            enrichment = self.graph.enrichment_of(conn, mid)
+        tree = self._tree()
+        if mid not in records or not self._can_read(principal, records[mid], tree):
+            raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
+        shown = self._seen_all(
+            principal, [m for m in records.values() if self._can_read(principal, m, tree)], tree
+        )
+        versions = sorted(shown, key=lambda m: (m.recorded_at, m.id))
+        readable = {m.id for m in shown} | {
+            i for i, m in others.items() if self._can_read(principal, m, tree)
+        }
+        return MemoryRecord(
+            next(m for m in shown if m.id == mid),
+            tuple(versions),
+            relations=tuple(_relation_line(r, readable) for r in relations),
+            contradicts=tuple(i for i in conflicting if i in readable),
+            enrichment=llm.describe(enrichment, self.enricher is not None and self.enricher.pending(mid)),
+        )
+
+    def list(
+        self,
+        scope: str,
+        *,
+        cursor: str | None = None,
+        include_retired: bool = False,
+        limit: int = 50,
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> Page:
+        """Memories directly in ``scope``, oldest first, ``limit`` at a time; pass ``next_cursor`` back."""
+        sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.READ, "list memories")
+        self._require_scope(sid)
+        if not 1 <= limit <= 500:
+            raise InvalidInput("limit must be from 1 to 500")
+        after = _decode_cursor(cursor) if cursor else None
+        with self.graph.read() as conn:
+            ids = self.graph.list_scope(
+                conn, str(sid), after=after, live_only=not include_retired, limit=limit + 1
+            )
+            records = self.graph.fetch(conn, ids[:limit])
+        tree = self._tree()
+        items = tuple(self._seen_all(principal, [records[i] for i in ids[:limit] if i in records], tree))
+        nxt = _encode_cursor(items[-1]) if len(ids) > limit and items else None
+        return Page(items, nxt)
+
+    def recall(
+        self,
+        query: str,
+        scopes: Sequence[str] | None,
+        *,
+        k: int = 10,
+        as_of: datetime | None = None,
+        include_history: bool = False,
+        kinds: Sequence[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        descendants: bool = False,
+        recipe: str | Recipe = "default",
+        now: datetime | None = None,
+        token_budget: int | None = None,
+        group_by: str | None = None,
+        known_at: datetime | None = None,
+        cut_chars: int | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> Recalled:
+        """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
+        ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given,
+        or the query asks about change ("used to", "previously", "what did I use before"): then superseded
+        versions come too, each chain oldest first.
+
+        ``now`` is the caller's present (default: the clock), with its UTC offset: time expressions in the
+        query ("last Tuesday", "in May", "two weeks ago") are resolved against it, in its time zone, and boost
+        memories whose event time falls in that window. It does not move validity (that is ``as_of``).
+        ``recipe`` is a name from ``RECIPES`` or a ``Recipe``. ``token_budget`` keeps results, best first,
+        while their estimated tokens (characters / 4, counting at most ``cut_chars`` of each when the caller
+        shows only that much) fit.
+
+        ``group_by`` names a metadata key (``"session"``): memories sharing its value are ranked as one
+        conversation (``Recipe.group``). Only this call groups; nothing stored switches grouping on.
+        ``as_of`` answers on valid time (what was true then, as we know it now); ``known_at`` on transaction
+        time (what the store believed at that instant: memories recorded by then and not yet superseded or
+        retired by then). Both may be combined.
+
+        Naming a scope the principal may not read is refused (ScopeDenied); ancestors and descendants it may
+        not read are skipped. ``scopes=None`` reads every scope the principal may read.
+
+        Writes acknowledged before the call are found, unless the projections are stalled: then recall waits
+        for them once (``Reconciler.read_wait``), answers from what they hold, and the result's ``behind``
+        counts the changes it could not see (see ``Recalled``).
+        """
+        text = v.query(query)
+        chosen = resolve(recipe)
+        if group_by is not None:
+            chosen = chosen.with_(group={"key": v.group_key(group_by)})
+        ref = v.reference_time(now)
+        budget = v.token_budget(token_budget)
+        tree = self._tree()
+        if scopes is None:
+            if principal.grants is None:
+                with self._tree_lock:
+                    requested = [ScopeId.parse(s) for s in sorted(self._scopes)]
+            else:
+                requested = readable(principal.grants, tree)
+        else:
+            requested = v.scope_list(scopes)
+            self._authorize(principal, requested, Level.READ, "recall", tree)
+        intent = analyse(text, ref or _now(), chosen.time)
+        history = bool(include_history) or (chosen.history_questions and intent.change is not None)
+        q = Query(
+            text=text,
+            scopes=tuple(self.visible(requested, descendants=descendants, principal=principal)),
+            k=v.k(k),
+            now=_now(),
+            as_of=v.when(as_of, "as_of"),
+            include_history=history,
+            kinds=tuple(v.kinds(kinds) or ()) or None,
+            since=v.when(since, "since"),
+            until=v.when(until, "until"),
+            search_text=intent.search_text,
+            intervals=intent.intervals,
+            token_budget=budget,
+            known_at=v.when(known_at, "known_at"),
+            cut_chars=cut_chars,
+        )
+        # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
+        behind = self.reconciler.wait_fresh()
+        if not q.scopes:
+            return Recalled(behind=behind)
+        hits = run_recall(q, self._lanes, self.graph, chosen, self._lane_pool)
+        if principal.unrestricted:
+            return Recalled(hits, behind=behind)
+        seen = self._seen_all(principal, [h.memory for h in hits], tree)
+        return Recalled(
+            [
+                dataclasses.replace(
+                    h,
+                    memory=m,
+                    # Earlier versions the query matched: only those the caller may read, as it may see them.
+                    via=tuple(
+                        self._seen_all(
+                            principal, [o for o in h.via if self._can_read(principal, o, tree)], tree
+                        )
+                    ),
+                )
+                for h, m in zip(hits, seen, strict=True)
+            ],
+            behind=behind,
+        )
+
+
+def _encode_cursor(m: Memory) -> str:
+    return base64.urlsafe_b64encode(f"{m.recorded_at.isoformat()}|{m.id}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        ts, mid = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(ts), v.memory_id(mid)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput(
+            "cursor is not one this server issued", hint="start again without a cursor"
+        ) from None

@@ -1,0 +1,110 @@
+"""The engine's state: the stores (as ports), the scope tree, the lexicon, and the helpers every use case shares."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scopes import (
+    ScopeId,
+)
+from storage.domain.models import (
+    EntityIn,
+    MemoryKind,
+    Provenance,
+    RelationIn,
+)
+from storage.domain.records import RelationState
+from storage.engine.audit import AUDIT_FILE, AuditLog
+from storage.enrich import Fact, llm
+from storage.enrich.reconcile import DEFAULT_FUNCTIONAL
+from storage.language.extraction import EntityLexicon
+from storage.ports.embedder import Embedder
+from storage.ports.stores import Stores
+from storage.recall.lanes import LaneContext, build_lanes
+from storage.recall.query import Lane
+from storage.sync.reconciler import Reconciler
+
+log = logging.getLogger("mnemograph.engine")
+
+VACUUM_MARKER = "VACUUM_PENDING"
+# Salts the id of a memory whose words another principal already stored where this one may not read.
+_SEPARATE = "separate:"
+# Ids a prefix may match before the ones the caller cannot read are set aside (8+ hex characters: rarely > 1).
+_PREFIX_CANDIDATES = 64
+
+
+def content_id(content: str, salt: str = "") -> str:
+    """A memory's id: 128 bits of SHA-256 over its content (and, for a re-assertion, the id it follows)."""
+    h = hashlib.sha256(content.encode("utf-8"))
+    if salt:
+        h.update(b"\x00" + salt.encode())
+    return h.hexdigest()[:32]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _relation_line(r: RelationState, readable: set[str]) -> str:
+    """ "Ana —lives_in→ Lisbon [2023-03-01 → open]", with the memory that ended it when the reader may see it."""
+    start = r.valid_from.date().isoformat() if r.valid_from else "?"
+    end = r.valid_to.date().isoformat() if r.valid_to else "open"
+    by = f", ended by {r.ended_by}" if r.ended_by and r.ended_by in readable else ""
+    return f"{r.subject} —{r.predicate}→ {r.object} [{start} → {end}{by}]"
+
+
+@dataclass
+class _Prepared:
+    """A validated write, ready for the reconciler."""
+
+    id: str
+    content: str
+    scopes: list[str]
+    kind: MemoryKind
+    event_time: datetime
+    event_time_source: str
+    valid_from: datetime
+    valid_to: datetime | None
+    entities: list[EntityIn]
+    relations: list[RelationIn]
+    metadata: dict[str, Any]
+    provenance: Provenance
+    vector: list[float] | None
+    facts: tuple[Fact, ...] = ()
+
+
+class _State:
+    """What every use case works on; built from ports (``storage.compose`` wires the adapters)."""
+
+    def __init__(self, data_dir: Path, embedder: Embedder, lock_fd: int, stores: Stores) -> None:
+        self.data_dir = data_dir
+        self.embedder = embedder
+        self._lock_fd = lock_fd
+        self.stores = stores
+        self.graph = stores.canonical
+        self.vectors = stores.vectors
+        self.text = stores.text
+        self.reconciler = Reconciler(self.graph, stores.projections)
+        self.lexicon = EntityLexicon()
+        # Predicates with one current value per subject: a new value supersedes the old (settings can widen it).
+        self.functional: frozenset[str] = frozenset(DEFAULT_FUNCTIONAL)
+        self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
+        self.audit = AuditLog(data_dir / AUDIT_FILE)
+        self._tree_lock = threading.Lock()
+        self._parents: dict[ScopeId, ScopeId] = {}
+        self._scopes: set[str] = set()
+        self._holders: Callable[[], Mapping[str, frozenset[str]]] = dict
+        self._closed = False
+        # Lanes of one recall run side by side; sized for a few concurrent recalls.
+        self._lane_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemograph-lane")
+        self._lanes: list[Lane] = build_lanes(
+            LaneContext(self.graph, self.text, self.vectors, self.embedder, self.lexicon)
+        )

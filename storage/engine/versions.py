@@ -1,0 +1,153 @@
+"""Versions: amend (a new version supersedes the old) and retire."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from scopes import (
+    LOCAL_PRINCIPAL,
+    Principal,
+)
+from storage.domain import validation as v
+from storage.domain.errors import Conflict, InvalidInput
+from storage.domain.models import (
+    AmendReceipt,
+    Provenance,
+    RetireReceipt,
+)
+from storage.domain.records import NewMemory
+from storage.engine.state import (
+    _now,
+    content_id,
+)
+from storage.engine.writes import _Writes
+from storage.language.extraction import extract
+from storage.sync.reconciler import Tx
+
+
+class _Versions(_Writes):
+    def amend(
+        self,
+        id: str,
+        content: str,
+        *,
+        reason: str = "",
+        effective_at: datetime | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> AmendReceipt:
+        """Write a new version of a current memory; the old one is superseded and its validity closed.
+
+        ``effective_at`` is when the change took effect in the world (default: now): the old version's
+        validity ends and the new one's begins there, so ``recall(as_of=...)`` answers on valid time. The
+        transaction time (``recorded_at``) is always now.
+        """
+        old_id = self._resolve_id(v.memory_id(id), principal)
+        text = v.content(content)
+        why = v.reason(reason)
+        effective = v.when(effective_at, "effective_at")
+        now = _now()
+        found = extract(text, written_at=now, lexicon=self.lexicon)
+        entities = self._known_to(principal, text, found.entities, ())
+        mid = content_id(text)
+        with self.graph.read() as conn:
+            exists = self.graph.fetch(conn, [mid])
+        vector = None if exists else [float(x) for x in self.embedder.embed([text])[0]]
+
+        def intent(tx: Tx) -> AmendReceipt:
+            old = self._require_writable(
+                principal,
+                self.graph.fetch(tx.conn, [old_id]).get(old_id),
+                old_id,
+                "amend",
+                "call recall to find the memory to amend",
+            )
+            self._require_current(old, "amend", principal, tx.conn)
+            start = effective or tx.now
+            if start > tx.now:
+                raise InvalidInput(
+                    f"effective_at ({start.isoformat()}) is in the future",
+                    hint="amend when the change happens, or write the plan as an event memory",
+                )
+            if start < old.valid_from:
+                raise InvalidInput(
+                    f"effective_at ({start.isoformat()}) is before the memory it amends became valid "
+                    f"({old.valid_from.isoformat()})",
+                    hint="pass a later effective_at, or write a separate memory for the earlier period",
+                )
+            if old.content == text:
+                raise Conflict("the new content is identical to the current version", hint="nothing to amend")
+            cur, existing = self._resolve_content(tx, text, mid)
+            if existing is not None:
+                missing = [s for s in old.scopes if s not in existing.scopes]
+                if missing:
+                    self.graph.link(tx.conn, cur, missing, tx.now)
+                tx.record("link", cur)
+            else:
+                if found.times:
+                    event, src = found.times[0].when.astimezone(UTC), "content"
+                else:
+                    event, src = tx.now, "recorded"
+                vec = vector if vector is not None else self.graph.vector_of(tx.conn, mid)
+                if vec is None:
+                    vec = [float(x) for x in self.embedder.embed([text])[0]]
+                prov = Provenance(principal.name, principal.client, old.provenance.source)
+                new = NewMemory(
+                    cur,
+                    text,
+                    old.kind,
+                    prov,
+                    old.metadata,
+                    event,
+                    src,
+                    start,
+                    None,
+                    tx.now,
+                    vec,
+                    supersedes=old.id,
+                )
+                self._insert(tx, new, old.scopes, entities, ())
+            self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=start)
+            tx.record("supersede", old.id)
+            return AmendReceipt(cur, old.id, old.scopes, existing.valid_from if existing else start)
+
+        receipt = self.reconciler.submit(intent)
+        self._after_write((), entities)
+        self.audit.record(
+            "amend",
+            principal=principal.name,
+            client=principal.client,
+            ids=[receipt.id, receipt.supersedes],
+            scopes=receipt.scopes,
+        )
+        return receipt
+
+    def retire(
+        self, id: str, *, reason: str = "", at: datetime | None = None, principal: Principal = LOCAL_PRINCIPAL
+    ) -> RetireReceipt:
+        """Close a memory's validity at ``at`` (default now). It leaves default recall; history keeps it."""
+        mid = self._resolve_id(v.memory_id(id), principal)
+        why = v.reason(reason)
+        when = v.when(at, "at")
+
+        def intent(tx: Tx) -> RetireReceipt:
+            m = self._require_writable(
+                principal,
+                self.graph.fetch(tx.conn, [mid]).get(mid),
+                mid,
+                "retire",
+                "call recall to find the memory to retire",
+            )
+            if m.retired_at is not None:
+                raise Conflict(f"memory {mid} was already retired at {m.retired_at.isoformat()}")
+            end = when or tx.now
+            if end < m.valid_from:
+                raise InvalidInput(
+                    f"at ({end.isoformat()}) is before the memory became valid ({m.valid_from.isoformat()})"
+                )
+            self.graph.retire(tx.conn, mid, at=tx.now, valid_to=end, reason=why)
+            tx.record("retire", mid)
+            return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
+
+        receipt = self.reconciler.submit(intent)
+        self.audit.record("retire", principal=principal.name, client=principal.client, ids=[mid])
+        return receipt

@@ -1,0 +1,373 @@
+"""Writes: validate, extract, reconcile and commit new memories; the optional LLM pass after the commit."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from scopes import (
+    LOCAL_PRINCIPAL,
+    Level,
+    Principal,
+    ScopeId,
+    readable,
+)
+from storage.domain import validation as v
+from storage.domain.errors import Conflict, InvalidInput
+from storage.domain.models import (
+    EntityIn,
+    Memory,
+    Provenance,
+    RelationIn,
+    WriteItem,
+    WriteReceipt,
+)
+from storage.domain.records import NewMemory, entity_key
+from storage.engine.scopes import _Scopes
+from storage.engine.state import (
+    _SEPARATE,
+    _now,
+    _Prepared,
+    content_id,
+    log,
+)
+from storage.enrich import Enriched, enrich, llm, speaker_of
+from storage.enrich.reconcile import Access, reconcile
+from storage.language.extraction import _norm, extract
+from storage.sync.reconciler import Tx
+
+
+class _Writes(_Scopes):
+    # -- writes ------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        content: str,
+        scopes: Sequence[str],
+        *,
+        kind: str = "note",
+        event_time: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        entities: Sequence[EntityIn] | None = None,
+        relations: Sequence[RelationIn] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
+        source: str = "",
+    ) -> WriteReceipt:
+        """Store a memory. Identical content already current in every target scope -> ``duplicate``; in some
+        of them -> ``linked`` (the same memory gains the other scopes); otherwise ``added``.
+
+        Returns once the canonical store has committed it (acknowledged = durable).
+        """
+        item = WriteItem(
+            content, scopes, kind, event_time, valid_from, valid_to, entities, relations, metadata, source
+        )
+        return self.write_many([item], principal=principal)[0]
+
+    def write_many(
+        self, items: Sequence[WriteItem], *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> list[WriteReceipt]:
+        """Write several memories: validated together (one bad item rejects the call and writes nothing),
+        embedded in batches, committed in group transactions. Receipts come back in order."""
+        now = _now()
+        prepared = []
+        for n, item in enumerate(items):
+            try:
+                prepared.append(self._prepare(item, now, principal))
+            except InvalidInput as exc:
+                if len(items) == 1:
+                    raise
+                raise InvalidInput(
+                    f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
+                ) from None
+        with self.graph.read() as conn:
+            known = self.graph.fetch(conn, [p.id for p in prepared if p.vector is None])
+        todo = [p for p in prepared if p.vector is None and p.id not in known]
+        if todo:
+            vectors = self.embedder.embed([p.content for p in todo])
+            for p, vec in zip(todo, vectors, strict=True):
+                p.vector = [float(x) for x in vec]
+        receipts = self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
+        if self.enricher is not None:
+            for p, r in zip(prepared, receipts, strict=True):
+                if r.status == "added":
+                    self.enricher.submit(self._llm_job(r, p, now, principal))
+        self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
+        changed = [r for r in receipts if r.status != "duplicate"]
+        if changed:
+            self.audit.record(
+                "write",
+                principal=principal.name,
+                client=principal.client,
+                ids=[r.id for r in changed],
+                scopes=sorted({s for p in prepared for s in p.scopes}),
+                added=sum(r.status == "added" for r in changed),
+                linked=sum(r.status == "linked" for r in changed),
+            )
+        return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
+
+    def _shown_write(
+        self, receipt: WriteReceipt, targets: Sequence[str], principal: Principal
+    ) -> WriteReceipt:
+        """The receipt as ``principal`` may see it: scopes it cannot read are left out, and content that was
+        only stored where it cannot read is reported as ``added`` (not confirming someone else wrote it)."""
+        if principal.unrestricted:
+            return receipt
+        tree = self._tree()
+        shown = tuple(s for s in receipt.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+        status = receipt.status
+        if status == "linked" and set(shown) <= set(targets):
+            status = "added"
+        return dataclasses.replace(receipt, scopes=shown, status=status)
+
+    def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
+        text = v.content(item.content)
+        target_ids = v.scope_list(item.scopes)
+        self._authorize(principal, target_ids, Level.WRITE, "write")
+        targets = [str(s) for s in target_ids]
+        mkind = v.kind(item.kind)
+        ev = v.when(item.event_time, "event_time")
+        vf, vt = v.when(item.valid_from, "valid_from"), v.when(item.valid_to, "valid_to")
+        given = v.entities(item.entities)
+        rels = v.relations(item.relations)
+        meta = v.metadata(item.metadata)
+        src = v.text(item.source, "source", limit=200, allow_empty=True)
+        vector = v.vector(item.vector, self.embedder.dim) if item.vector is not None else None
+        if vt is not None and vt <= (vf or now):
+            raise InvalidInput(
+                "valid_to must be after valid_from (or after now when valid_from is not given)"
+            )
+        for r in rels:
+            for end in (r.subject, r.object):
+                if all(e.name.casefold() != end.casefold() for e in given):
+                    given.append(EntityIn(name=end))
+        try:
+            found = enrich(
+                text,
+                written_at=now,
+                lexicon=self.lexicon,
+                given=given,
+                relations=rels,
+                event_time=ev,
+                speaker=speaker_of(meta, targets, principal.name),
+            )
+        except Exception:
+            # Extraction is a best effort on top of the write: a fault in it must cost the memory its derived
+            # statements, never the write itself. The caller's own entities and relations still count.
+            log.exception("offline extraction failed; storing the memory with the caller's entities only")
+            basic = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
+            found = Enriched(basic.entities, basic.times, tuple(rels), (), ())
+        entities = self._known_to(principal, text, found.entities, given)
+        # A relation whose end the principal may not learn (an alias matched from another team's memories)
+        # goes with that entity: the receipt would name it.
+        hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
+        relations = [
+            r
+            for r in found.relations
+            if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
+        ]
+        if ev is not None:
+            event, source_of_time = ev, "caller"
+        elif found.times:
+            event, source_of_time = found.times[0].when.astimezone(UTC), "content"
+        else:
+            event, source_of_time = now, "recorded"
+        return _Prepared(
+            id=content_id(text),
+            content=text,
+            scopes=targets,
+            kind=mkind,
+            event_time=event,
+            event_time_source=source_of_time,
+            valid_from=vf or now,
+            valid_to=vt,
+            entities=entities,
+            relations=relations,
+            metadata=meta,
+            provenance=Provenance(principal.name, principal.client, src),
+            vector=vector,
+            facts=found.facts,
+        )
+
+    def _known_to(
+        self, principal: Principal, text: str, found: Sequence[EntityIn], given: Sequence[EntityIn]
+    ) -> builtins.list[EntityIn]:
+        """The extracted entities a principal with grants may see: an entity the known-entity lexicon matched
+        by an alias (its name is not in the text) is kept only when a memory in a scope the principal may
+        read mentions it. Otherwise the write receipt, and the memory's entities, would reveal a name learnt
+        from another team's memories."""
+        if principal.unrestricted:
+            return list(found)
+        named = {e.name.casefold() for e in given}
+        # Spelled exactly as in the text (case included), a name tells the writer nothing it did not write;
+        # matched any other way (an alias, another capitalisation), it is the spelling someone else stored.
+        suspects = [e for e in found if e.name.casefold() not in named and e.name not in text]
+        if not suspects:
+            return list(found)
+        tree = self._tree()
+        scopes = [str(s) for s in readable(principal.grants or (), tree)]
+        hidden = set()
+        with self.graph.read() as conn:
+            for e in suspects:
+                if not scopes or not self.graph.mentioning(
+                    conn, entity_key(e.name), scopes=scopes, live_only=False, limit=1
+                ):
+                    hidden.add(e.name)
+        return [e for e in found if e.name not in hidden]
+
+    def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:
+        def intent(tx: Tx) -> WriteReceipt:
+            cur, existing = self._resolve_content(tx, p.content, p.id)
+            if (
+                existing is not None
+                and not principal.unrestricted
+                and not self._can_read(principal, existing, self._tree())
+            ):
+                # The same words are someone else's memory, in scopes this principal may not read. Joining it
+                # would show the writer that memory's metadata, relations, writer and history (a guessed
+                # sentence would open them), so the principal gets a memory of its own: its id is salted by
+                # the target scopes, so writing it again there is still a duplicate.
+                own = content_id(p.content, salt=_SEPARATE + ",".join(sorted(p.scopes)))
+                cur, existing = self._resolve_content(tx, p.content, own)
+            if existing is not None:
+                missing = [s for s in p.scopes if s not in existing.scopes]
+                if not missing:
+                    return WriteReceipt(
+                        cur, "duplicate", existing.scopes, existing.entities, existing.event_time
+                    )
+                self.graph.ensure_scopes(tx.conn, missing, tx.now)
+                self.graph.link(tx.conn, cur, missing, tx.now)
+                tx.record("link", cur)
+                all_scopes = tuple(sorted({*existing.scopes, *missing}))
+                return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.event_time)
+            vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
+            if vec is None:  # the content vanished (purged) between our check and now: embed after all
+                vec = [float(x) for x in self.embedder.embed([p.content])[0]]
+            new = NewMemory(
+                cur,
+                p.content,
+                p.kind,
+                p.provenance,
+                p.metadata,
+                p.event_time,
+                p.event_time_source,
+                p.valid_from,
+                p.valid_to,
+                tx.now,
+                vec,
+            )
+            since = {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
+            self._insert(tx, new, p.scopes, p.entities, p.relations, since)
+            names = tuple(sorted(e.name for e in p.entities))
+            receipt = WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+            return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
+
+        return intent
+
+    def use_llm(self, extractor: llm.Extractor) -> None:
+        """Enrich every newly added memory with ``extractor`` (Claude) after its commit, in the background."""
+        if self.enricher is None:
+            self.enricher = llm.Enricher(extractor, self._apply_llm)
+
+    def wait_enriched(self, timeout: float = 30.0) -> bool:
+        """Block until the LLM pass has handled every memory written so far (True; False on timeout)."""
+        return self.enricher is None or self.enricher.wait_idle(timeout)
+
+    def _llm_job(self, r: WriteReceipt, p: _Prepared, now: datetime, principal: Principal) -> llm.Job:
+        speaker = speaker_of(p.metadata, p.scopes, principal.name)
+        return llm.Job(r.id, p.content, now, p.event_time, tuple(p.scopes), speaker, self._access(principal))
+
+    def _apply_llm(
+        self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
+    ) -> None:
+        model = self.enricher.extractor.model if self.enricher is not None else ""
+        self.reconciler.submit(
+            lambda tx: llm.apply(self.graph, tx, job, result, error, functional=self.functional, model=model)
+        )
+
+    def _access(self, principal: Principal, tree: Mapping[ScopeId, ScopeId] | None = None) -> Access:
+        """What reconciliation may see and change on ``principal``'s behalf: in ``tree``, else in the scope
+        tree as it is at each check (a background job runs later, after scopes may have moved)."""
+
+        def may(level: Level) -> Callable[[Sequence[str]], bool]:
+            def check(scopes: Sequence[str]) -> bool:
+                if principal.unrestricted:
+                    return True
+                parents = self._tree() if tree is None else tree
+                test = any if level is Level.READ else all
+                return test(principal.may(level, ScopeId.parse(s), parents) for s in scopes)
+
+            return check
+
+        return Access(may(Level.READ), may(Level.WRITE))
+
+    def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
+        """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
+        own: dict[str, int] = {}  # relations this memory itself just counted, per name
+        for r in p.relations:
+            for end in (r.subject, r.object):
+                own[_norm(end)] = own.get(_norm(end), 0) + 1
+        out, changed = reconcile(
+            self.graph,
+            tx.conn,
+            new_id=receipt.id,
+            scopes=p.scopes,
+            facts=p.facts,
+            functional=self.functional,
+            access=self._access(principal, self._tree()),
+            now=tx.now,
+            related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
+        )
+        for mid in changed:
+            tx.record("supersede", mid)
+        return dataclasses.replace(
+            receipt,
+            relations=tuple(out.recorded),
+            supersedes=tuple(out.supersedes),
+            superseded_by=out.superseded_by,
+            contradicts=tuple(out.contradicts),
+            duplicates=tuple(out.duplicates),
+        )
+
+    def _resolve_content(self, tx: Tx, text: str, mid: str) -> tuple[str, Memory | None]:
+        """The id this content gets now, and the current memory that already has it (if any).
+
+        Content that was retired or superseded and is written again is a new assertion: it gets a new id
+        derived from the previous one, so history keeps both.
+        """
+        cur = mid
+        for _ in range(1000):
+            live = self.graph.live_state(tx.conn, cur)
+            if live is None:
+                return cur, None
+            if live:
+                return cur, self.graph.fetch(tx.conn, [cur])[cur]
+            cur = content_id(text, salt=cur)
+        raise Conflict("this content has been re-asserted too many times")
+
+    def _insert(
+        self,
+        tx: Tx,
+        new: NewMemory,
+        scopes: Sequence[str],
+        entities: Sequence[EntityIn],
+        rels: Sequence[RelationIn],
+        since: Mapping[tuple[str, str, str], datetime] | None = None,
+    ) -> None:
+        self.graph.ensure_scopes(tx.conn, scopes, tx.now)
+        self.graph.insert_memory(tx.conn, new, scopes, entities)
+        self.graph.link(tx.conn, new.id, scopes, tx.now)
+        if entities:
+            self.graph.mention(tx.conn, new.id, entities)
+        for r in rels:
+            vf = (since or {}).get((r.subject, r.predicate, r.object))
+            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now, valid_from=vf)
+            # Counted now, not after the commit, so the next write of the same batch sees it (over-counting
+            # when the transaction fails is harmless: the count only lets reconciliation skip queries).
+            self.lexicon.related(r.subject)
+            self.lexicon.related(r.object)
+        tx.record("add", new.id)

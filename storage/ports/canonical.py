@@ -1,0 +1,292 @@
+"""The canonical store's port: memories, scopes, entities, version edges and the change log, in one store.
+
+Every query or write takes the ``Session`` that ``read()``, ``snapshot()`` or ``transaction()`` handed out.
+A session is opaque outside its adapter: the embedded Kùzu adapter's is a connection, a server adapter's (an
+openCypher database reached over the network) would be its client and the statements of one transaction.
+No port signature names a store library's type, so a second adapter implements exactly these protocols and
+passes tests/storage/contract.
+
+The port is split by concern (lifecycle, reads, writes, exports) like graphiti's driver operations; the
+engine, the reconciler and recall depend on ``CanonicalStore``, the union.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+from storage.domain.models import EntityIn, Memory
+from storage.domain.records import (
+    Change,
+    KnownEntity,
+    NewMemory,
+    OpenRelation,
+    ProjectionRow,
+    Relation,
+    RelationState,
+)
+
+
+class Session(Protocol):
+    """One open read or write transaction of the canonical store; only the adapter that opened it looks inside."""
+
+
+class CanonicalLifecycle(Protocol):
+    """Opening transactions, the file rewrite that makes erasure physical, health."""
+
+    def close(self) -> None: ...
+
+    @property
+    def failed(self) -> str | None:
+        """Why the database can no longer be trusted in memory (a commit failed to reach disk), else None."""
+        ...
+
+    def read(self) -> AbstractContextManager[Session]:
+        """A read connection for the calling thread, valid for the duration of the block."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Session]:
+        """The write connection inside one transaction; committed on success, rolled back on error."""
+        ...
+
+    def rebuild(self) -> None:
+        """Rewrite the database into a fresh file (EXPORT + IMPORT) and swap it in."""
+        ...
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file (the files then hold every commit on their own)."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[Session]:
+        """A read connection inside one read-only transaction: every query in the block sees the same state, while writes go on."""
+        ...
+
+
+class CanonicalReads(Protocol):
+    """Reads inside ``read()``, ``snapshot()`` or ``transaction()``: records, scopes, entities, the change log."""
+
+    def max_seq(self, conn: Session) -> int: ...
+
+    def oldest_change(self, conn: Session) -> int | None: ...
+
+    def changes_since(self, conn: Session, seq: int, *, limit: int = 1000000) -> list[Change]: ...
+
+    def prune_changes(self, conn: Session, upto: int) -> None: ...
+
+    def fetch(self, conn: Session, ids: Iterable[str], executor: Executor | None = None) -> dict[str, Memory]:
+        """Full records for the given ids (missing ids are absent from the result)."""
+        ...
+
+    def has_metadata_key(self, conn: Session, key: str) -> bool:
+        """Whether any memory's metadata has ``key`` (a scan, stopped at the first match; may say yes for a value that merely contains the key's JSON text)."""
+        ...
+
+    def ids_with_prefix(self, conn: Session, prefix: str, limit: int = 2) -> list[str]: ...
+
+    def chain(self, conn: Session, memory_id: str) -> list[str]:
+        """Ids of every version connected to memory_id by SUPERSEDES, oldest first."""
+        ...
+
+    def scope_parents(self, conn: Session) -> tuple[list[str], dict[str, str]]: ...
+
+    def scope_counts(self, conn: Session) -> dict[str, int]: ...
+
+    def list_scope(
+        self, conn: Session, scope: str, *, after: tuple[datetime, str] | None, live_only: bool, limit: int
+    ) -> list[str]: ...
+
+    def known_entities(self, conn: Session) -> list[KnownEntity]:
+        """Every entity with how many memories mention it and how many relations touch it."""
+        ...
+
+    def mentioning(
+        self,
+        conn: Session,
+        entity: str,
+        *,
+        scopes: Sequence[str],
+        live_only: bool,
+        limit: int,
+        valid_at: datetime | None = None,
+    ) -> list[str]:
+        """Ids of memories in any of ``scopes`` that mention the entity (by id), most recently recorded first,
+        at most ``limit`` (the canonical filter in recall still decides what is returned). With ``valid_at``
+        (and ``live_only``), only memories valid at that instant: exactly those a current-view query may see.
+        Its cost must grow with the entity's mentions, not with the store."""
+        ...
+
+    def visible_among(
+        self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
+    ) -> set[str]:
+        """Which of ``ids`` are memories mentioning the entity that a current-view query over ``scopes`` may
+        see at ``now`` (a shared scope; neither retired nor superseded; valid at ``now``)."""
+        ...
+
+    def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
+        """RELATES edges touching the entity (by id) in either direction, newest first, at most ``limit`` in
+        all. Each names the memory that recorded it, whose visibility decides the edge's."""
+        ...
+
+    def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:
+        """What the projections need of the given memories (of every memory when ``ids`` is None)."""
+        ...
+
+    def all_ids(self, conn: Session) -> dict[str, bool]:
+        """Every memory id, mapped to whether it is live (neither retired nor superseded)."""
+        ...
+
+    def vector_of(self, conn: Session, memory_id: str) -> list[float] | None: ...
+
+    def live_state(self, conn: Session, memory_id: str) -> bool | None:
+        """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
+        ...
+
+    def scopes_of(self, conn: Session, memory_id: str) -> list[str]: ...
+
+    def memories_of_scope(self, conn: Session, scope: str) -> tuple[list[str], list[str]]:
+        """(ids only in this scope, ids also in another scope)."""
+        ...
+
+
+class CanonicalWrites(Protocol):
+    """Writes, each inside ``transaction()`` (the reconciler's thread only)."""
+
+    def ensure_scopes(self, conn: Session, scopes: Sequence[str], at: datetime) -> None: ...
+
+    def set_parent(self, conn: Session, scope: str, parent: str | None) -> None: ...
+
+    def insert_memory(
+        self, conn: Session, m: NewMemory, scopes: Sequence[str], entities: Sequence[EntityIn]
+    ) -> None: ...
+
+    def link(self, conn: Session, memory_id: str, scopes: Sequence[str], at: datetime) -> None:
+        """Add ``memory_id`` to ``scopes``, which must not contain it yet (MERGE on an edge would scan every CONTAINS edge in the store; callers pass only the missing scopes)."""
+        ...
+
+    def mention(self, conn: Session, memory_id: str, entities: Sequence[EntityIn]) -> None: ...
+
+    def relate(
+        self,
+        conn: Session,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        at: datetime,
+        valid_from: datetime | None = None,
+    ) -> None: ...
+
+    def open_relations(
+        self, conn: Session, subject: str, predicates: Sequence[str], obj: str | None = None
+    ) -> list[OpenRelation]:
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was stated for the relation."""
+        ...
+
+    def close_relation(
+        self,
+        conn: Session,
+        memory_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        valid_to: datetime,
+        ended_by: str,
+    ) -> None: ...
+
+    def open_relation_count(self, conn: Session, memory_id: str) -> int: ...
+
+    def contradict(self, conn: Session, new: str, old: str, predicate: str, at: datetime) -> None: ...
+
+    def contradictions(self, conn: Session, memory_id: str) -> list[str]:
+        """Ids of memories linked to this one by CONTRADICTS, in either direction."""
+        ...
+
+    def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:
+        """Keep how the LLM enrichment of a memory went (status, detail, model, token counts)."""
+        ...
+
+    def enrichment_of(self, conn: Session, memory_id: str) -> dict[str, Any] | None: ...
+
+    def relation_history(self, conn: Session, memory_ids: Sequence[str]) -> list[RelationState]:
+        """Every relation the given memories recorded, with its validity. Reached through the entities each memory mentions (a relation's ends always are), so the cost does not grow with the store."""
+        ...
+
+    def supersede(
+        self, conn: Session, old: str, new: str, *, reason: str, at: datetime, close_valid_to: datetime
+    ) -> None: ...
+
+    def retire(
+        self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str
+    ) -> None: ...
+
+    def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None: ...
+
+    def unlink(self, conn: Session, memory_id: str, scope: str) -> None:
+        """Remove ``memory_id`` from ``scope``: the CONTAINS edge and the entry in its scope list."""
+        ...
+
+    def unlink_all(self, conn: Session, scope: str, shared: Sequence[str]) -> None:
+        """Remove ``scope`` from the scope lists of memories that stay in other scopes."""
+        ...
+
+    def delete_scope(self, conn: Session, scope: str, only: Sequence[str]) -> int:
+        """Erase a scope: its exclusive memories, its edges, its node; children move to its parent."""
+        ...
+
+    def delete_memories(self, conn: Session, ids: Sequence[str]) -> int:
+        """Delete memories with their edges, the relations they recorded, version pointers to them, and the entities no remaining memory mentions; an entity that stays keeps only the name, type and aliases its remaining mentions gave it. Returns how many entities were deleted."""
+        ...
+
+
+class CanonicalExports(Protocol):
+    """Export and restore of whole stores (``storage.engine.backup``)."""
+
+    def export_scopes(self, conn: Session) -> list[tuple[str, datetime | None]]: ...
+
+    def export_memories(self, conn: Session) -> Iterator[dict[str, Any]]:
+        """Every memory with all its fields, its vector, its scopes (with when each was added) and the ids of the entities it mentions, in id order."""
+        ...
+
+    def export_entities(self, conn: Session) -> list[tuple[str, str, str, list[str]]]: ...
+
+    def export_supersedes(self, conn: Session) -> list[tuple[str, str, str, datetime | None]]: ...
+
+    def export_relations(self, conn: Session) -> list[tuple[str, str, str, str, datetime | None]]: ...
+
+    def restore_scopes(
+        self, conn: Session, scopes: Sequence[tuple[str, datetime]], parents: Sequence[tuple[str, str]]
+    ) -> None: ...
+
+    def restore_entities(
+        self, conn: Session, entities: Sequence[tuple[str, str, str, list[str]]]
+    ) -> None: ...
+
+    def restore_memory(
+        self,
+        conn: Session,
+        m: Memory,
+        vector: Sequence[float],
+        added: Mapping[str, datetime],
+        mentions: Sequence[str],
+    ) -> None:
+        """Create a memory exactly as exported: same id, times, status and version pointers."""
+        ...
+
+    def restore_supersedes(self, conn: Session, new: str, old: str, reason: str, at: datetime) -> None: ...
+
+    def restore_relation(
+        self, conn: Session, subject: str, obj: str, predicate: str, memory_id: str, at: datetime
+    ) -> None: ...
+
+
+class CanonicalStore(CanonicalLifecycle, CanonicalReads, CanonicalWrites, CanonicalExports, Protocol):
+    """The whole canonical store: what the engine, the reconciler and recall are given."""
+
+    @property
+    def name(self) -> str:
+        """The store's name in reports (``verify`` counts, erasure receipts): ``kuzu`` for the embedded one."""
+        ...

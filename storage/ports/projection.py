@@ -1,0 +1,98 @@
+"""The projection port: a derived store (search index) fed from the canonical change log.
+
+A projection never decides anything: the reconciler hands it the canonical state of the memories a batch of
+changes touched, and it makes its files reflect exactly that, idempotently (a replay after a crash applies the
+same rows again). It records the last change sequence it applied in its watermark, written after its own
+commit, so the watermark may lag the files but never lead them. ``replace_all`` rewrites its files from the
+canonical rows: after an erasure that is what removes the erased bytes (content, vector floats, ids) from disk.
+
+Adding a projection is one module implementing this protocol plus its line in ``storage.compose``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from storage.domain.records import ProjectionRow
+
+
+class Watermark(Protocol):
+    """The last change sequence a projection applied (durable; may lag, never leads)."""
+
+    @property
+    def value(self) -> int: ...
+
+    def set(self, value: int) -> None: ...
+
+
+class Projection(Protocol):
+    """A derived store kept in step with the canonical one by ``storage.sync.reconciler``."""
+
+    @property
+    def name(self) -> str:
+        """The projection's name in reports (``verify`` counts and drift, erasure receipts)."""
+        ...
+
+    @property
+    def watermark(self) -> Watermark: ...
+
+    def apply(
+        self, upserts: Sequence[ProjectionRow], deletes: Sequence[str], *, fresh: Sequence[str] = ()
+    ) -> None:
+        """Make the projection reflect ``upserts`` and drop ``deletes``; idempotent. ``fresh`` ids are known
+        never to have been projected (their delete may be skipped)."""
+        ...
+
+    def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
+        """Rewrite the projection's files from ``rows`` alone; nothing of what it held before stays on disk."""
+        ...
+
+    def live_status(self) -> dict[str, bool]:
+        """Every projected id and whether it is live (neither superseded nor retired): ``verify`` compares it."""
+        ...
+
+    def count(self) -> int:
+        """How many memories the projection holds."""
+        ...
+
+    @property
+    def appends_since_maintain(self) -> int:
+        """Changes applied since the last ``maintain`` (0 for a projection that needs no maintenance)."""
+        ...
+
+    def maintain(self) -> None:
+        """Compact or re-index after many small appends (search speed only; never changes results)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class TextSearch(Projection, Protocol):
+    """A projection that answers BM25 queries (the ``bm25`` lane)."""
+
+    def search(
+        self, text: str, *, scopes: Sequence[str], k: int, live_only: bool, kinds: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
+        """Ids with scores, best first, among memories in any of ``scopes``."""
+        ...
+
+
+class VectorSearch(Projection, Protocol):
+    """A projection that answers nearest-neighbour queries (the ``vector`` lane)."""
+
+    def search_with_vectors(
+        self,
+        vector: Sequence[float] | npt.NDArray[np.float32],
+        *,
+        scopes: Sequence[str],
+        k: int,
+        live_only: bool,
+        kinds: Sequence[str] | None,
+        vectors: bool = True,
+    ) -> tuple[list[tuple[str, float]], npt.NDArray[np.float32] | None]:
+        """Ids with cosine distances, nearest first, and the rows' stored vectors when ``vectors``."""
+        ...

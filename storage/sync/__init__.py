@@ -1,0 +1,1 @@
+"""Keeping the stores in step: the reconciler (the single write path) and the projections' catch-up."""

@@ -1,0 +1,1 @@
+"""The ports' contract suite: every adapter passes the same tests (see conftest.py to add one)."""

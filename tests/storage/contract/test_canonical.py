@@ -1,0 +1,177 @@
+"""The canonical store's contract (``storage.ports.canonical.CanonicalStore``), for every adapter in conftest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from storage import CachedEmbedder, EntityIn
+from storage.domain.records import Change
+from storage.ports.canonical import CanonicalStore
+from tests.conftest import files_containing
+from tests.storage.contract._records import T0, canary, needles, new_memory
+from tests.storage.contract.conftest import CanonicalAdapter
+
+
+def _insert(store: CanonicalStore, embedder: CachedEmbedder, content: str, scopes: list[str], seq: int,
+            entities: tuple[EntityIn, ...] = (), supersedes: str | None = None) -> str:  # fmt: skip
+    m = new_memory(embedder, content, supersedes=supersedes)
+    with store.transaction() as tx:
+        store.ensure_scopes(tx, scopes, T0)
+        store.insert_memory(tx, m, scopes, entities)
+        store.link(tx, m.id, scopes, T0)
+        if entities:
+            store.mention(tx, m.id, entities)
+        store.append_changes(tx, [Change(seq, "add", m.id)], T0)
+    return m.id
+
+
+def test_a_committed_write_reads_back_whole(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    mid = _insert(canonical, embedder, "Ana lives in Lisbon.", ["user:ana", "team:t"], 1, (EntityIn("Ana"),))
+    with canonical.read() as s:
+        m = canonical.fetch(s, [mid, "0" * 32])
+        assert list(m) == [mid]  # a missing id is absent, not an error
+        got = m[mid]
+        assert (got.content, got.scopes, got.entities) == (
+            "Ana lives in Lisbon.",
+            ("team:t", "user:ana"),
+            ("Ana",),
+        )
+        assert (got.metadata, got.provenance.client, got.event_time) == ({"k": "v"}, "pytest", T0)
+        assert canonical.all_ids(s) == {mid: True}
+        assert canonical.ids_with_prefix(s, mid[:8]) == [mid]
+        assert sorted(canonical.scopes_of(s, mid)) == ["team:t", "user:ana"]
+        vector = canonical.vector_of(s, mid)
+        assert vector is not None
+        assert len(vector) == embedder.dim
+        row = canonical.projection_rows(s, [mid])[mid]
+        assert (row.content, row.live, row.scopes) == ("Ana lives in Lisbon.", True, ("team:t", "user:ana"))
+        assert [e.name for e in canonical.known_entities(s)] == ["Ana"]
+
+
+def test_a_failed_transaction_leaves_nothing(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    m = new_memory(embedder, "This write fails halfway.")
+
+    def write_then_fail() -> None:
+        with canonical.transaction() as tx:
+            canonical.ensure_scopes(tx, ["user:ana"], T0)
+            canonical.insert_memory(tx, m, ["user:ana"], ())
+            canonical.append_changes(tx, [Change(1, "add", m.id)], T0)
+            raise RuntimeError("failed halfway")
+
+    with pytest.raises(RuntimeError, match="halfway"):
+        write_then_fail()
+    with canonical.read() as s:
+        assert canonical.all_ids(s) == {}
+        assert canonical.max_seq(s) == 0
+        assert canonical.scope_parents(s)[0] == []
+
+
+def test_versions_supersede_and_retire(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    old = _insert(canonical, embedder, "Ana lives in Porto.", ["user:ana"], 1)
+    new = _insert(canonical, embedder, "Ana lives in Lisbon.", ["user:ana"], 2, supersedes=old)
+    with canonical.transaction() as tx:
+        canonical.supersede(tx, old, new, reason="moved", at=T0, close_valid_to=T0)
+        canonical.append_changes(tx, [Change(3, "supersede", old)], T0)
+    with canonical.read() as s:
+        assert set(canonical.chain(s, new)) == {old, new}
+        got = canonical.fetch(s, [old, new])
+        assert got[old].superseded_by == new
+        assert got[new].supersedes == old
+        assert canonical.all_ids(s) == {old: False, new: True}
+        assert canonical.live_state(s, old) is False
+    with canonical.transaction() as tx:
+        canonical.retire(tx, new, at=T0, valid_to=T0, reason="no longer true")
+    with canonical.read() as s:
+        got = canonical.fetch(s, [new])[new]
+        assert (got.retired_at, got.retire_reason) == (T0, "no longer true")
+        assert canonical.live_state(s, new) is False
+
+
+def test_scopes_form_a_tree_and_hold_memories(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    mid = _insert(canonical, embedder, "The website launches in May.", ["project:web"], 1)
+    with canonical.transaction() as tx:
+        canonical.ensure_scopes(tx, ["team:web", "user:ana"], T0)
+        canonical.set_parent(tx, "project:web", "team:web")
+        canonical.link(tx, mid, ["user:ana"], T0)
+    with canonical.read() as s:
+        scopes, parents = canonical.scope_parents(s)
+        assert sorted(scopes) == ["project:web", "team:web", "user:ana"]
+        assert parents == {"project:web": "team:web"}
+        assert canonical.list_scope(s, "user:ana", after=None, live_only=True, limit=10) == [mid]
+        assert canonical.scope_counts(s).get("user:ana") == 1
+    with canonical.transaction() as tx:
+        canonical.unlink(tx, mid, "user:ana")
+        canonical.set_parent(tx, "project:web", None)
+    with canonical.read() as s:
+        assert canonical.scopes_of(s, mid) == ["project:web"]
+        assert canonical.list_scope(s, "user:ana", after=None, live_only=True, limit=10) == []
+        assert canonical.scope_parents(s)[1] == {}
+
+
+def test_the_change_log_is_ordered_and_prunable(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    ids = [
+        _insert(canonical, embedder, f"Note number {i} about the garden.", ["user:ana"], i) for i in (1, 2, 3)
+    ]
+    with canonical.read() as s:
+        assert canonical.max_seq(s) == 3
+        assert canonical.oldest_change(s) == 1
+        assert [(c.seq, c.op, c.memory_id) for c in canonical.changes_since(s, 1)] == [
+            (2, "add", ids[1]),
+            (3, "add", ids[2]),
+        ]
+        assert [c.seq for c in canonical.changes_since(s, 0, limit=2)] == [1, 2]
+    with canonical.transaction() as tx:
+        canonical.prune_changes(tx, 2)
+    with canonical.read() as s:
+        assert canonical.oldest_change(s) == 3
+        assert canonical.max_seq(s) == 3
+        assert len(canonical.all_ids(s)) == 3  # pruning the log never touches memories
+
+
+def test_everything_survives_a_reopen(
+    adapter: CanonicalAdapter, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    store = adapter.open(tmp_path, embedder)
+    mid = _insert(store, embedder, "Bo prefers tea.", ["user:bo"], 1, (EntityIn("Bo", aliases=("Bobby",)),))
+    store.close()
+    store = adapter.open(tmp_path, embedder)
+    try:
+        with store.read() as s:
+            assert store.fetch(s, [mid])[mid].content == "Bo prefers tea."
+            assert store.max_seq(s) == 1
+            assert [(e.name, e.aliases) for e in store.known_entities(s)] == [("Bo", ("Bobby",))]
+    finally:
+        store.close()
+
+
+def test_erased_rows_leave_no_bytes_after_the_rewrite(
+    adapter: CanonicalAdapter, canonical: CanonicalStore, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    secret, alias = canary("SECRET"), canary("Zqalias")
+    gone = _insert(canonical, embedder, f"The vault code is {secret}.", ["user:ana"], 1,
+                   (EntityIn("Vaultkeeper", aliases=(alias,)),))  # fmt: skip
+    kept = _insert(canonical, embedder, "The garden gate is green.", ["user:ana"], 2)
+    with canonical.read() as s:
+        vector = canonical.vector_of(s, gone)
+    assert vector is not None
+    patterns = {"content": secret.encode(), "alias": alias.encode(), **needles(vector, gone)}
+    canonical.checkpoint()
+    roots = adapter.roots(tmp_path)
+
+    def left() -> dict[str, list[Path]]:
+        found = {what: [p for r in roots for p in files_containing(r, b)] for what, b in patterns.items()}
+        return {what: paths for what, paths in found.items() if paths}
+
+    assert {"content", "alias", "id hex", "vector f32"} <= set(left())  # the scan sees the rows before
+
+    with canonical.transaction() as tx:
+        assert canonical.delete_memories(tx, [gone]) == 1  # "Vaultkeeper": no other memory mentions it
+        canonical.prune_changes(tx, 1)
+    canonical.rebuild()
+
+    assert left() == {}
+    with canonical.read() as s:
+        assert list(canonical.all_ids(s)) == [kept]
+        assert canonical.known_entities(s) == []
