@@ -29,7 +29,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from server._runtime import RuntimePaths
 from server.settings import load_settings
-from storage.models import MAX_K, MAX_TOKEN_BUDGET
+from storage.domain.models import MAX_K, MAX_TOKEN_BUDGET
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALL = ROOT / "bench" / "peers_install.sh"

@@ -54,18 +54,23 @@ def drop_statements_on_close() -> None:
     store closes its connections, forget their cached prepared statements. ladybug keeps a closed database alive
     (file open, not checkpointed, 8 TiB of address space reserved) while one of its statements lives; Kùzu 0.11
     does not, so the change is harmless there."""
-    import storage._kuzu as adapter
+    try:
+        from storage.adapters.kuzu import _cypher
+        from storage.adapters.kuzu.store import GraphStore
+    except ImportError:  # a checkout from before the storage layout (issue 16)
+        import storage._kuzu as _cypher  # type: ignore[no-redef]
+        from storage._kuzu import GraphStore  # type: ignore[no-redef,attr-defined]
 
-    original = adapter.GraphStore._close_connections
+    original = GraphStore._close_connections
 
     def close_connections(self: Any) -> None:
         with self._readers_lock:
             conns = [*self._readers, self._writer]
         original(self)
         for conn in conns:
-            adapter._PREPARED.pop(conn, None)
+            _cypher._PREPARED.pop(conn, None)
 
-    adapter.GraphStore._close_connections = close_connections  # type: ignore[method-assign]
+    GraphStore._close_connections = close_connections  # type: ignore[method-assign]
 
 
 def _engine(path: Path, emb: Any) -> Any:

@@ -8,7 +8,7 @@ client (neither is a Mnemograph dependency yet):
     /tmp/fk-venv/bin/python bench/falkordb_probe.py --n 200 --no-write   # quicker, prints only
 
 It starts a primary (AOF, appendfsync always) and a replica on free loopback ports in a temporary directory, then
-checks what a canonical adapter would need, each as a row of a table: the openCypher forms `storage/_kuzu.py`
+checks what a canonical adapter would need, each as a row of a table: the openCypher forms `storage/adapters/kuzu/`
 uses (or their FalkorDB spelling), atomicity of one query and of MULTI/EXEC, a shared change log written by
 concurrent writers and read by a concurrent poller, durability across SIGKILL, replication, and the latency of a
 typical write and typical lookups. The servers are stopped at the end (also on error).
@@ -116,7 +116,7 @@ def record(area: str, check: str, ok: bool, detail: str) -> None:
 
 
 def cypher_checks(g: Any) -> None:
-    """The query forms of storage/_kuzu.py, in FalkorDB's openCypher (Kùzu-only functions get a rewrite)."""
+    """The query forms of storage/adapters/kuzu/, in FalkorDB's openCypher (Kùzu-only functions get a rewrite)."""
 
     def run(check: str, query: str, params: dict[str, Any] | None, expect: Callable[[list[list[Any]]], bool],
             note: str = "") -> None:  # fmt: skip

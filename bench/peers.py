@@ -61,7 +61,7 @@ from _peers_servers import (
 )
 from _sdk import Client
 
-from storage.models import MAX_CONTENT_CHARS
+from storage.domain.models import MAX_CONTENT_CHARS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "peers.md"
 PEERS = {
