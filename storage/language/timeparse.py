@@ -32,7 +32,9 @@ Resolution rules where English is ambiguous:
   ``ago``, ``yesterday``), the first occurrence on or after the reference date - 1 day instead: "the report
   is due on December 15", written on 22 November, is this December, not last. The same clause rule makes a
   bare month the one under way or the next ("the conference will be in May") and a bare weekday the next
-  one ("the review will be on Tuesday").
+  one ("the review will be on Tuesday"). A yearless date in a clause with neither a future marker nor a
+  past-tense verb ("the flight leaves on December 2", "June 3: dentist") is the nearer of the last and the
+  next occurrence, the next only if it is under six months away.
 * Bare month ("in May", "since June"): the most recent one that has begun by the reference date.
   "last May": the most recent May strictly before the reference month; "next May": the first strictly
   after it; "this May": the reference year's.
@@ -280,6 +282,33 @@ _FUTURE_RX = _rx(
     r"intends?\s{1,4}to|expires?|remind(?:er)?)\b|'ll\b"
 )
 _PAST_RX = _rx(rf"{_B}(?:was|were|had|did|went|ago|yesterday|already|last)\b")
+# Any past-tense verb: regular (-ed) or a common irregular one. Checked only when no future marker is there
+# ("is scheduled" is future), to tell "I visited Rome on March 3" (back) from "the flight leaves on
+# December 2" (present tense, no marker: the nearer occurrence).
+_PAST_VERB_RX = _rx(
+    rf"{_B}(?:[a-z]+ed|was|were|had|did|went|saw|met|got|made|took|came|left|flew|ate|drank|told|gave|found|"
+    r"thought|said|ran|wrote|began|drove|paid|sent|spent|won|lost|sold|kept|held|brought|felt|heard|bought|"
+    r"taught|caught|slept|stood|sat|became|chose|forgot|knew|read|built|broke|wore|swam|sang|spoke|threw)\b|"
+    r"\b(?:ago|yesterday|already|last)\b"
+)
+
+
+def _clause(m: re.Match[str]) -> str:
+    text = m.string
+    start = max(
+        (x.end() for x in _CLAUSE_END_RX.finditer(text, max(0, m.start() - 200), m.start())), default=0
+    )
+    end_match = _CLAUSE_END_RX.search(text, m.end(), m.end() + 200)
+    return text[max(start, m.start() - 200) : end_match.start() if end_match else m.end() + 200]
+
+
+def _tense(m: re.Match[str]) -> Literal["ahead", "back", "near"]:
+    """The direction a yearless date points in: ahead with a future marker (and no past marker), back with a
+    past-tense verb, else (present tense: "the flight leaves on December 2") the nearer occurrence."""
+    clause = _clause(m)
+    if _FUTURE_RX.search(clause) and not _PAST_RX.search(clause):
+        return "ahead"
+    return "back" if _PAST_VERB_RX.search(clause) else "near"
 
 
 def _ahead(m: re.Match[str]) -> bool:
@@ -318,7 +347,12 @@ def _r_date(m: re.Match[str], c: _Ctx) -> _Res | None:
         if month == 5 and "of" in m.re.groupindex and not (m["sfx"] or m["of"]):
             return None  # "those 5 may help": day-first May needs an ordinal, "of" or a year
         weekday = _WEEKDAYS[m["wd"][:3].lower()] if m["wd"] else None
-        found = _yearless(c.today, month, day, weekday, ahead=_ahead(m))
+        tense = _tense(m)
+        found = _yearless(c.today, month, day, weekday, ahead=tense == "ahead")
+        if tense == "near" and weekday is None and found is not None:
+            later = _yearless(c.today, month, day, None, ahead=True)
+            if later is not None and (later - c.today) < min(c.today - found, timedelta(days=183)):
+                found = later
         if found is None:
             return None
         d = found

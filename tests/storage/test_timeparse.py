@@ -90,7 +90,8 @@ def test_absolute_forms(text: str, span: str, lo: datetime, hi: datetime, gran: 
         ("May 20", REF, at(2023, 5, 20)),
         ("the 20th of May", REF, at(2023, 5, 20)),
         ("20th May", REF, at(2023, 5, 20)),
-        ("June 3", REF, at(2022, 6, 3)),  # after ref: the previous year's
+        ("I flew home on June 3", REF, at(2022, 6, 3)),  # after ref, past tense: the previous year's
+        ("June 3", REF, at(2023, 6, 3)),  # no verb: the nearer one, four days ahead
         ("May 31", REF, at(2023, 5, 31)),  # ref + 1 day is still "this year"
         ("Jan 1", at(2023, 12, 31, 22), at(2024, 1, 1)),
         ("Feb 29", REF, at(2020, 2, 29)),
@@ -118,6 +119,12 @@ NOV22 = at(2026, 11, 22, 12)
         ("I went to Paris on March 3.", at(2026, 3, 3)),
         ("The flight was due on December 2", at(2025, 12, 2)),
         ("I'll remember it. We met on December 2", at(2025, 12, 2)),  # the marker is in another sentence
+        # Present tense, no marker: the nearer occurrence (the re-check's cases).
+        ("The board meeting is on December 3.", at(2026, 12, 3)),
+        ("The flight to Lisbon leaves on December 2.", at(2026, 12, 2)),
+        ("The conference starts on January 8.", at(2027, 1, 8)),
+        ("I visited Rome on March 3", at(2026, 3, 3)),  # a past-tense verb
+        ("My birthday is on July 3", at(2026, 7, 3)),  # the next one is more than six months away
     ],
 )
 def test_yearless_dates_in_a_clause_about_the_future_look_ahead(text: str, expected: datetime) -> None:
