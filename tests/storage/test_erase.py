@@ -46,7 +46,11 @@ def test_erase_removes_the_memory_and_every_version_of_it(engine: Engine, data_d
         with pytest.raises(NotFound):
             engine.read(gone)
     assert engine.read(keep.id).memory.content == "Ana's desk is by the window."
-    assert engine.recall("passport number", ["user:ana"], include_history=True)[0].memory.id == keep.id
+    # Nothing erased comes back, not even as history; the memory kept still does.
+    assert not {
+        h.memory.id for h in engine.recall("passport number", ["user:ana"], include_history=True)
+    } & set(receipt.erased)
+    assert engine.recall("desk window", ["user:ana"], include_history=True)[0].memory.id == keep.id
     report = engine.verify()
     assert report.ok
     assert report.canonical_memories == 1

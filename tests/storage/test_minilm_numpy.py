@@ -66,7 +66,7 @@ def test_numpy_vectors_match_torch_on_real_texts(runtimes: tuple[MiniLMEmbedder,
 
 
 # The default recipe without its relevance rule, so every query returns ten results to compare.
-ALL_TEN = RECIPES["default"].with_(relevance_floor=0.0)
+ALL_TEN = RECIPES["default"].with_(relevance_floor=0.0, min_similarity=None)  # every one of the k results
 
 
 def test_a_store_built_with_torch_recalls_the_same_with_numpy(
