@@ -81,7 +81,9 @@ async def test_sigkill_under_concurrent_load_loses_nothing_acknowledged(store: S
 
         counts = check_store(store, ledger, workers)
         async with Client(server.url) as client:
-            probe = next(iter(ledger.contents.values()))
+            # A memory a worker wrote and still holds live (the start marker lives in another scope: recall
+            # there finds nothing that matches it, and says so by returning nothing).
+            probe = next(ledger.contents[mid] for w in workers for mid in w.live)
             found = await call(
                 client, "recall", {"query": probe, "scopes": ["user:w0", "user:w1", "user:w2"]}
             )
