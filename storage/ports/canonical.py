@@ -12,11 +12,11 @@ engine, the reconciler and recall depend on ``CanonicalStore``, the union.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from storage.domain.models import EntityIn, Memory
 from storage.domain.records import (
@@ -65,8 +65,24 @@ class CanonicalLifecycle(Protocol):
         ...
 
 
+T = TypeVar("T")
+ItemT = TypeVar("ItemT")
+
+
 class CanonicalReads(Protocol):
     """Reads inside ``read()``, ``snapshot()`` or ``transaction()``: records, scopes, entities, the change log."""
+
+    def read_each(
+        self,
+        conn: Session,
+        read: Callable[[Session, ItemT], T],
+        items: Sequence[ItemT],
+        executor: Executor | None = None,
+    ) -> list[T]:
+        """``[read(session, item) for item in items]``, in order; with an ``executor`` and a read session, items
+        may be read at the same time on other sessions that see the same state, under the caller's read lock.
+        For independent queries a caller needs together (the graph lane's mentions and relations)."""
+        ...
 
     def max_seq(self, conn: Session) -> int: ...
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, wait
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import kuzu
 
@@ -29,6 +29,9 @@ from storage.domain.records import (
     Relation,
 )
 from storage.ports.canonical import Session
+
+T = TypeVar("T")
+ItemT = TypeVar("ItemT")
 
 
 class _Reads:
@@ -84,6 +87,34 @@ class _Reads:
             raise
         # Still queued (the pool is busy with other recalls' lanes): this thread reads that half too.
         out.update(self._fetch(conn, rest) if other.cancel() else other.result())
+        return out
+
+    def read_each(
+        self,
+        conn: Session,
+        read: Callable[[Session, ItemT], T],
+        items: Sequence[ItemT],
+        executor: Executor | None = None,
+    ) -> list[T]:
+        """Each item's read on a worker's own connection while this thread reads the first (Kùzu releases the
+        GIL while it queries), as ``fetch`` does. The workers rely on the caller's read lock, held until every
+        read is back; a read still queued (the pool is busy) is done by this thread instead."""
+        if executor is None or len(items) < 2 or conn is self._writer:
+            return [read(conn, item) for item in items]
+
+        def on_worker(item: ItemT) -> T:
+            return read(self._thread_conn(), item)
+
+        futures = [executor.submit(on_worker, item) for item in items[1:]]
+        try:
+            out = [read(conn, items[0])]
+            for item, f in zip(items[1:], futures, strict=True):
+                out.append(read(conn, item) if f.cancel() else f.result())
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            wait(futures)  # never leave a worker reading once the caller's read lock may be released
+            raise
         return out
 
     def _fetch(self, conn: Session, ids: Sequence[str]) -> dict[str, Memory]:

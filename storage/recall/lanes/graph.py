@@ -17,13 +17,14 @@ on such a path are also reported with the path's length (``Found.statements``), 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 from storage.domain.records import Relation, entity_key
 from storage.language.extraction import EntityLexicon
 from storage.ports.canonical import CanonicalStore, Session
 from storage.recall.query import Found, Query, visible
-from storage.recall.recipes import Recipe
+from storage.recall.recipes import GraphRule, Recipe
 
 
 def _step(path: str, r: Relation) -> str:
@@ -32,11 +33,21 @@ def _step(path: str, r: Relation) -> str:
     )
 
 
+# Threads that read an entity's mentions and relations while the lane's own thread reads another's: the
+# queries of one walk stage are independent, and Kùzu releases the GIL while it runs one.
+_READERS = 2
+
+
 @dataclass
 class GraphLane:
     graph: CanonicalStore
     lexicon: EntityLexicon
     name: str = "graph"
+    executor: Executor | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.executor is None:
+            self.executor = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="graph-lane")
 
     def prepare(self, q: Query) -> Query:
         return q
@@ -67,25 +78,37 @@ class GraphLane:
         # query may follow, as a memory recording a relation mentions both its ends. Without it, each hop
         # would ask the store again which edges' memories are visible.
         seen_mentions: dict[str, set[str]] = {}
+        relations: dict[str, list[Relation]] = {}
 
-        def mentions(entity: str, distance: float, limit: int, path: str | None = None) -> None:
-            complete = q.live_only
-            found = self.graph.mentioning(
-                conn,
-                entity,
-                scopes=q.scopes,
-                live_only=q.live_only,
-                limit=rule.max_mentions + 1 if complete else limit,
-                valid_at=q.now if complete else None,
-            )
-            if complete and len(found) <= rule.max_mentions:
-                seen_mentions[entity] = set(found)
-            for mid in found[:limit]:
-                reach(mid, distance, seed=distance == 0, path=path)
+        def stage(mentioned: dict[str, tuple[float, int, str | None]], related: list[str]) -> None:
+            """Read the mentions of ``mentioned`` (entity -> distance, limit, path) and the relations of
+            ``related`` at once (one walk stage's queries are independent), then rank the mentions."""
+            mention_list = list(mentioned)
+            items = [(q, rule, e, mentioned[e][1]) for e in mention_list] + [
+                (q, rule, e, -1) for e in related
+            ]
+            got = self.graph.read_each(conn, self._read, items, self.executor) if items else []
+            found = got[: len(mention_list)]
+            for e, rels in zip(related, got[len(mention_list) :], strict=True):
+                relations[e] = [r for r in rels if isinstance(r, Relation)]
+            for entity, ids in zip(mention_list, found, strict=True):
+                distance, limit, path = mentioned[entity]
+                mids = [m for m in ids if isinstance(m, str)]
+                if q.live_only and len(mids) <= rule.max_mentions:
+                    seen_mentions[entity] = set(mids)
+                for mid in mids[:limit]:
+                    reach(mid, distance, seed=distance == 0, path=path)
 
-        for entity, name in seeds.items():
-            if self.lexicon.mentions(name) <= rule.max_mentions:
-                mentions(entity, 0, rule.per_entity)
+        stage(
+            {
+                e: (0, rule.per_entity, None)
+                for e, n in seeds.items()
+                if self.lexicon.mentions(n) <= rule.max_mentions
+            },
+            [
+                e for e, n in seeds.items() if rule.hops and self.lexicon.relations(n)
+            ],  # most have none: no need to ask
+        )
         visited = set(seeds)
         names = dict(seeds)  # entity id -> name
         frontier = dict(seeds)  # entity id -> the path that reached it (a seed's is its own name)
@@ -94,8 +117,7 @@ class GraphLane:
             edges = [
                 (e, path, r)
                 for e, path in frontier.items()
-                if self.lexicon.relations(names[e])  # most entities have none: no need to ask
-                for r in self.graph.relations(conn, e, limit=rule.fanout)
+                for r in relations.get(e, ())
                 if r.other_id not in visited
             ][: rule.fanout]
             # Bounded per hop, not per entity: since the offline extractor records relations for ordinary
@@ -113,17 +135,38 @@ class GraphLane:
                     visited.add(r.other_id)
                     nxt[r.other_id] = statement
                     names[r.other_id] = r.other_name
-            for entity, statement in nxt.items():
-                # Mentions of an entity reached by a hop: at the first hop only (the second hop's answers are
-                # the statements on the path; its mentions cost a store query each and rarely rank).
-                if hop == 1 and self.lexicon.mentions(names[entity]) <= rule.max_mentions:
-                    mentions(entity, hop, max(1, rule.per_entity >> hop), path=statement)
+            # Mentions of an entity reached by a hop: at the first hop only (the second hop's answers are the
+            # statements on the path; its mentions cost a store query each and rarely rank). Read together with
+            # the relations the next hop follows from the same entities.
+            stage(
+                {
+                    e: (hop, max(1, rule.per_entity >> hop), statement)
+                    for e, statement in nxt.items()
+                    if hop == 1 and self.lexicon.mentions(names[e]) <= rule.max_mentions
+                },
+                [e for e in nxt if hop < rule.hops and self.lexicon.relations(names[e])],
+            )
             frontier = nxt
         ordered = sorted(rank, key=lambda mid: (*rank[mid], mid))[:depth]
         return Found(
             ordered,
             {mid: tuple(paths[mid]) for mid in ordered if paths.get(mid)},
             statements={mid: stated[mid] for mid in ordered if mid in stated},
+        )
+
+    def _read(self, conn: Session, item: tuple[Query, GraphRule, str, int]) -> list[str] | list[Relation]:
+        """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its relations (-1)."""
+        q, rule, entity, limit = item
+        if limit < 0:
+            return self.graph.relations(conn, entity, limit=rule.fanout)
+        complete = q.live_only
+        return self.graph.mentioning(
+            conn,
+            entity,
+            scopes=q.scopes,
+            live_only=q.live_only,
+            limit=rule.max_mentions + 1 if complete else limit,
+            valid_at=q.now if complete else None,
         )
 
     def _visible(

@@ -175,3 +175,33 @@ def test_erased_rows_leave_no_bytes_after_the_rewrite(
     with canonical.read() as s:
         assert list(canonical.all_ids(s)) == [kept]
         assert canonical.known_entities(s) == []
+
+
+def test_reads_in_parallel_answer_as_reads_in_turn(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``read_each`` (the graph lane's independent mentions/relations queries of one walk stage) gives the
+    answers one-by-one reads give, in the caller's order, with or without worker threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"Person{i}" for i in range(6)]
+    for i, name in enumerate(names):
+        for j in range(i + 1):
+            _insert(canonical, embedder, f"{name} note {j}", ["user:ana"], 10 * i + j + 1, (EntityIn(name),))
+    keys = [e.id for e in sorted(_known(canonical), key=lambda e: e.name)]
+
+    def mentions(s: object, entity: str) -> list[str]:
+        return canonical.mentioning(s, entity, scopes=["user:ana"], live_only=True, limit=100)
+
+    with canonical.read() as s:
+        in_turn = [mentions(s, e) for e in keys]
+        assert [len(ids) for ids in in_turn] == [1, 2, 3, 4, 5, 6]
+        assert canonical.read_each(s, mentions, keys) == in_turn
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            assert canonical.read_each(s, mentions, keys, pool) == in_turn
+            assert canonical.read_each(s, mentions, list(reversed(keys)), pool) == in_turn[::-1]
+
+
+def _known(canonical: CanonicalStore) -> list:
+    with canonical.read() as s:
+        return list(canonical.known_entities(s))
