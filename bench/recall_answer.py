@@ -177,6 +177,7 @@ async def answer_bytes(e: Engine, questions: Sequence[str]) -> dict[str, list[in
         "explain": [],
         "n_today": [],
         "n_new": [],
+        "cut": [],  # 1 when the answer holds a long memory cut short (0 otherwise)
     }
     async with Client(server, mode="legacy", client_info=Implementation(name="bench", version="1")) as c:
         for q in questions:
@@ -201,6 +202,7 @@ async def answer_bytes(e: Engine, questions: Sequence[str]) -> dict[str, list[in
             out["explain"].append(len(explained.content[0].text.encode()))  # type: ignore[union-attr]
             out["n_today"].append(len(old))
             out["n_new"].append(len(ids))
+            out["cut"].append(int(any(len(h.memory.content) > CUT_CHARS for h in hits)))
     return out
 
 
@@ -258,6 +260,10 @@ def report(
 ) -> None:
     med = {k: statistics.median(v) for k, v in sizes.items()}
     ratio = med["compact"] / med["same"]
+    # Long memories dominate the old shape's bytes (they came back whole), so the ratio is also given per
+    # question and for the answers made only of short memories, where the saving is the shape itself.
+    per_q = [c / s for c, s in zip(sizes["compact"], sizes["same"], strict=True)]
+    short = [r for r, cut in zip(per_q, sizes["cut"], strict=True) if not cut]
     lines = [
         "# Recall answer size and cross-scope latency",
         "",
@@ -277,6 +283,10 @@ def report(
         "",
         f"Target: the compact answer at most 0.40 of the old shape for the same results: **{ratio:.2f}**. "
         f"Against the old default answer the new one is {med['compact'] / med['today']:.2f} of the bytes.",
+        "",
+        f"Per question, compact ÷ old shape for the same results: median **{statistics.median(per_q):.2f}** "
+        f"(max {max(per_q):.2f}); over the {len(short)} answers holding no long memory (the shape alone): median "
+        + (f"**{statistics.median(short):.2f}** (max {max(short):.2f})." if short else "none."),
         "",
         f"## Recall latency in `user:ana` ({args.n:,} memories), ms, {args.questions} questions x {args.rounds} "
         "rounds",

@@ -22,10 +22,11 @@ names and words that matter. Recall returns current facts only; pass include_his
 and retired versions, or as_of to ask what was true at a past time (questions about change, like "where did I \
 work before", include the older versions by themselves). When the user speaks of relative times ("last \
 Tuesday", "in May"), pass the conversation's current date as now, with the user's UTC offset. Each result \
-is compact: content (long content is cut; memory_read the id for all of it), id, kind, when, status, scopes \
-and a one-line reason naming the search lanes (bm25 = exact words, vector = meaning, graph = entities), the \
-entity path or the earlier version that led to it. Weak matches are left out; pass explain=true for scores \
-and full detail, and group_by with your per-conversation metadata key to rank whole conversations.
+is compact: content (long content is cut; memory_read the id for all of it), id, kind, when, status (only \
+when not current), scopes (unless only the one searched) and a one-line reason naming the search lanes \
+(bm25 = exact words, vector = meaning, graph = entities), the entity path or the earlier version that led \
+to it. Weak matches are left out; pass explain=true for scores and full detail, and group_by with your \
+per-conversation metadata key to rank whole conversations.
 
 Scopes (user:<name>, project:<name>, agent:<name>, team:<name>, ...) say whose memory it is. Omit scopes to \
 use the session's default scope (list_scopes shows it); a scope also reads the scopes it sits inside. purge \

@@ -181,8 +181,14 @@ class RecallItem(BaseModel):
         description="For events and messages, when it happened ('2023-05-23T15:00Z'); for facts, preferences "
         "and undated notes, their validity ('since 2024-10-01', '2024-01-01 to 2024-10-01')."
     )
-    status: Status = Field(description="current, superseded or retired (the last two only with history).")
-    scopes: list[str]
+    status: Status | None = Field(
+        default=None,
+        description="superseded or retired (only in history answers); absent for a current memory.",
+    )
+    scopes: list[str] | None = Field(
+        default=None,
+        description="The scopes it belongs to; absent when that is only the one scope searched.",
+    )
     why: str = Field(
         description="One line on why it is here: the lanes that found it and their ranks, the entity-graph "
         "path, the time rule, or the earlier version the query matched."
@@ -194,15 +200,19 @@ class RecallItem(BaseModel):
         return _compact(self, handler)
 
     @classmethod
-    def of(cls, hit: Hit, explain: bool) -> RecallItem:
+    def of(cls, hit: Hit, explain: bool, searched: list[str] | None = None) -> RecallItem:
+        """``searched``: the scopes the call named (or its session default); a memory only in the one scope
+        searched does not repeat it."""
         m = hit.memory
         return cls(
             id=m.id,
             content=_cut(m.content),
             kind=m.kind,
             when=when(m),
-            status=m.status,
-            scopes=list(m.scopes),
+            status=None if m.status == Status.CURRENT else m.status,
+            scopes=None
+            if searched is not None and [*m.scopes] == searched and len(searched) == 1
+            else [*m.scopes],
             why=reason(hit),
             explain=_explanation(hit) if explain else None,
         )
@@ -296,10 +306,11 @@ def _explanation(hit: Hit) -> Explanation:
 
 async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     """Search; current memories only unless ``include_history``, ``as_of`` or ``known_at`` asks for the past."""
+    searched = caller.read_scopes(args.scopes)
     hits = await blocking(
         engine.recall,
         args.query,
-        caller.read_scopes(args.scopes),
+        searched,
         k=args.k,
         as_of=args.as_of,
         known_at=args.known_at,
@@ -316,7 +327,7 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     )
     behind = hits.behind
     return RecallOut(
-        results=[RecallItem.of(h, args.explain) for h in hits],
+        results=[RecallItem.of(h, args.explain, searched) for h in hits],
         stale=behind > 0,
         warning=_stale_warning(behind) if behind else None,
     )
@@ -332,7 +343,8 @@ SPEC = ToolSpec(
         "change ('used to', 'previously', 'what did I use before'), each version chain oldest first. "
         "When the query speaks of relative times ('last Tuesday', 'two weeks ago'), pass the conversation's "
         "current date as now. Each result is compact: content (long ones cut: memory_read the id for all), "
-        "id, kind, when, status, scopes and a one-line reason; explain=true adds the full explanation. "
+        "id, kind, when, a one-line reason, status unless current, and scopes unless only the one searched; "
+        "explain=true adds the full explanation. "
         "Results far weaker than the best are left out; token_budget (default 2000) caps what you read."
     ),
     input_model=RecallIn,

@@ -17,7 +17,8 @@ async def test_recall_returns_results_with_lanes_status_and_validity(client: Cli
     top = out["results"][0]
     assert top["id"] == written["id"]
     assert top["content"] == "Ana Lima lives in Lisbon."
-    assert (top["kind"], top["status"]) == ("fact", "current")
+    assert top["kind"] == "fact"
+    assert "status" not in top, "a current memory carries no status"
     explained = top["explain"]
     assert "superseded_by" not in explained
     assert "valid_to" not in explained

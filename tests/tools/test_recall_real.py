@@ -80,7 +80,8 @@ async def test_default_answer_is_compact_and_explain_gives_the_rest(client: Clie
     out = await ok(client, "recall", {"query": "Ana Lima passport number"})
     top = out["results"][0]
     assert top["id"] == written["id"]
-    assert set(top) == {"id", "content", "kind", "when", "status", "scopes", "why"}
+    # A current memory in the one scope searched: no status, no scopes (both would repeat what the call says).
+    assert set(top) == {"id", "content", "kind", "when", "why"}
     assert top["when"].startswith("since ")
     assert "bm25 #1" in top["why"]
     assert len(out["results"]) < 10, "results far below the best are left out (relevance rule)"
@@ -90,6 +91,27 @@ async def test_default_answer_is_compact_and_explain_gives_the_rest(client: Clie
     assert explained["provenance"]["client"] == "tests"
     assert 0 < explained["score"] < 10
     assert len(repr(explained["score"])) <= 8
+
+
+async def test_scopes_and_status_appear_when_they_say_something(client: Client) -> None:
+    shared = await _write(
+        client, "The Zephyr launch review is on Thursday.", scopes=["user:tester", "team:zephyr"]
+    )
+    only = await _write(client, "The Zephyr launch checklist lives in the wiki.", scopes=["user:tester"])
+    one = await ok(client, "recall", {"query": "Zephyr launch", "scopes": ["user:tester"]})
+    by_id = {r["id"]: r for r in one["results"]}
+    assert sorted(by_id[shared["id"]]["scopes"]) == ["team:zephyr", "user:tester"], "shared: where else it is"
+    assert "scopes" not in by_id[only["id"]], "only in the scope searched"
+    both = await ok(client, "recall", {"query": "Zephyr launch", "scopes": ["user:tester", "team:zephyr"]})
+    assert [r["scopes"] for r in both["results"] if r["id"] == only["id"]] == [["user:tester"]]
+    await ok(client, "retire", {"id": only["id"]})
+    history = await ok(
+        client,
+        "recall",
+        {"query": "Zephyr launch checklist", "scopes": ["user:tester"], "include_history": True},
+    )
+    status = {r["id"]: r.get("status") for r in history["results"]}
+    assert (status[only["id"]], status[shared["id"]]) == ("retired", None)
 
 
 async def test_long_content_is_cut_with_a_pointer_to_memory_read(client: Client) -> None:
