@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 DEFAULT_TOKEN_BUDGET = 2_000  # about 8,000 characters of content: ten short memories, or a few long ones cut
 CUT_CHARS = 1_000  # longer content is cut here (about 250 tokens), with a pointer to memory_read
 SNIPPET_CHARS = 60  # of an earlier version quoted in a reason
+WHY_RANKS = 10  # a lane is named in a reason when it ranked the result at least this high
 
 
 class RecallIn(WireModel):
@@ -190,8 +191,8 @@ class RecallItem(BaseModel):
         description="The scopes it belongs to; absent when that is only the one scope searched.",
     )
     why: str = Field(
-        description="One line on why it is here: the lanes that found it and their ranks, the entity-graph "
-        "path, the time rule, or the earlier version the query matched."
+        description="One line on why it is here: the lanes that ranked it in their first 10 (else its best), "
+        "with ranks, and the entity-graph path, the time rule, or the earlier version the query matched."
     )
     explain: Explanation | None = Field(default=None, description="Present with explain=true.")
 
@@ -253,13 +254,19 @@ def _t(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%MZ")
 
 
+def _day(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d")
+
+
 def when(m: Memory) -> str:
-    """An event's time, or a fact's validity, in one short string."""
+    """An event's time, or a fact's validity, in one short string. Validity is told to the day (the hour a
+    fact was written rarely matters; explain=true has the instants), unless it began and ended on one day."""
     if m.has_event_time:
         return _t(m.event_time)
     if m.valid_to is None:
-        return f"since {_t(m.valid_from)}"
-    return f"{_t(m.valid_from)} to {_t(m.valid_to)}"
+        return f"since {_day(m.valid_from)}"
+    show = _t if m.valid_from.date() == m.valid_to.date() else _day
+    return f"{show(m.valid_from)} to {show(m.valid_to)}"
 
 
 def _snippet(text: str) -> str:
@@ -269,7 +276,11 @@ def _snippet(text: str) -> str:
 
 def reason(hit: Hit) -> str:
     """The one-line reason: lanes with ranks, then the strongest extra evidence."""
-    parts = [", ".join(f"{lane} #{rank}" for lane, rank in sorted(hit.lanes.items(), key=lambda x: x[1]))]
+    ranks = sorted(hit.lanes.items(), key=lambda x: x[1])
+    # A lane that ranked it far down says little: the lanes that ranked it in their first WHY_RANKS are named,
+    # else its best one (explain=true has every lane's rank).
+    shown = [(lane, rank) for lane, rank in ranks if rank <= WHY_RANKS] or ranks[:1]
+    parts = [", ".join(f"{lane} #{rank}" for lane, rank in shown)]
     if hit.via:
         old = hit.via[0]
         parts.append(

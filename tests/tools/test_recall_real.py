@@ -114,6 +114,26 @@ async def test_scopes_and_status_appear_when_they_say_something(client: Client) 
     assert (status[only["id"]], status[shared["id"]]) == ("retired", None)
 
 
+async def test_the_reason_names_lanes_that_ranked_it_high_and_validity_is_told_to_the_day(
+    client: Client,
+) -> None:
+    for i in range(14):
+        await _write(client, f"Standup note {i}: the Zephyr deploy moved to slot {i}.", kind="fact")
+    await _fillers(client)
+    out = await ok(client, "recall", {"query": "Zephyr deploy slot", "k": 14, "explain": True})
+    assert len(out["results"]) > 10
+    far = 0
+    for r in out["results"]:
+        ranks = r["explain"]["lanes"]
+        named = dict(part.split(" #") for part in r["why"].split("; ")[0].split(", "))
+        high = {lane for lane, rank in ranks.items() if rank <= 10}
+        assert set(named) == (high or {min(ranks, key=ranks.get)}), (r["why"], ranks)
+        assert all(int(named[lane]) == ranks[lane] for lane in named)
+        far += any(rank > 10 for rank in ranks.values())
+        assert r["when"] == "since " + r["explain"]["valid_from"][:10], "a fact's validity, to the day"
+    assert far, "some result was ranked past 10 by a lane (else this test shows nothing)"
+
+
 async def test_long_content_is_cut_with_a_pointer_to_memory_read(client: Client) -> None:
     long = "Quarterly planning notes for the Zephyr project. " + "Detail line about budgets. " * 1000
     written = await _write(client, long)
