@@ -137,8 +137,10 @@ class CanonicalReads(Protocol):
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
-        """Which of ``ids`` are memories mentioning the entity that a current-view query over ``scopes`` may
-        see at ``now`` (a shared scope; neither retired nor superseded; valid at ``now``)."""
+        """Which of ``ids`` (memories that recorded relations of ``entity``, so mention it) a current-view query
+        over ``scopes`` may see at ``now`` (a shared scope; neither retired nor superseded; valid at ``now``).
+        The cost must follow ``len(ids)``, not the entity's mentions: it is asked for entities mentioned too
+        often to read all their mentions."""
         ...
 
     def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:

@@ -79,13 +79,14 @@ class GraphLane:
         # would ask the store again which edges' memories are visible.
         seen_mentions: dict[str, set[str]] = {}
         relations: dict[str, list[Relation]] = {}
+        names = dict(seeds)  # entity id -> name
 
         def stage(mentioned: dict[str, tuple[float, int, str | None]], related: list[str]) -> None:
             """Read the mentions of ``mentioned`` (entity -> distance, limit, path) and the relations of
             ``related`` at once (one walk stage's queries are independent), then rank the mentions."""
             mention_list = list(mentioned)
             items = [(q, rule, e, mentioned[e][1]) for e in mention_list] + [
-                (q, rule, e, -1) for e in related
+                (q, rule, e, -self._fanout(names[e], rule)) for e in related
             ]
             got = self.graph.read_each(conn, self._read, items, self.executor) if items else []
             found = got[: len(mention_list)]
@@ -105,12 +106,9 @@ class GraphLane:
                 for e, n in seeds.items()
                 if self.lexicon.mentions(n) <= rule.max_mentions
             },
-            [
-                e for e, n in seeds.items() if rule.hops and self.lexicon.relations(n)
-            ],  # most have none: no need to ask
+            [e for e, n in seeds.items() if rule.hops and self.lexicon.relations(n)],
         )
         visited = set(seeds)
-        names = dict(seeds)  # entity id -> name
         frontier = dict(seeds)  # entity id -> the path that reached it (a seed's is its own name)
         for hop in range(1, rule.hops + 1):
             # Edges back to an entity an earlier hop reached say nothing new.
@@ -154,11 +152,18 @@ class GraphLane:
             statements={mid: stated[mid] for mid in ordered if mid in stated},
         )
 
+    def _fanout(self, name: str, rule: GraphRule) -> int:
+        """How many of the entity's newest relations to follow: ``fanout``, and a quarter of it from a hub (an
+        entity named by more than ``max_mentions`` memories). A hub's mentions are not read, so which of its
+        edges the query may see is looked up edge by edge; its newest relations of thousands still lead on
+        (Hotel Aria -> Lisbon -> Portugal), but fewer of them keep the lookups cheap."""
+        return rule.fanout if self.lexicon.mentions(name) <= rule.max_mentions else max(1, rule.fanout >> 2)
+
     def _read(self, conn: Session, item: tuple[Query, GraphRule, str, int]) -> list[str] | list[Relation]:
         """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its relations (-1)."""
         q, rule, entity, limit = item
         if limit < 0:
-            return self.graph.relations(conn, entity, limit=rule.fanout)
+            return self.graph.relations(conn, entity, limit=-limit)
         complete = q.live_only
         return self.graph.mentioning(
             conn,
