@@ -50,7 +50,8 @@ def test_a_write_on_one_node_is_recalled_at_once_on_another(node: Callable[[str]
     assert [h.memory.id for h in hits][:1] == [w.id]
     assert set(hits[0].lanes) >= {"bm25", "vector"}
     assert b.read(w.id).memory.content == "Ana's team ships the billing service on Thursdays."
-    assert a.verify().ok and b.verify().ok
+    assert a.verify().ok
+    assert b.verify().ok
 
 
 def test_scopes_made_on_one_node_govern_recall_on_another(node: Callable[[str], Engine]) -> None:
