@@ -394,11 +394,20 @@ class Reconciler:
 
     def _follow_loop(self) -> None:
         """Keep a node's projections near the shared log while nobody reads (a recall syncs anyway)."""
+        failing = False
         while not self._follow_stop.wait(FOLLOW_S):
             try:
                 self.sync_head()
-            except Exception:
-                log.warning("could not read the change log's head; trying again", exc_info=True)
+            except Exception as exc:
+                if not failing:  # once per outage, not twice a second
+                    log.warning(
+                        "cannot read the shared change log's head (%s); retrying every %.1f s", exc, FOLLOW_S
+                    )
+                failing = True
+            else:
+                if failing:
+                    log.warning("the shared change log is reachable again")
+                failing = False
 
     def wait_projected(self, timeout: float = 10.0) -> bool:
         """Block until every commit made before this call is visible in both projections."""
