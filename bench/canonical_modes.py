@@ -182,7 +182,7 @@ def report(
         f"then its first recall): {med(f, 'join_s'):.1f} s.",
         f"- `verify` clean after every round: {all(r['verify'] for r in k + f)}.",
     ]
-    table = "\n".join(lines + [""] + extra)
+    table = "\n".join([*lines, "", *extra])
     print(table)
     if args.no_write:
         return
