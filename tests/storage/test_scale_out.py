@@ -12,6 +12,9 @@ import pytest
 from storage import CachedEmbedder, Engine, EntityIn, WriteItem
 from storage.adapters.falkordb import local as falkordb_local
 from storage.domain.errors import InvalidInput
+from tests.conftest import files_containing
+from tests.e2e.conftest import wait_for
+from tests.storage.contract._records import canary, needles
 
 pytestmark = pytest.mark.slow
 
@@ -110,3 +113,41 @@ def test_a_node_that_was_down_catches_up_when_it_opens(
 def test_a_bad_canonical_address_is_refused(tmp_path: Path, embedder: CachedEmbedder) -> None:
     with pytest.raises(InvalidInput, match="falkordb://host:port/graph"):
         Engine.open(tmp_path / "x", embedder=embedder, warm=False, canonical="redis://localhost")
+
+
+def test_erasure_rewrites_the_files_of_the_primary_and_its_replica(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    primary = falkordb_local.start(tmp_path / "primary", compress=False)
+    replica = falkordb_local.start(tmp_path / "replica", replica_of=primary.port, compress=False)
+    try:
+        engine = Engine.open(tmp_path / "node", embedder=embedder, warm=False, canonical=primary.url("g"))
+        try:
+            secret = canary("SECRET")
+            keep = engine.write("The ferns need water on Fridays.", ["user:dee"])
+            gone = engine.write(f"Dee's locker code is {secret}.", ["user:dee"])
+            patterns = {
+                "content": secret.encode(),
+                **needles(embedder.embed([f"Dee's locker code is {secret}."])[0], gone.id),
+            }
+
+            def left(server: falkordb_local.LocalServer) -> dict[str, list[str]]:
+                found = {
+                    what: [p.name for p in files_containing(server.directory, b)]
+                    for what, b in patterns.items()
+                }
+                return {what: paths for what, paths in found.items() if paths}
+
+            wait_for(
+                lambda: {"content", "id hex"} <= set(left(replica)), timeout=30, what="the replica's copy"
+            )
+            assert {"content", "id hex"} <= set(left(primary))
+            engine.erase(gone.id, confirm=gone.id)
+            assert left(primary) == {}
+            assert left(replica) == {}
+            assert [h.memory.id for h in engine.recall("ferns water", ["user:dee"])] == [keep.id]
+        finally:
+            engine.close()
+    finally:
+        replica.stop()
+        primary.stop()

@@ -75,6 +75,11 @@ class FalkorStore(_Exports):
             self._check_meta(embedder_name, dim)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _unavailable(exc) from exc
+        except redis.ResponseError as exc:
+            raise StorageUnavailable(
+                f"{self.address} did not accept the canonical schema: {str(exc)[:200]}",
+                hint="check that the server runs the FalkorDB module (GRAPH.QUERY) and is the primary, not a replica",
+            ) from exc
 
     # -- schema ------------------------------------------------------------------------------------
 
@@ -163,8 +168,12 @@ class FalkorStore(_Exports):
     def rebuild(self) -> None:
         """Rewrite the append-only file (and the RDB snapshot, when the server keeps one) on the primary and on
         every replica, so that deleted rows leave no bytes: FalkorDB logs each write query verbatim."""
-        servers = [self._redis, *self._replicas()]
-        for server in servers:
+        replicas = self._replicas()
+        self._rewrite(self._redis)
+        if replicas:
+            # The primary's deletion of the telemetry key must have reached them before they snapshot.
+            self._redis.execute_command("WAIT", len(replicas), int(REWRITE_TIMEOUT_S * 1000))
+        for server in replicas:
             self._rewrite(server)
 
     def _replicas(self) -> list[redis.Redis]:
@@ -177,6 +186,12 @@ class FalkorStore(_Exports):
 
     def _rewrite(self, server: redis.Redis) -> None:
         try:
+            # FalkorDB keeps recent query texts, parameters included, in the graph's slow-query log and in a
+            # telemetry stream key beside the graph (``telemetry{graph}``), and both go into the snapshot: a
+            # rewrite without this kept an erased memory's content and id (tests/storage/test_scale_out.py).
+            server.execute_command("GRAPH.SLOWLOG", self.address.graph, "RESET")
+            if server is self._redis:  # the deletion replicates; a replica refuses writes
+                server.delete(f"telemetry{{{self.address.graph}}}")
             before = int(server.info("persistence").get("aof_rewrites", 0))
             server.execute_command("BGREWRITEAOF")
             self._wait(server, lambda p: int(p.get("aof_rewrites", 0)) > before
