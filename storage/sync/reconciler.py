@@ -235,8 +235,13 @@ class Reconciler:
         if self._graph.shared:
             # Numbered by the store's counter, not by ``_alloc``: the head now covers this commit (and any
             # other node's before it).
-            with self._graph.read() as conn:
-                self._seq = max(self._seq, self._graph.max_seq(conn))
+            try:
+                with self._graph.read() as conn:
+                    self._seq = max(self._seq, self._graph.max_seq(conn))
+            except (
+                Exception
+            ):  # committed all the same: the next head read (a recall, the follower) catches up
+                log.warning("could not read the change log's head after a commit", exc_info=True)
         with self._cond:
             self._committed = max(self._committed, self._seq)
             self._cond.notify_all()
@@ -312,7 +317,10 @@ class Reconciler:
                     projection.apply(upserts, deletes, fresh=fresh if mark == low else ())
                     projection.watermark.set(top)
             if self.on_changes is not None:
-                self.on_changes(changes)
+                try:
+                    self.on_changes(changes)
+                except Exception:  # the projections did advance: readers must not wait on a cache refresh
+                    log.warning("could not refresh the engine's caches after applying changes", exc_info=True)
             with self._cond:
                 self._projected = top
                 self._projector_error = None
