@@ -123,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     data_dir.add_argument(
         "--data-dir", default=argparse.SUPPRESS, help="the store (also accepted before COMMAND)"
     )
+    data_dir.add_argument(
+        "--canonical",
+        default=argparse.SUPPRESS,
+        help="the canonical store: kuzu (embedded, the default) or falkordb://host:port/graph, shared by "
+        "several nodes, each with its own --data-dir (default: $MNEMOGRAPH_CANONICAL)",
+    )
     as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print the result as JSON")
 

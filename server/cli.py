@@ -48,11 +48,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=getattr(args, "port", None),
             idle_timeout=getattr(args, "idle_timeout", None),
             no_auth=getattr(args, "no_auth", None) or None,
+            canonical=getattr(args, "canonical", None),
         )
         paths = RuntimePaths.of(settings.runtime_dir, settings.data_dir)
     except (SettingsError, RuntimeDirError) as exc:
         print(f"mnemograph: {exc}", file=sys.stderr)
         return 2
+    if settings.canonical:
+        # storage.compose opens the canonical store it names, in this process and in the owner it may start.
+        os.environ["MNEMOGRAPH_CANONICAL"] = settings.canonical
     if getattr(args, "needs_store", False) and not is_store(settings.data_dir):
         print(
             f"{command_name(args)}: {_no_store(settings.data_dir, given=data_dir is not None)}",

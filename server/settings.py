@@ -64,6 +64,7 @@ EMBEDDER_RUNTIMES = (
 # Characters a scope name may hold (mirrors scopes' validation, which has the final word).
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
 _PRINCIPAL = re.compile(r"[A-Za-z0-9._@-]{1,64}")
+_CANONICAL = re.compile(r"falkordb://[A-Za-z0-9.\-]+(:[0-9]{1,5})?(/[A-Za-z0-9_.\-]{1,64})?/?")
 
 
 class SettingsError(ValueError):
@@ -95,6 +96,9 @@ class Settings:
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
+    # The canonical store: "" (embedded Kùzu in the data directory) or falkordb://host:port/graph, shared by
+    # several nodes (docs/scale-out.md). storage.compose reads it from MNEMOGRAPH_CANONICAL.
+    canonical: str = ""
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -129,6 +133,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         raise SettingsError(
             f"{PREFIX}EMBEDDER must be one of {', '.join(EMBEDDER_RUNTIMES)}, got {embedder!r}"
         )
+    canonical = str(pick("canonical") or "")
+    if canonical and canonical != "kuzu" and not _CANONICAL.fullmatch(canonical):
+        raise SettingsError(
+            f"{PREFIX}CANONICAL (--canonical) must be kuzu or falkordb://host:port/graph, got {canonical[:100]!r}"
+        )
     return Settings(
         data_dir=data_dir.expanduser().resolve(),
         runtime_dir=(_path(pick("runtime_dir")) or _default_runtime_dir()).expanduser().absolute(),
@@ -151,6 +160,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         anthropic_api_key=str(pick("anthropic_api_key") or ""),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
+        canonical="" if canonical == "kuzu" else canonical,
     )
 
 

@@ -19,21 +19,49 @@ from storage.adapters.embedder import CachedEmbedder, MiniLMEmbedder
 from storage.adapters.kuzu import GraphStore
 from storage.adapters.lance_vectors import VectorIndex
 from storage.adapters.tantivy_text import TextIndex
-from storage.domain.errors import Locked, StorageUnavailable
+from storage.domain.errors import InvalidInput, Locked, StorageUnavailable
 from storage.engine import backup as snapshots
 from storage.engine.core import EngineCore
 from storage.engine.private_files import make_private
+from storage.ports.canonical import CanonicalStore
 from storage.ports.embedder import Embedder
 from storage.ports.stores import Stores
 
+CANONICAL_ENV = "MNEMOGRAPH_CANONICAL"
 
-def open_stores(data_dir: Path, embedder: Embedder, *, ann_threshold: int = 50_000) -> Stores:
-    """The embedded stores of one data directory: ``graph/`` (Kùzu), ``vectors/`` (LanceDB), ``text/`` (Tantivy)."""
-    return Stores(
-        canonical=GraphStore(data_dir / "graph", dim=embedder.dim, embedder_name=embedder.name),
-        vectors=VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold),
-        text=TextIndex(data_dir / "text"),
+
+def open_canonical(data_dir: Path, embedder: Embedder, canonical: str | None = None) -> CanonicalStore:
+    """The canonical store ``canonical`` names (else ``$MNEMOGRAPH_CANONICAL``): embedded Kùzu in
+    ``data_dir/graph`` when empty or ``kuzu``; a graph on a FalkorDB server for ``falkordb://host:port/graph``,
+    shared with every other node configured the same way (docs/scale-out.md)."""
+    choice = (os.environ.get(CANONICAL_ENV, "") if canonical is None else canonical).strip()
+    if choice in ("", "kuzu"):
+        return GraphStore(data_dir / "graph", dim=embedder.dim, embedder_name=embedder.name)
+    if choice.startswith("falkordb://"):
+        from storage.adapters.falkordb import FalkorStore  # the client library only in this mode
+
+        return FalkorStore(choice, dim=embedder.dim, embedder_name=embedder.name)
+    raise InvalidInput(
+        f"unknown canonical store {choice!r}",
+        hint="use kuzu (the default) or falkordb://host:port/graph (--canonical or MNEMOGRAPH_CANONICAL)",
     )
+
+
+def open_stores(
+    data_dir: Path, embedder: Embedder, *, ann_threshold: int = 50_000, canonical: str | None = None
+) -> Stores:
+    """One data directory's stores: the canonical store (``open_canonical``: ``graph/`` with Kùzu by default),
+    and the projections ``vectors/`` (LanceDB) and ``text/`` (Tantivy), which are always the node's own."""
+    graph = open_canonical(data_dir, embedder, canonical)
+    try:
+        return Stores(
+            canonical=graph,
+            vectors=VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold),
+            text=TextIndex(data_dir / "text"),
+        )
+    except BaseException:
+        graph.close()
+        raise
 
 
 class Engine(EngineCore):
@@ -47,6 +75,7 @@ class Engine(EngineCore):
         embedder: Embedder | None = None,
         warm: bool = True,
         ann_threshold: int = 50_000,
+        canonical: str | None = None,
     ) -> Engine:
         """Open (creating if needed) the stores under ``data_dir`` and repair the projections.
 
@@ -77,7 +106,8 @@ class Engine(EngineCore):
             raise StorageUnavailable(f"cannot make data directory {path} private: {exc.strerror}") from exc
         emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
         try:
-            engine = cls(path, emb, fd, open_stores(path, emb, ann_threshold=ann_threshold))
+            stores = open_stores(path, emb, ann_threshold=ann_threshold, canonical=canonical)
+            engine = cls(path, emb, fd, stores)
             engine.start()
         except BaseException:
             os.close(fd)

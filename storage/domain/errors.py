@@ -79,3 +79,11 @@ class Closed(StorageUnavailable):
     """The engine has been closed."""
 
     code = "closed"
+
+
+class WriteRace(StorageUnavailable):
+    """A write lost a race with another node sharing the canonical store (both created the same memory, scope
+    or entity at once; the store's unique constraint refused the second). Nothing of it was kept; the writer
+    runs the intent again against the new state, so callers see this only after repeated losses."""
+
+    code = "write_race"

@@ -9,11 +9,16 @@ erasure), each class extending the previous one; ``storage.compose.Engine`` open
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Sequence
 from typing import Self
 
 from storage.domain.errors import StorageUnavailable
+from storage.domain.records import Change
 from storage.engine.erasure import _Erasure
 from storage.engine.state import VACUUM_MARKER, log
+
+LEXICON_EVERY_S = 1.0  # shared store: how often the entity lexicon is rebuilt while other nodes write
 
 
 class EngineCore(_Erasure):
@@ -26,6 +31,9 @@ class EngineCore(_Erasure):
         reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use."""
         if self._projection_behind_log():
             self._rebuild_projections()
+        if self.graph.shared:
+            self._lexicon_at = 0.0
+            self.reconciler.on_changes = self._follow_changes
         self.reconciler.start()
         self._reload_tree()
         self._reload_lexicon()
@@ -39,6 +47,15 @@ class EngineCore(_Erasure):
                 log.exception(
                     "the rewrite that removes erased bytes failed; it is retried at the next erasure"
                 )
+
+    def _follow_changes(self, changes: Sequence[Change]) -> None:
+        """A shared store: other nodes write too. What this engine caches of the canonical state is refreshed
+        before a reader waiting for these changes goes on: the scope tree (access and inheritance depend on
+        it) at once, the entity lexicon (extraction hints only) at most once a second."""
+        self._reload_tree()
+        if time.monotonic() - self._lexicon_at >= LEXICON_EVERY_S:
+            self._reload_lexicon()
+            self._lexicon_at = time.monotonic()
 
     def close(self) -> None:
         """Drain queued writes, flush projections and release the directory. Idempotent."""

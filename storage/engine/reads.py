@@ -168,6 +168,9 @@ class _Reads(_Access):
             chosen = chosen.with_(group={"key": v.group_key(group_by)})
         ref = v.reference_time(now)
         budget = v.token_budget(token_budget)
+        # A store shared with other nodes: their scopes reach this node's tree through the log, so catch up
+        # first, then read the tree (own writes are in it already, so the embedded store waits below).
+        behind = self.reconciler.wait_fresh() if self.graph.shared else 0
         tree = self._tree()
         if scopes is None:
             if principal.grants is None:
@@ -197,7 +200,8 @@ class _Reads(_Access):
             cut_chars=cut_chars,
         )
         # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
-        behind = self.reconciler.wait_fresh()
+        if not self.graph.shared:
+            behind = self.reconciler.wait_fresh()
         if not q.scopes:
             return Recalled(behind=behind)
         hits = run_recall(q, self._lanes, self.graph, chosen, self._lane_pool)

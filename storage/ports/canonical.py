@@ -308,3 +308,12 @@ class CanonicalStore(CanonicalLifecycle, CanonicalReads, CanonicalWrites, Canoni
     def name(self) -> str:
         """The store's name in reports (``verify`` counts, erasure receipts): ``kuzu`` for the embedded one."""
         ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes write to this store too (a server shared by several nodes). Then
+        ``append_changes`` numbers the changes itself, from the store's own counter, ignoring the ``seq`` it is
+        given; ``max_seq`` is the head of the log across every node; and the log is never pruned by one node.
+        A transaction of a shared store may not see its own earlier writes from its reads: the intents of such
+        a store are committed one per transaction."""
+        ...

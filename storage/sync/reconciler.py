@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-from storage.domain.errors import Closed, MnemographError, StorageUnavailable, StoreFailed
+from storage.domain.errors import Closed, MnemographError, StorageUnavailable, StoreFailed, WriteRace
 from storage.domain.records import Change
 from storage.ports.canonical import CanonicalStore, Session
 from storage.ports.projection import Projection
@@ -40,6 +40,10 @@ MAINTAIN_FRAGMENTS = 128
 IDLE_FRAGMENTS, IDLE_S = 16, 1.0
 READ_WAIT_S = 10.0  # how long a recall waits for the projections to show the writes committed before it
 RETRY_FIRST_S, RETRY_MAX_S = 0.25, 30.0  # a failed projection is retried after this, doubling up to the cap
+# A shared canonical store (several nodes): how often a node looks for the others' commits when nobody asks,
+# and how often an intent that lost a race with another node's write is run again before its caller sees it.
+FOLLOW_S = 0.5
+RACE_RETRIES = 8
 
 
 @dataclass
@@ -61,6 +65,7 @@ class _Intent(Generic[T]):
     fn: Callable[[Tx], T]
     future: Future[T]
     maintenance: bool = False
+    races: int = 0  # how often it lost a race with another node's write (shared stores)
 
 
 class Reconciler:
@@ -88,6 +93,11 @@ class Reconciler:
         self._stopping = False
         # After a projection is rebuilt from a snapshot, rows past its watermark may already be in it.
         self._replay_next = False
+        # With a shared store: called in the projector thread with each batch of changes before readers waiting
+        # for them are woken (the engine refreshes what it caches of the canonical state: scopes, lexicon).
+        self.on_changes: Callable[[list[Change]], None] | None = None
+        self._follow_stop = threading.Event()
+        self._follower = threading.Thread(target=self._follow_loop, name="mnemograph-follower", daemon=True)
         self._writer = threading.Thread(target=self._write_loop, name="mnemograph-writer", daemon=True)
         self._projector = threading.Thread(
             target=self._project_loop, name="mnemograph-projector", daemon=True
@@ -98,6 +108,8 @@ class Reconciler:
         self._catch_up(replay=True)
         self._writer.start()
         self._projector.start()
+        if self._graph.shared:
+            self._follower.start()
 
     # -- the write side ----------------------------------------------------------------------------
 
@@ -160,7 +172,9 @@ class Reconciler:
                 self._run_maintenance(first)
                 continue
             batch = [first]
-            while len(batch) < MAX_BATCH:
+            # A shared store's transaction does not read its own buffered writes, so a later intent of a batch
+            # would not see an earlier one's: one intent per transaction there.
+            while len(batch) < (1 if self._graph.shared else MAX_BATCH):
                 try:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
@@ -198,6 +212,16 @@ class Reconciler:
             for intent in batch:
                 intent.future.set_exception(exc)
             return
+        except WriteRace as exc:
+            self._seq = start_seq
+            # Another node committed the same memory, scope or entity first: run the intent again against the
+            # state it left (it finds a duplicate, or MERGEs the node that now exists).
+            batch[0].races += 1
+            if batch[0].races <= RACE_RETRIES:
+                self._commit(batch)
+            else:
+                batch[0].future.set_exception(exc)
+            return
         except Exception as exc:
             self._seq = start_seq
             if len(batch) > 1:
@@ -208,8 +232,18 @@ class Reconciler:
             log.exception("write failed")
             batch[0].future.set_exception(_storage_error(exc))
             return
+        if self._graph.shared:
+            # Numbered by the store's counter, not by ``_alloc``: the head now covers this commit (and any
+            # other node's before it).
+            try:
+                with self._graph.read() as conn:
+                    self._seq = max(self._seq, self._graph.max_seq(conn))
+            except (
+                Exception
+            ):  # committed all the same: the next head read (a recall, the follower) catches up
+                log.warning("could not read the change log's head after a commit", exc_info=True)
         with self._cond:
-            self._committed = self._seq
+            self._committed = max(self._committed, self._seq)
             self._cond.notify_all()
         for intent, value, error in results:
             if error is not None:
@@ -282,6 +316,11 @@ class Reconciler:
                 if mark < top:
                     projection.apply(upserts, deletes, fresh=fresh if mark == low else ())
                     projection.watermark.set(top)
+            if self.on_changes is not None:
+                try:
+                    self.on_changes(changes)
+                except Exception:  # the projections did advance: readers must not wait on a cache refresh
+                    log.warning("could not refresh the engine's caches after applying changes", exc_info=True)
             with self._cond:
                 self._projected = top
                 self._projector_error = None
@@ -293,7 +332,9 @@ class Reconciler:
             self._maintain()
         elif pending >= max(self.idle_fragments, self._maintain_after) and not replay:
             self._when_idle()
-        if self._projected - self._last_pruned >= PRUNE_EVERY and not replay and not self._closed:
+        # Another node sharing the store may still need changes this one has projected: no pruning there.
+        prunable = not self._graph.shared and not replay and not self._closed
+        if self._projected - self._last_pruned >= PRUNE_EVERY and prunable:
             upto = self._projected
             self._last_pruned = upto
             self._queue.put(_Intent(lambda tx: self._graph.prune_changes(tx.conn, upto), Future()))
@@ -345,18 +386,52 @@ class Reconciler:
         """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""
         self._replay_next = True
 
+    def sync_head(self) -> None:
+        """With a shared store, take the head of the change log (every node's commits) as what readers must
+        see, and wake the projector if it moved: a client reads its own writes on any node. A no-op (no query)
+        for a store this process owns."""
+        if not self._graph.shared or self._closed:
+            return
+        with self._graph.read() as conn:
+            head = self._graph.max_seq(conn)
+        with self._cond:
+            moved = head > self._committed
+            self._committed = max(self._committed, head)
+        if moved:
+            self._projector_jobs.put(_WAKE)
+
+    def _follow_loop(self) -> None:
+        """Keep a node's projections near the shared log while nobody reads (a recall syncs anyway)."""
+        failing = False
+        while not self._follow_stop.wait(FOLLOW_S):
+            try:
+                self.sync_head()
+            except Exception as exc:
+                if not failing:  # once per outage, not twice a second
+                    log.warning(
+                        "cannot read the shared change log's head (%s); retrying every %.1f s", exc, FOLLOW_S
+                    )
+                failing = True
+            else:
+                if failing:
+                    log.warning("the shared change log is reachable again")
+                failing = False
+
     def wait_projected(self, timeout: float = 10.0) -> bool:
         """Block until every commit made before this call is visible in both projections."""
+        self.sync_head()
         with self._cond:
             target = self._committed
             return self._cond.wait_for(lambda: self._projected >= target or self._closed, timeout)
 
     def wait_fresh(self) -> int:
         """For readers: wait (up to ``read_wait`` seconds) until the projections show every commit made before
-        this call, and return how many committed changes they still lack (0: fully fresh).
+        this call, and return how many committed changes they still lack (0: fully fresh). With a shared
+        store, "committed" is every node's: the head is read first (``sync_head``).
 
         A wait that times out marks the projections stalled; until they make progress, later readers do not
         wait at all but get the lag at once (and say so to their caller)."""
+        self.sync_head()
         with self._cond:
             target = self._committed
             timeout = 0.0 if self._stalled_at == self._projected else self.read_wait
@@ -386,6 +461,9 @@ class Reconciler:
         if self._closed:
             return
         self._stopping = True  # no new timers from here on
+        self._follow_stop.set()
+        if self._follower.is_alive():
+            self._follower.join()
         self._queue.put(None)
         self._writer.join()
         self._projector_jobs.put(_WAKE)

@@ -91,3 +91,17 @@ def test_write_time_settings(tmp_path: Path) -> None:
     assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).anthropic_api_key == ""  # off by default
     with pytest.raises(SettingsError, match="MNEMOGRAPH_FUNCTIONAL_PREDICATES takes comma-separated"):
         load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives in"})
+
+
+def test_the_canonical_store_is_embedded_kuzu_unless_configured(tmp_path: Path) -> None:
+    base = {"USER": "ana", "MNEMOGRAPH_DATA_DIR": str(tmp_path)}
+    assert load_settings(base).canonical == ""
+    assert load_settings({**base, "MNEMOGRAPH_CANONICAL": "kuzu"}).canonical == ""
+    url = "falkordb://db.internal:6380/memory"
+    assert load_settings({**base, "MNEMOGRAPH_CANONICAL": url}).canonical == url
+    assert (
+        load_settings(base, canonical="falkordb://127.0.0.1:6379/g").canonical
+        == "falkordb://127.0.0.1:6379/g"
+    )
+    with pytest.raises(SettingsError, match=r"kuzu or falkordb://host:port/graph, got 'redis://x'"):
+        load_settings(base, canonical="redis://x")

@@ -41,6 +41,7 @@ class GraphStore(_Exports):
     reconciler's thread) and one read connection per reading thread. Implements ``CanonicalStore``."""
 
     name = "kuzu"
+    shared = False  # one process owns the directory (owner.lock): the reconciler numbers the changes
 
     def __init__(self, directory: Path, *, dim: int, embedder_name: str) -> None:
         self._dir = directory

@@ -41,9 +41,11 @@ def new_memory(
 
 def needles(vector: np.ndarray | list[float], memory_id: str) -> dict[str, bytes]:
     """Byte patterns that would betray a memory: its vector's floats (float32 little- and big-endian, from the
-    start and the middle) and its id (hex, upper-case hex, raw bytes)."""
+    start and the middle), its first floats as text (a server that logs queries verbatim writes them so)
+    and its id (hex, upper-case hex, raw bytes)."""
     v32 = np.asarray(vector, dtype="<f4")
     return {
+        "vector text": ", ".join(str(float(x)) for x in v32[:3]).encode(),
         "vector f32": v32[:16].tobytes(),
         "vector f32 middle": v32[180:196].tobytes(),
         "vector f32 big-endian": v32[:16].astype(">f4").tobytes(),

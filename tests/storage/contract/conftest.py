@@ -8,6 +8,7 @@ projection adds one entry to ``PROJECTIONS``. Nothing else in the suite names an
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from storage import CachedEmbedder
+from storage.adapters.falkordb import FalkorStore
+from storage.adapters.falkordb import local as falkordb_local
 from storage.adapters.kuzu import GraphStore
 from storage.adapters.lance_vectors import VectorIndex
 from storage.adapters.tantivy_text import TextIndex
@@ -33,13 +36,40 @@ class CanonicalAdapter:
     roots: Callable[[Path], list[Path]]  # where the store keeps its bytes, for a directory given to ``open``
 
 
+# The FalkorDB server of this test session (started by the ``falkordb_server`` fixture when a test asks for the
+# adapter): each directory given to ``open`` gets its own graph on it, so reopening a directory reopens its graph.
+_SERVERS: list[falkordb_local.LocalServer] = []
+
+
+def _graph_of(d: Path) -> str:
+    return "g" + hashlib.sha256(str(d.resolve()).encode()).hexdigest()[:16]
+
+
 CANONICAL = [
     CanonicalAdapter(
         "kuzu",
         lambda d, emb: GraphStore(d / "graph", dim=emb.dim, embedder_name=emb.name),
         lambda d: [d / "graph"],
     ),
+    CanonicalAdapter(
+        "falkordb",
+        lambda d, emb: FalkorStore(_SERVERS[0].url(_graph_of(d)), dim=emb.dim, embedder_name=emb.name),
+        lambda d: [_SERVERS[0].directory],  # the server's AOF and RDB files
+    ),
 ]
+
+
+@pytest.fixture(scope="session")
+def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[falkordb_local.LocalServer]:
+    """A real FalkorDB server on a free loopback port, its files (AOF, fsync always) in a tmp dir."""
+    server = falkordb_local.start(tmp_path_factory.mktemp("falkordb"), compress=False)
+    _SERVERS.append(server)
+    try:
+        yield server
+    finally:
+        _SERVERS.remove(server)
+        server.stop()
+
 
 PROJECTIONS: dict[str, Callable[[Path, int], Projection]] = {
     "lancedb": lambda d, dim: VectorIndex(d / "vectors", dim=dim),
@@ -49,6 +79,8 @@ PROJECTIONS: dict[str, Callable[[Path, int], Projection]] = {
 
 @pytest.fixture(params=CANONICAL, ids=lambda a: a.name)
 def adapter(request: pytest.FixtureRequest) -> CanonicalAdapter:
+    if request.param.name == "falkordb":
+        request.getfixturevalue("falkordb_server")
     return request.param  # type: ignore[no-any-return]
 
 

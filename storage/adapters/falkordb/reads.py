@@ -1,0 +1,199 @@
+"""The FalkorDB adapter's reads: one round trip per call where the Kùzu adapter makes one per id, since each
+query here crosses the network."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor
+from datetime import datetime
+from typing import Any
+
+from storage.adapters.falkordb._cypher import _EPOCH, LIVE, RETURN_MEMORY, memory, session, utc
+from storage.domain.models import Memory
+from storage.domain.records import Change, KnownEntity, ProjectionRow, Relation
+from storage.ports.canonical import Session
+
+_PROJECTION = f"m.id, m.content, m.kind, m.scopes, {LIVE}, m.event_time, m.vector"
+_SHARES = "any(x IN m.scopes WHERE x IN $ss)"
+
+
+class _Reads:
+    def max_seq(self, conn: Session) -> int:
+        # The counter every write increments in its own query: the head of the log, even after pruning.
+        rows = session(conn).rows("MATCH (q:Counter {name: 'changes'}) RETURN q.value")
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
+    def oldest_change(self, conn: Session) -> int | None:
+        rows = session(conn).rows("MATCH (c:Change) RETURN min(c.seq)")
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def changes_since(self, conn: Session, seq: int, *, limit: int = 1_000_000) -> list[Change]:
+        rows = session(conn).rows(
+            "MATCH (c:Change) WHERE c.seq > $s RETURN c.seq, c.op, c.memory_id ORDER BY c.seq LIMIT $n",
+            {"s": seq, "n": limit},
+        )
+        return [Change(int(s), op, mid) for s, op, mid in rows]
+
+    def prune_changes(self, conn: Session, upto: int) -> None:
+        session(conn).add("MATCH (c:Change) WHERE c.seq <= $s DELETE c", {"s": upto})
+
+    def fetch(self, conn: Session, ids: Iterable[str], executor: Executor | None = None) -> dict[str, Memory]:
+        """Full records for the given ids in one query (``UNWIND`` + the id index)."""
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        rows = session(conn).rows(
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {RETURN_MEMORY}, m.scopes, m.entity_names",
+            {"ids": unique},
+        )
+        return {r[0]: memory(r[:-2], r[-2], r[-1]) for r in rows}
+
+    def has_metadata_key(self, conn: Session, key: str) -> bool:
+        needle = json.dumps(key, ensure_ascii=False) + ":"
+        rows = session(conn).rows(
+            "MATCH (m:Memory) WHERE m.metadata CONTAINS $n RETURN m.id LIMIT 1", {"n": needle}
+        )
+        return bool(rows)
+
+    def ids_with_prefix(self, conn: Session, prefix: str, limit: int = 2) -> list[str]:
+        rows = session(conn).rows(
+            "MATCH (m:Memory) WHERE m.id STARTS WITH $p RETURN m.id ORDER BY m.id LIMIT $n",
+            {"p": prefix, "n": limit},
+        )
+        return [r[0] for r in rows]
+
+    def chain(self, conn: Session, memory_id: str) -> list[str]:
+        # Kùzu's walk reaches the start node back through its neighbour; FalkorDB's path does not: add it.
+        rows = session(conn).rows(
+            "MATCH (a:Memory {id: $id})-[:SUPERSEDES*1..30]-(b:Memory) WITH a, collect(DISTINCT b) AS bs "
+            "UNWIND bs + [a] AS x RETURN DISTINCT x.id, x.recorded_at ORDER BY x.recorded_at, x.id",
+            {"id": memory_id},
+        )
+        return [r[0] for r in rows]
+
+    def scope_parents(self, conn: Session) -> tuple[list[str], dict[str, str]]:
+        s = session(conn)
+        scopes = [r[0] for r in s.rows("MATCH (s:Scope) RETURN s.id ORDER BY s.id")]
+        parents = {c: p for p, c in s.rows("MATCH (p:Scope)-[:PARENT_OF]->(c:Scope) RETURN p.id, c.id")}
+        return scopes, parents
+
+    def scope_counts(self, conn: Session) -> dict[str, int]:
+        rows = session(conn).rows(
+            f"MATCH (s:Scope)-[:CONTAINS]->(m:Memory) WHERE {LIVE} RETURN s.id, count(m)"
+        )
+        return {sid: int(n) for sid, n in rows}
+
+    def list_scope(
+        self, conn: Session, scope: str, *, after: tuple[datetime, str] | None, live_only: bool, limit: int
+    ) -> list[str]:
+        where = []
+        params: dict[str, Any] = {"s": scope, "n": limit}
+        if live_only:
+            where.append(LIVE)
+        if after is not None:
+            where.append("(m.recorded_at > $t OR (m.recorded_at = $t AND m.id > $i))")
+            params["t"], params["i"] = after
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
+        rows = session(conn).rows(
+            f"MATCH (s:Scope {{id: $s}})-[:CONTAINS]->(m:Memory) {clause}"
+            "RETURN m.id ORDER BY m.recorded_at, m.id LIMIT $n",
+            params,
+        )
+        return [r[0] for r in rows]
+
+    def known_entities(self, conn: Session) -> list[KnownEntity]:
+        s = session(conn)
+        mentions = dict(s.rows("MATCH (:Memory)-[:MENTIONS]->(e:Entity) RETURN e.id, count(*)"))
+        relations = dict(s.rows("MATCH (e:Entity)-[r:RELATES]-(:Entity) RETURN e.id, count(r)"))
+        return [
+            KnownEntity(i, n, tuple(a or ()), int(mentions.get(i, 0)), int(relations.get(i, 0)))
+            for i, n, a in s.rows("MATCH (e:Entity) RETURN e.id, e.name, e.aliases ORDER BY e.id")
+        ]
+
+    def mentioning(
+        self,
+        conn: Session,
+        entity: str,
+        *,
+        scopes: Sequence[str],
+        live_only: bool,
+        limit: int,
+        valid_at: datetime | None = None,
+    ) -> list[str]:
+        where = [_SHARES]
+        params: dict[str, Any] = {"e": entity, "ss": list(dict.fromkeys(scopes)), "n": limit}
+        if live_only:
+            where.append(LIVE)
+            if valid_at is not None:
+                where.append("m.valid_from <= $now AND (m.valid_to IS NULL OR m.valid_to > $now)")
+                params["now"] = valid_at
+        rows = session(conn).rows(
+            f"MATCH (e:Entity {{id: $e}})<-[:MENTIONS]-(m:Memory) WHERE {' AND '.join(where)} "
+            "RETURN m.id ORDER BY m.recorded_at DESC, m.id LIMIT $n",
+            params,
+        )
+        return [r[0] for r in rows]
+
+    def visible_among(
+        self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
+    ) -> set[str]:
+        if not ids:
+            return set()
+        rows = session(conn).rows(
+            f"MATCH (e:Entity {{id: $e}})<-[:MENTIONS]-(m:Memory) WHERE m.id IN $ids AND {_SHARES} AND {LIVE} "
+            "AND m.valid_from <= $now AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id",
+            {"e": entity, "ids": list(dict.fromkeys(ids)), "ss": list(dict.fromkeys(scopes)), "now": now},
+        )
+        return {r[0] for r in rows}
+
+    def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
+        rows = session(conn).rows(
+            "MATCH (a:Entity {id: $e})-[r:RELATES]-(b:Entity) "
+            "RETURN r.predicate, r.memory_id, b.id, b.name, ID(startNode(r)) = ID(a) "
+            "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
+            {"e": entity, "n": limit},
+        )
+        return [Relation(p, mid, bid, bname, bool(out)) for p, mid, bid, bname, out in rows]
+
+    def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:
+        s = session(conn)
+        if ids is None:
+            rows = s.rows(f"MATCH (m:Memory) RETURN {_PROJECTION}")
+        else:
+            wanted = list(dict.fromkeys(ids))
+            rows = s.rows(
+                f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {_PROJECTION}", {"ids": wanted}
+            )
+        return {
+            r[0]: ProjectionRow(
+                r[0], r[1], r[2], tuple(sorted(r[3] or ())), bool(r[4]), utc(r[5]) or _EPOCH, list(r[6])
+            )
+            for r in rows
+        }
+
+    def all_ids(self, conn: Session) -> dict[str, bool]:
+        rows = session(conn).rows(f"MATCH (m:Memory) RETURN m.id, {LIVE}")
+        return {r[0]: bool(r[1]) for r in rows}
+
+    def vector_of(self, conn: Session, memory_id: str) -> list[float] | None:
+        rows = session(conn).rows("MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": memory_id})
+        return [float(x) for x in rows[0][0]] if rows else None
+
+    def live_state(self, conn: Session, memory_id: str) -> bool | None:
+        rows = session(conn).rows(f"MATCH (m:Memory {{id: $id}}) RETURN {LIVE}", {"id": memory_id})
+        return bool(rows[0][0]) if rows else None
+
+    def scopes_of(self, conn: Session, memory_id: str) -> list[str]:
+        rows = session(conn).rows(
+            "MATCH (s:Scope)-[:CONTAINS]->(m:Memory {id: $id}) RETURN s.id", {"id": memory_id}
+        )
+        return sorted(r[0] for r in rows)
+
+    def memories_of_scope(self, conn: Session, scope: str) -> tuple[list[str], list[str]]:
+        rows = session(conn).rows(
+            "MATCH (s:Scope {id: $s})-[:CONTAINS]->(m:Memory) OPTIONAL MATCH (o:Scope)-[:CONTAINS]->(m) "
+            "WHERE o.id <> $s RETURN m.id, count(o)",
+            {"s": scope},
+        )
+        return [r[0] for r in rows if int(r[1]) == 0], [r[0] for r in rows if int(r[1]) > 0]

@@ -1,0 +1,242 @@
+"""The canonical store on a FalkorDB server, shared by several Mnemograph nodes (docs/scale-out.md).
+
+``falkordb://host:port/graph`` names it. Every node sees every other node's commits: the store is ``shared``,
+so the reconciler takes the change log's head from here after each commit and before a read that must see
+others' writes, and never prunes the log (another node may still need it). A transaction is one query
+(``_cypher``); the unique constraints on ids make two nodes that create the same memory, scope or entity at
+once fail one of them as a ``WriteRace``, which the reconciler retries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+from falkordb import FalkorDB  # type: ignore[import-untyped]
+
+from storage.adapters.falkordb._cypher import SCHEMA_VERSION, FalkorSession, _unavailable, log
+from storage.adapters.falkordb.exports import _Exports
+from storage.domain.errors import InvalidInput, StorageUnavailable, StoreMismatch
+from storage.ports.canonical import Session
+
+# Labels with a unique id: the exact-match index the constraint needs, then the constraint.
+_UNIQUE = (("Memory", "id"), ("Scope", "id"), ("Entity", "id"), ("Change", "seq"), ("Enrichment", "id"),
+           ("Meta", "key"), ("Counter", "name"))  # fmt: skip
+REWRITE_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class FalkorAddress:
+    host: str
+    port: int
+    graph: str
+
+    def __str__(self) -> str:
+        return f"falkordb://{self.host}:{self.port}/{self.graph}"
+
+
+def parse_url(url: str) -> FalkorAddress:
+    """``falkordb://host:port/graph`` (port 6379 and graph ``mnemograph`` when left out)."""
+    parts = urlsplit(url)
+    if parts.scheme != "falkordb" or not parts.hostname:
+        raise InvalidInput(
+            f"not a FalkorDB address: {url!r}", hint="write it as falkordb://host:port/graph, e.g. "
+            "falkordb://127.0.0.1:6379/mnemograph"
+        )  # fmt: skip
+    graph = parts.path.strip("/") or "mnemograph"
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        raise InvalidInput(f"bad port in {url!r}", hint="write it as falkordb://host:port/graph") from None
+    return FalkorAddress(parts.hostname, port, graph)
+
+
+class FalkorStore(_Exports):
+    """Implements ``CanonicalStore`` on one graph of a FalkorDB server. Thread-safe (the client keeps a
+    connection pool); any number of processes may open the same graph."""
+
+    name = "falkordb"
+    shared = True
+
+    def __init__(self, address: FalkorAddress | str, *, dim: int, embedder_name: str) -> None:
+        self.address = parse_url(address) if isinstance(address, str) else address
+        try:
+            self._db = FalkorDB(host=self.address.host, port=self.address.port)
+            self._redis: redis.Redis = self._db.connection
+            self._graph = self._db.select_graph(self.address.graph)
+            self._redis.ping()
+            self._schema()
+            self._check_meta(embedder_name, dim)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+        except redis.ResponseError as exc:
+            raise StorageUnavailable(
+                f"{self.address} did not accept the canonical schema: {str(exc)[:200]}",
+                hint="check that the server runs the FalkorDB module (GRAPH.QUERY) and is the primary, not a replica",
+            ) from exc
+
+    # -- schema ------------------------------------------------------------------------------------
+
+    def _schema(self) -> None:
+        g = self.address.graph
+        for label, prop in _UNIQUE:
+            try:
+                self._graph.query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")  # fixed names only
+            except redis.ResponseError as exc:
+                if "already indexed" not in str(exc):
+                    raise
+            try:
+                self._redis.execute_command("GRAPH.CONSTRAINT", "CREATE", g, "UNIQUE", "NODE", label,
+                                            "PROPERTIES", "1", prop)  # fmt: skip
+            except redis.ResponseError as exc:
+                if "already exists" not in str(exc).lower():
+                    raise
+        deadline = time.monotonic() + 30
+        while True:  # a constraint is built in the background; writes before it is up would not be checked
+            states = [r[-1] for r in self._graph.ro_query("CALL db.constraints()").result_set]
+            if len(states) >= len(_UNIQUE) and all(s == "OPERATIONAL" for s in states):
+                break
+            if time.monotonic() > deadline:
+                raise StorageUnavailable(f"FalkorDB constraints did not come up: {states}")
+            time.sleep(0.01)
+        for query in ("CREATE (:Counter {name: 'changes', value: 0})",):
+            # Created once, with the schema: a MERGE of it in the write path races (see append_changes).
+            if not self._graph.ro_query("MATCH (q:Counter {name: 'changes'}) RETURN q.value").result_set:
+                self._create_once(query, {})
+
+    def _create_once(self, query: str, params: dict[str, Any]) -> None:
+        try:
+            self._graph.query(query, params)
+        except redis.ResponseError as exc:
+            if "unique constraint violation" not in str(exc):
+                raise  # else another node created it first
+
+    def _check_meta(self, embedder_name: str, dim: int) -> None:
+        rows = self._graph.ro_query("MATCH (m:Meta) RETURN m.key, m.value").result_set
+        meta = {k: v for k, v in rows}
+        if not meta:
+            for key, value in (("schema", SCHEMA_VERSION), ("embedder", embedder_name), ("dim", str(dim))):
+                self._create_once("CREATE (:Meta {key: $k, value: $v})", {"k": key, "v": value})
+            meta = {k: v for k, v in self._graph.ro_query("MATCH (m:Meta) RETURN m.key, m.value").result_set}
+        if meta.get("embedder") != embedder_name or meta.get("dim") != str(dim):
+            raise StoreMismatch(
+                f"the FalkorDB graph {self.address} holds vectors from {meta.get('embedder')} "
+                f"({meta.get('dim')}-d), not {embedder_name} ({dim}-d)",
+                hint="use the embedder it was built with, or another graph name",
+            )
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise StoreMismatch(f"unknown canonical schema version {meta.get('schema')!r}")
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._redis.close()
+
+    @property
+    def failed(self) -> str | None:
+        return None  # the server owns durability; a failed write fails its own query
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        yield FalkorSession(self._graph)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """FalkorDB has no read transaction across queries: each query sees a committed state, but two queries
+        of one export may see different ones (docs/scale-out.md, "What it does not do yet")."""
+        yield FalkorSession(self._graph)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """Buffers the block's writes and commits them as one query (nothing is sent if the block raises)."""
+        tx = FalkorSession(self._graph, writable=True)
+        yield tx
+        tx.commit()
+
+    def checkpoint(self) -> None:
+        """Fold the query log into the server's snapshot: a rewrite of the append-only file (its base becomes
+        an RDB image of the graph). Not needed for durability (``appendfsync always`` has every acknowledged
+        query on disk already); it bounds the file and its replay time."""
+        self._rewrite(self._redis)
+
+    def rebuild(self) -> None:
+        """Rewrite the append-only file (and the RDB snapshot, when the server keeps one) on the primary and on
+        every replica, so that deleted rows leave no bytes: FalkorDB logs each write query verbatim."""
+        replicas = self._replicas()
+        self._rewrite(self._redis)
+        if replicas:
+            # The primary's deletion of the telemetry key must have reached them before they snapshot.
+            self._redis.execute_command("WAIT", len(replicas), int(REWRITE_TIMEOUT_S * 1000))
+        for server in replicas:
+            self._rewrite(server)
+
+    def _replicas(self) -> list[redis.Redis]:
+        info = self._redis.info("replication")
+        out = []
+        for key, value in info.items():
+            if key.startswith("slave") and isinstance(value, dict):
+                out.append(redis.Redis(host=str(value["ip"]), port=int(value["port"])))
+        return out
+
+    def _rewrite(self, server: redis.Redis) -> None:
+        try:
+            # FalkorDB keeps recent query texts, parameters included, in the graph's slow-query log and in a
+            # telemetry stream key beside the graph (``telemetry{graph}``), and both go into the snapshot: a
+            # rewrite without this kept an erased memory's content and id (tests/storage/test_scale_out.py).
+            server.execute_command("GRAPH.SLOWLOG", self.address.graph, "RESET")
+            if server is self._redis:  # the deletion replicates; a replica refuses writes
+                server.delete(f"telemetry{{{self.address.graph}}}")
+            before = int(server.info("persistence").get("aof_rewrites", 0))
+            server.execute_command("BGREWRITEAOF")
+            self._wait(server, lambda p: int(p.get("aof_rewrites", 0)) > before
+                       and not p.get("aof_rewrite_in_progress") and not p.get("aof_rewrite_scheduled"))  # fmt: skip
+            if server.info("persistence").get("aof_last_bgrewrite_status") != "ok":
+                raise StorageUnavailable("the FalkorDB server could not rewrite its append-only file")
+            directory = Path(str(server.config_get("dir")["dir"]))
+            rdb = directory / str(server.config_get("dbfilename")["dbfilename"])
+            if rdb.exists():  # an older snapshot would still hold the erased rows
+                last = int(server.lastsave().timestamp())
+                server.execute_command("BGSAVE")
+                self._wait(server, lambda p: not p.get("rdb_bgsave_in_progress")
+                           and int(p.get("rdb_last_save_time", 0)) >= last)  # fmt: skip
+            aof = directory / str(server.config_get("appenddirname")["appenddirname"])
+            self._wait_history_gone(aof)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+
+    @staticmethod
+    def _wait(server: redis.Redis, done: Any) -> None:
+        deadline = time.monotonic() + REWRITE_TIMEOUT_S
+        while not done(server.info("persistence")):
+            if time.monotonic() > deadline:
+                raise StorageUnavailable(
+                    "the FalkorDB server's file rewrite did not finish in time",
+                    hint="the erased rows are gone from the graph; their bytes go with the next rewrite",
+                )
+            time.sleep(0.02)
+
+    @staticmethod
+    def _wait_history_gone(aof: Path) -> None:
+        """The server unlinks the files a rewrite replaced in a background thread: on this host, wait until
+        the directory holds only what the manifest names (a remote server's files are its operator's)."""
+        manifest = aof / "appendonly.aof.manifest"
+        if not manifest.exists():
+            return
+        deadline = time.monotonic() + REWRITE_TIMEOUT_S
+        while True:
+            named = {
+                line.split()[1] for line in manifest.read_text().splitlines() if line.startswith("file ")
+            }
+            extra = [p for p in aof.iterdir() if p.name not in named and p.name != manifest.name]
+            if not extra:
+                return
+            if time.monotonic() > deadline:
+                log.warning("old append-only files still present after the rewrite: %s", extra)
+                return
+            time.sleep(0.02)

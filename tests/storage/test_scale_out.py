@@ -1,0 +1,153 @@
+"""Several engines (nodes) sharing one FalkorDB graph as the canonical store, each with its own projections in
+its own data directory: a real server on loopback, real engines opened through ``storage.compose``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from storage import CachedEmbedder, Engine, EntityIn, WriteItem
+from storage.adapters.falkordb import local as falkordb_local
+from storage.domain.errors import InvalidInput
+from tests.conftest import files_containing
+from tests.e2e.conftest import wait_for
+from tests.storage.contract._records import canary, needles
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def falkordb(tmp_path: Path) -> Iterator[falkordb_local.LocalServer]:
+    server = falkordb_local.start(tmp_path / "falkordb")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def node(
+    falkordb: falkordb_local.LocalServer, tmp_path: Path, embedder: CachedEmbedder
+) -> Iterator[Callable[[str], Engine]]:
+    """Opens a node: an engine on its own data directory, canonical store the shared graph."""
+    opened: list[Engine] = []
+
+    def open_(name: str) -> Engine:
+        engine = Engine.open(tmp_path / name, embedder=embedder, warm=False, canonical=falkordb.url("shared"))
+        opened.append(engine)
+        return engine
+
+    yield open_
+    for engine in opened:
+        engine.close()
+
+
+def test_a_write_on_one_node_is_recalled_at_once_on_another(node: Callable[[str], Engine]) -> None:
+    a, b = node("a"), node("b")
+    w = a.write("Ana's team ships the billing service on Thursdays.", ["team:billing"])
+    # No wait: b's recall reads the shared log's head first and waits for its own projections to reach it.
+    hits = b.recall("When does the billing service ship?", ["team:billing"])
+    assert [h.memory.id for h in hits][:1] == [w.id]
+    assert set(hits[0].lanes) >= {"bm25", "vector"}
+    assert b.read(w.id).memory.content == "Ana's team ships the billing service on Thursdays."
+    assert a.verify().ok
+    assert b.verify().ok
+
+
+def test_scopes_made_on_one_node_govern_recall_on_another(node: Callable[[str], Engine]) -> None:
+    a, b = node("a"), node("b")
+    b.write("Ground rule: the office closes at six.", ["team:web"])  # b knows team:web, no parent yet
+    a.create_scope("project:site", parent="team:web")
+    a.write("The site launch is on May 4.", ["project:site"])
+    # b learns the new scope and its parent from the log before answering: the parent's memory is inherited.
+    found = {h.memory.content for h in b.recall("office closes launch", ["project:site"])}
+    assert "Ground rule: the office closes at six." in found
+    assert "The site launch is on May 4." in found
+
+
+def test_the_same_content_written_on_two_nodes_at_once_is_stored_once(node: Callable[[str], Engine]) -> None:
+    a, b = node("a"), node("b")
+    texts = [f"Shared fact number {n}: the build takes {n + 3} minutes." for n in range(12)]
+    receipts: dict[str, list[str]] = {"a": [], "b": []}
+
+    def write_all(name: str, engine: Engine) -> None:
+        for t in texts:
+            receipts[name].append(engine.write(t, ["team:ci"], entities=[EntityIn("Builder")]).status)
+
+    threads = [threading.Thread(target=write_all, args=(n, e)) for n, e in (("a", a), ("b", b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Each text: one node added it, the other found a duplicate (after losing the race, retried).
+    assert sorted(receipts["a"] + receipts["b"]).count("added") == len(texts)
+    assert sorted(receipts["a"] + receipts["b"]).count("duplicate") == len(texts)
+    for engine in (a, b):
+        report = engine.verify()
+        assert report.ok, report
+        assert report.counts["falkordb"] == len(texts)
+        assert report.counts["lancedb"] == report.counts["tantivy"] == len(texts)
+
+
+def test_a_node_that_was_down_catches_up_when_it_opens(
+    node: Callable[[str], Engine],
+    falkordb: falkordb_local.LocalServer,
+    tmp_path: Path,
+    embedder: CachedEmbedder,
+) -> None:
+    a, b = node("a"), node("b")
+    first = b.write("Bo waters the ferns.", ["user:bo"])
+    b.close()
+    later = a.write_many([WriteItem(f"Bo's note {n}: repot the cactus.", ["user:bo"]) for n in range(5)])
+    late = node("b")  # the same data directory: its projections are behind the shared log
+    ids = {h.memory.id for h in late.recall("cactus ferns Bo", ["user:bo"], k=10)}
+    assert {first.id, *(r.id for r in later)} <= ids
+    assert late.verify().ok
+    newcomer = node("c")  # a node that never existed: builds its projections from the log
+    assert newcomer.verify().counts == {"falkordb": 6, "lancedb": 6, "tantivy": 6}
+
+
+def test_a_bad_canonical_address_is_refused(tmp_path: Path, embedder: CachedEmbedder) -> None:
+    with pytest.raises(InvalidInput, match="falkordb://host:port/graph"):
+        Engine.open(tmp_path / "x", embedder=embedder, warm=False, canonical="redis://localhost")
+
+
+def test_erasure_rewrites_the_files_of_the_primary_and_its_replica(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    primary = falkordb_local.start(tmp_path / "primary", compress=False)
+    replica = falkordb_local.start(tmp_path / "replica", replica_of=primary.port, compress=False)
+    try:
+        engine = Engine.open(tmp_path / "node", embedder=embedder, warm=False, canonical=primary.url("g"))
+        try:
+            secret = canary("SECRET")
+            keep = engine.write("The ferns need water on Fridays.", ["user:dee"])
+            gone = engine.write(f"Dee's locker code is {secret}.", ["user:dee"])
+            patterns = {
+                "content": secret.encode(),
+                **needles(embedder.embed([f"Dee's locker code is {secret}."])[0], gone.id),
+            }
+
+            def left(server: falkordb_local.LocalServer) -> dict[str, list[str]]:
+                found = {
+                    what: [p.name for p in files_containing(server.directory, b)]
+                    for what, b in patterns.items()
+                }
+                return {what: paths for what, paths in found.items() if paths}
+
+            wait_for(
+                lambda: {"content", "id hex"} <= set(left(replica)), timeout=30, what="the replica's copy"
+            )
+            assert {"content", "id hex"} <= set(left(primary))
+            engine.erase(gone.id, confirm=gone.id)
+            assert left(primary) == {}
+            assert left(replica) == {}
+            assert [h.memory.id for h in engine.recall("ferns water", ["user:dee"])] == [keep.id]
+        finally:
+            engine.close()
+    finally:
+        replica.stop()
+        primary.stop()
