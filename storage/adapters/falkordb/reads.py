@@ -4,15 +4,18 @@ query here crosses the network."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from storage.adapters.falkordb._cypher import _EPOCH, LIVE, RETURN_MEMORY, memory, session, utc
 from storage.domain.models import Memory
 from storage.domain.records import Change, KnownEntity, ProjectionRow, Relation
 from storage.ports.canonical import Session
+
+T = TypeVar("T")
+ItemT = TypeVar("ItemT")
 
 _PROJECTION = f"m.id, m.content, m.kind, m.scopes, {LIVE}, m.event_time, m.vector"
 _SHARES = "any(x IN m.scopes WHERE x IN $ss)"
@@ -138,14 +141,27 @@ class _Reads:
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
+        """One query over the id index (``UNWIND``): its cost follows ``ids``, not the entity's mentions."""
+        del entity  # every id recorded a relation of it
         if not ids:
             return set()
         rows = session(conn).rows(
-            f"MATCH (e:Entity {{id: $e}})<-[:MENTIONS]-(m:Memory) WHERE m.id IN $ids AND {_SHARES} AND {LIVE} "
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) WHERE {_SHARES} AND {LIVE} "
             "AND m.valid_from <= $now AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id",
-            {"e": entity, "ids": list(dict.fromkeys(ids)), "ss": list(dict.fromkeys(scopes)), "now": now},
+            {"ids": list(dict.fromkeys(ids)), "ss": list(dict.fromkeys(scopes)), "now": now},
         )
         return {r[0] for r in rows}
+
+    def read_each(
+        self,
+        conn: Session,
+        read: Callable[[Session, ItemT], T],
+        items: Sequence[ItemT],
+        executor: Executor | None = None,
+    ) -> list[T]:
+        """In turn on the one session: a server round trip each, and no read lock to share with workers."""
+        del executor
+        return [read(conn, item) for item in items]
 
     def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
         rows = session(conn).rows(
