@@ -12,11 +12,11 @@ import os
 from typing import Self
 
 from storage.domain.errors import StorageUnavailable
-from storage.engine.erasure import _Erasure
+from storage.engine.conversations import _Conversations
 from storage.engine.state import VACUUM_MARKER, log
 
 
-class EngineCore(_Erasure):
+class EngineCore(_Conversations):
     """One data directory's stores, owned by this process until ``close()``."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -39,12 +39,14 @@ class EngineCore(_Erasure):
                 log.exception(
                     "the rewrite that removes erased bytes failed; it is retried at the next erasure"
                 )
+        self._start_consolidator()
 
     def close(self) -> None:
         """Drain queued writes, flush projections and release the directory. Idempotent."""
         if self._closed:
             return
         self._closed = True
+        self._stop_consolidator()
         if self.enricher is not None:
             self.enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()

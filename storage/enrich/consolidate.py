@@ -1,0 +1,114 @@
+"""The background consolidator: one thread that rebuilds the digest of each conversation that changed.
+
+Its queue is the store itself (``pending``: conversations changed since their last digest), read again at every
+wake-up, so work queued before a crash is found at the next start and nothing is held only in memory.
+Debounced: a conversation is digested once it has been quiet for ``quiet`` seconds, so one still receiving
+messages is digested after the burst, not on every message. A failing build is logged and not retried until
+the conversation changes again (or ``flush`` asks). Never on the write path: writes only ``notify``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+log = logging.getLogger("mnemograph.consolidate")
+
+DEFAULT_QUIET_S = 10.0
+
+
+class Consolidator:
+    """Runs ``build(key)`` for every conversation ``pending()`` names, once it has been quiet long enough."""
+
+    def __init__(
+        self,
+        pending: Callable[[], list[tuple[str, datetime]]],
+        build: Callable[[str], None],
+        *,
+        quiet: float = DEFAULT_QUIET_S,
+    ) -> None:
+        self._pending, self._build = pending, build
+        self.quiet = quiet
+        self._cond = threading.Condition()
+        self._lock = threading.Lock()  # one build at a time (the worker's or a flush's)
+        self._failed: dict[str, datetime] = {}  # key -> changed_at whose build failed
+        self._wake = False
+        self._stopping = False
+        self.builds = 0  # digests built since start (for tests and benchmarks)
+        self._thread = threading.Thread(target=self._run, name="mnemograph-consolidate", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def notify(self) -> None:
+        """Something changed: look at the pending conversations again (called after a commit)."""
+        with self._cond:
+            self._wake = True
+            self._cond.notify_all()
+
+    def flush(self) -> int:
+        """Digest every pending conversation now, whatever its quiet time (also ones whose build failed).
+        Returns how many were built. Runs in the caller's thread."""
+        done = 0
+        self._failed.clear()
+        for _ in range(3):  # a conversation written to during the flush is taken again
+            keys = [k for k, _ in self._pending()]
+            if not keys:
+                break
+            for key in keys:
+                done += self._one(key, None)
+        return done
+
+    def close(self) -> None:
+        """Stop after the build in flight; what is still pending stays pending in the store."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _one(self, key: str, changed: datetime | None) -> int:
+        with self._lock:
+            try:
+                self._build(key)
+            except Exception:
+                log.exception("building the digest of a conversation failed; retried when it changes")
+                if changed is not None:
+                    self._failed[key] = changed
+                return 0
+            self.builds += 1
+            return 1
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+                self._wake = False
+            try:
+                delay = self._round()
+            except Exception:
+                log.exception("reading the conversations to digest failed")
+                delay = max(self.quiet, 1.0)
+            with self._cond:
+                if not self._wake and not self._stopping:
+                    self._cond.wait(timeout=delay)
+
+    def _round(self) -> float | None:
+        """Build what is due; the seconds until the next conversation becomes due (None: nothing waits)."""
+        now = datetime.now(UTC)
+        quiet = timedelta(seconds=self.quiet)
+        later: list[float] = []
+        for key, changed in self._pending():
+            if self._stopping:
+                return None
+            if self._failed.get(key) == changed:
+                continue
+            due = changed + quiet
+            if due <= now:
+                self._one(key, changed)
+            else:
+                later.append((due - now).total_seconds())
+        return min(later) if later else None
