@@ -28,9 +28,11 @@ from storage.domain.models import (
     MAX_MESSAGES,
     ROLES,
     ConversationReceipt,
+    EraseReceipt,
     MemoryKind,
     MessageIn,
     Provenance,
+    PurgeReceipt,
     WriteItem,
     WriteReceipt,
 )
@@ -88,6 +90,10 @@ class _Conversations(_Erasure):
     def consolidate(self) -> int:
         """Build every pending digest now, without waiting for the quiet time. Returns how many were built."""
         return 0 if self._consolidator is None else self._consolidator.flush()
+
+    def wait_digested(self, timeout: float = 30.0) -> bool:
+        """Block until the background consolidator has digested every conversation (True; False on timeout)."""
+        return self._consolidator is None or self._consolidator.wait_idle(timeout)
 
     def rebuild_digests(self) -> int:
         """Mark every conversation changed and rebuild all digests now (``mnemograph digests --rebuild``)."""
@@ -165,8 +171,7 @@ class _Conversations(_Erasure):
             for p, r in zip(prepared, receipts, strict=True):
                 if r.status == "added":
                     self.enricher.submit(self._llm_job(r, p, now, principal))
-        if self._consolidator is not None:
-            self._consolidator.notify()
+        self._wake_consolidator()
         self._after_write(targets, [e for p in prepared for e in p.entities])
         changed = [r for r in receipts if r.status != "duplicate"]
         if changed:
@@ -269,6 +274,22 @@ class _Conversations(_Erasure):
 
     # -- erasure hooks (storage.engine.erasure) -------------------------------------------------------
 
+    def erase(
+        self, id: str, *, confirm: str, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
+    ) -> EraseReceipt:
+        receipt = super().erase(id, confirm=confirm, reason=reason, principal=principal)
+        self._wake_consolidator()  # after the commit: the conversations it touched are pending now
+        return receipt
+
+    def purge(self, scope: str, *, confirm: str, principal: Principal = LOCAL_PRINCIPAL) -> PurgeReceipt:
+        receipt = super().purge(scope, confirm=confirm, principal=principal)
+        self._wake_consolidator()
+        return receipt
+
+    def _wake_consolidator(self) -> None:
+        if self._consolidator is not None:
+            self._consolidator.notify()
+
     def _derived_from(self, tx: Tx, ids: Sequence[str]) -> tuple[list[str], list[str]]:
         found = self.graph.conversations_of(tx.conn, ids)
         erased = set(ids)
@@ -284,8 +305,6 @@ class _Conversations(_Erasure):
         # remove what it says.
         if keys:
             self.graph.touch_conversations(tx.conn, keys, tx.now)
-            if self._consolidator is not None:
-                self._consolidator.notify()
 
 
 def _speaker(meta: dict[str, object]) -> str | None:

@@ -3,8 +3,8 @@
 Its queue is the store itself (``pending``: conversations changed since their last digest), read again at every
 wake-up, so work queued before a crash is found at the next start and nothing is held only in memory.
 Debounced: a conversation is digested once it has been quiet for ``quiet`` seconds, so one still receiving
-messages is digested after the burst, not on every message. A failing build is logged and not retried until
-the conversation changes again (or ``flush`` asks). Never on the write path: writes only ``notify``.
+messages is digested after the burst, not on every message. A failing build is logged and retried a minute later
+(or when ``flush`` asks). Never on the write path: writes only ``notify``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 log = logging.getLogger("mnemograph.consolidate")
 
 DEFAULT_QUIET_S = 10.0
+RETRY_AFTER = timedelta(seconds=60)
 
 
 class Consolidator:
@@ -33,7 +34,9 @@ class Consolidator:
         self.quiet = quiet
         self._cond = threading.Condition()
         self._lock = threading.Lock()  # one build at a time (the worker's or a flush's)
-        self._failed: dict[str, datetime] = {}  # key -> changed_at whose build failed
+        # key -> (changed_at whose build failed, when to try again): a store busy with an erasure's rewrite is
+        # a passing fault; a bug is not hammered more than once a minute.
+        self._failed: dict[str, tuple[datetime, datetime]] = {}
         self._wake = False
         self._stopping = False
         self.builds = 0  # digests built since start (for tests and benchmarks)
@@ -61,6 +64,12 @@ class Consolidator:
                 done += self._one(key, None)
         return done
 
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until no conversation is pending (True), or ``timeout`` seconds pass (False). Does not hurry the
+        quiet time: with a long one, this waits for it."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending(), timeout)
+
     def close(self) -> None:
         """Stop after the build in flight; what is still pending stays pending in the store."""
         with self._cond:
@@ -76,7 +85,7 @@ class Consolidator:
             except Exception:
                 log.exception("building the digest of a conversation failed; retried when it changes")
                 if changed is not None:
-                    self._failed[key] = changed
+                    self._failed[key] = (changed, datetime.now(UTC) + RETRY_AFTER)
                 return 0
             self.builds += 1
             return 1
@@ -93,6 +102,7 @@ class Consolidator:
                 log.exception("reading the conversations to digest failed")
                 delay = max(self.quiet, 1.0)
             with self._cond:
+                self._cond.notify_all()  # for wait_idle
                 if not self._wake and not self._stopping:
                     self._cond.wait(timeout=delay)
 
@@ -104,9 +114,10 @@ class Consolidator:
         for key, changed in self._pending():
             if self._stopping:
                 return None
-            if self._failed.get(key) == changed:
-                continue
             due = changed + quiet
+            failed = self._failed.get(key)
+            if failed is not None and failed[0] == changed:
+                due = max(due, failed[1])
             if due <= now:
                 self._one(key, changed)
             else:

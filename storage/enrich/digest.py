@@ -104,7 +104,8 @@ def build(conversation: str, messages: Sequence[Said], *, lexicon: EntityLexicon
                 score -= 2
             if len(text) > _POINT_CHARS:
                 text = text[: _POINT_CHARS - 1].rstrip() + "…"
-            mine.append(_Point(score, (m.time, m.id, n), _who(m), text))
+            if score > 0:  # small talk and questions with nothing named in them are left out
+                mine.append(_Point(score, (m.time, m.id, n), _who(m), text))
         mine.sort(key=lambda p: (-p.score, p.order))
         points.extend(mine[:PER_MESSAGE])
     points.sort(key=lambda p: (-p.score, p.order))

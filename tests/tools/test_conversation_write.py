@@ -17,9 +17,17 @@ from tests.tools.conftest import fails, ok
 pytestmark = pytest.mark.anyio
 
 CHAT = [
-    {"role": "user", "content": "I just moved to Lisbon for a job at Acme Corp.", "time": "2024-05-01T09:00:00Z"},
+    {
+        "role": "user",
+        "content": "I just moved to Lisbon for a job at Acme Corp.",
+        "time": "2024-05-01T09:00:00Z",
+    },
     {"role": "assistant", "content": "Congratulations! How is the new flat?", "time": "2024-05-01T09:00:20Z"},
-    {"role": "user", "content": "Small but sunny. My sister Ines visits on June 3.", "time": "2024-05-01T09:01:00Z"},
+    {
+        "role": "user",
+        "content": "Small but sunny. My sister Ines visits on June 3.",
+        "time": "2024-05-01T09:01:00Z",
+    },
 ]
 
 
@@ -30,7 +38,9 @@ def _ids(out: dict[str, Any]) -> list[str]:
 async def test_a_whole_conversation_is_stored_as_messages_and_recallable_at_once(
     client: Client, engine: Engine
 ) -> None:
-    out = await ok(client, "conversation_write", {"conversation": "chat-1", "messages": CHAT, "scopes": ["user:ana"]})
+    out = await ok(
+        client, "conversation_write", {"conversation": "chat-1", "messages": CHAT, "scopes": ["user:ana"]}
+    )
     assert [m["status"] for m in out["messages"]] == ["added"] * 3
     assert out["added"] == 3 and out["digest"] == "scheduled"
     first = engine.read(out["messages"][0]["id"]).memory
@@ -47,24 +57,36 @@ async def test_a_whole_conversation_is_stored_as_messages_and_recallable_at_once
 async def test_one_message_at_a_time_and_resends_do_not_duplicate(client: Client, engine: Engine) -> None:
     ids = []
     for m in CHAT:
-        out = await ok(client, "conversation_write", {"conversation": "chat-2", "messages": [m], "scopes": ["user:ana"]})
+        out = await ok(
+            client, "conversation_write", {"conversation": "chat-2", "messages": [m], "scopes": ["user:ana"]}
+        )
         ids += _ids(out)
-    again = await ok(client, "conversation_write", {"conversation": "chat-2", "messages": CHAT, "scopes": ["user:ana"]})
+    again = await ok(
+        client, "conversation_write", {"conversation": "chat-2", "messages": CHAT, "scopes": ["user:ana"]}
+    )
     assert _ids(again) == ids
     assert [m["status"] for m in again["messages"]] == ["duplicate"] * 3 and again["added"] == 0
     # The same words in another conversation are a message of their own; so are repeated words with their time.
-    other = await ok(client, "conversation_write", {"conversation": "chat-3", "messages": CHAT[:1], "scopes": ["user:ana"]})
+    other = await ok(
+        client, "conversation_write", {"conversation": "chat-3", "messages": CHAT[:1], "scopes": ["user:ana"]}
+    )
     assert other["messages"][0]["status"] == "added" and _ids(other)[0] not in ids
     twice = [
         {"role": "user", "content": "ok", "time": "2024-05-02T10:00:00Z"},
         {"role": "user", "content": "ok", "time": "2024-05-02T10:05:00Z"},
     ]
-    out = await ok(client, "conversation_write", {"conversation": "chat-2", "messages": twice, "scopes": ["user:ana"]})
+    out = await ok(
+        client, "conversation_write", {"conversation": "chat-2", "messages": twice, "scopes": ["user:ana"]}
+    )
     assert len(set(_ids(out))) == 2
     # A client's own message id identifies a message sent without a time.
     tagged = {"role": "user", "content": "ok", "id": "m-77"}
-    a = await ok(client, "conversation_write", {"conversation": "chat-2", "messages": [tagged], "scopes": ["user:ana"]})
-    b = await ok(client, "conversation_write", {"conversation": "chat-2", "messages": [tagged], "scopes": ["user:ana"]})
+    a = await ok(
+        client, "conversation_write", {"conversation": "chat-2", "messages": [tagged], "scopes": ["user:ana"]}
+    )
+    b = await ok(
+        client, "conversation_write", {"conversation": "chat-2", "messages": [tagged], "scopes": ["user:ana"]}
+    )
     assert _ids(a) == _ids(b) and b["messages"][0]["status"] == "duplicate"
     assert engine.read(_ids(a)[0]).memory.metadata["message_id"] == "m-77"
 
@@ -82,7 +104,9 @@ async def test_one_bad_message_rejects_the_call_and_stores_nothing(
     client: Client, engine: Engine, bad: dict[str, Any], said: str
 ) -> None:
     code, text = await fails(
-        client, "conversation_write", {"conversation": "chat-4", "messages": [*CHAT, bad], "scopes": ["user:bo"]}
+        client,
+        "conversation_write",
+        {"conversation": "chat-4", "messages": [*CHAT, bad], "scopes": ["user:bo"]},
     )
     assert said in text
     with pytest.raises(NotFound):  # not even the scope was created
@@ -91,11 +115,17 @@ async def test_one_bad_message_rejects_the_call_and_stores_nothing(
     assert found["results"] == []
 
 
-async def test_a_message_whose_text_is_empty_after_cleaning_names_its_place(client: Client, engine: Engine) -> None:
+async def test_a_message_whose_text_is_empty_after_cleaning_names_its_place(
+    client: Client, engine: Engine
+) -> None:
     code, text = await fails(
         client,
         "conversation_write",
-        {"conversation": "chat-5", "messages": [*CHAT, {"role": "user", "content": "   "}], "scopes": ["user:bo"]},
+        {
+            "conversation": "chat-5",
+            "messages": [*CHAT, {"role": "user", "content": "   "}],
+            "scopes": ["user:bo"],
+        },
     )
     assert "message 3" in text and "nothing was written" in text
     with pytest.raises(NotFound):
