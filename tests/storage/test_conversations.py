@@ -46,13 +46,18 @@ def test_a_digest_is_built_after_the_commit_and_names_its_sources(engine: Engine
     assert receipt.digest == "scheduled"
     assert engine.wait_digested(30)
     d = engine.read(only_digest(engine)).memory
-    assert d.kind == "summary" and d.scopes == ("user:ana",)
-    assert d.provenance.principal == "mnemograph" and d.provenance.source == "digest"
+    assert d.kind == "summary"
+    assert d.scopes == ("user:ana",)
+    assert d.provenance.principal == "mnemograph"
+    assert d.provenance.source == "digest"
     assert d.metadata["sources"] == sorted(r.id for r in receipt.messages)
-    assert d.metadata["messages"] == 4 and d.metadata["conversation"] == "chat-1"
+    assert d.metadata["messages"] == 4
+    assert d.metadata["conversation"] == "chat-1"
     # Extractive: the main statements with who said them, the names and the dates; small talk left out.
     assert "user: I just moved to Lisbon for a job at Acme Corp." in d.content
-    assert "Ines" in d.content and "2024-06-03" in d.content and "peanuts" in d.content
+    assert "Ines" in d.content
+    assert "2024-06-03" in d.content
+    assert "peanuts" in d.content
     assert "Congratulations" not in d.content
     assert len(d.content) <= MAX_DIGEST_CHARS
 
@@ -66,7 +71,8 @@ def test_a_long_conversation_gets_a_bounded_digest(engine: Engine) -> None:
     assert engine.consolidate() == 1
     d = engine.read(only_digest(engine)).memory
     assert len(d.content) <= MAX_DIGEST_CHARS
-    assert d.metadata["messages"] == 150 and len(d.metadata["sources"]) == 100  # the first 100 ids listed
+    assert d.metadata["messages"] == 150
+    assert len(d.metadata["sources"]) == 100
 
 
 def test_a_conversation_still_receiving_messages_is_digested_once_after_the_burst(engine: Engine) -> None:
@@ -81,7 +87,8 @@ def test_a_conversation_still_receiving_messages_is_digested_once_after_the_burs
     )
     assert engine.consolidate() == 1
     d = engine.read(only_digest(engine)).memory  # replaced, not added beside the old one
-    assert d.metadata["messages"] == 5 and "Rui Costa" in d.content
+    assert d.metadata["messages"] == 5
+    assert "Rui Costa" in d.content
     assert engine.consolidate() == 0  # nothing pending: re-sending nothing rebuilds nothing
 
 
@@ -103,14 +110,17 @@ def test_a_digest_match_lifts_its_conversations_messages_and_is_not_shown_itself
     engine.consolidate()
     digest = only_digest(engine)
     hits = engine.recall("Lisbon sister Ines peanuts", ["user:ana"])
-    assert hits and all(h.memory.kind == "message" for h in hits)
+    assert hits
+    assert all(h.memory.kind == "message" for h in hits)
     assert digest not in {h.memory.id for h in hits}
     lifted = [h for h in hits if h.digest == digest]
-    assert lifted and all(h.memory.metadata["conversation"] == "chat-4" for h in lifted)
+    assert lifted
+    assert all(h.memory.metadata["conversation"] == "chat-4" for h in lifted)
     # Asked for summaries, the digest itself comes too, after the messages it lifted.
     shown = engine.recall("Lisbon sister Ines peanuts", ["user:ana"], kinds=["summary", "message"])
     kinds = [h.memory.kind.value for h in shown]
-    assert "summary" in kinds and kinds.index("summary") > kinds.index("message")
+    assert "summary" in kinds
+    assert kinds.index("summary") > kinds.index("message")
 
 
 def test_a_digest_is_only_in_the_scopes_every_message_is_in(engine: Engine) -> None:
@@ -138,7 +148,8 @@ def test_erasing_a_message_erases_the_digest_and_rebuilds_it_without_it(
     assert files_containing(data_dir, canary.encode()) == []
     assert engine.consolidate() == 1
     new = only_digest(engine)
-    assert new != old and canary not in engine.read(new).memory.content
+    assert new != old
+    assert canary not in engine.read(new).memory.content
     assert "Lisbon" in engine.read(new).memory.content
     assert files_containing(data_dir, canary.encode()) == []
 

@@ -42,9 +42,11 @@ async def test_a_whole_conversation_is_stored_as_messages_and_recallable_at_once
         client, "conversation_write", {"conversation": "chat-1", "messages": CHAT, "scopes": ["user:ana"]}
     )
     assert [m["status"] for m in out["messages"]] == ["added"] * 3
-    assert out["added"] == 3 and out["digest"] == "scheduled"
+    assert out["added"] == 3
+    assert out["digest"] == "scheduled"
     first = engine.read(out["messages"][0]["id"]).memory
-    assert first.kind == "message" and first.scopes == ("user:ana",)
+    assert first.kind == "message"
+    assert first.scopes == ("user:ana",)
     assert first.event_time.isoformat() == "2024-05-01T09:00:00+00:00"
     assert first.metadata == {"conversation": "chat-1", "role": "user"}
     assert engine.read(out["messages"][1]["id"]).memory.metadata["speaker"] == "assistant"
@@ -65,12 +67,14 @@ async def test_one_message_at_a_time_and_resends_do_not_duplicate(client: Client
         client, "conversation_write", {"conversation": "chat-2", "messages": CHAT, "scopes": ["user:ana"]}
     )
     assert _ids(again) == ids
-    assert [m["status"] for m in again["messages"]] == ["duplicate"] * 3 and again["added"] == 0
+    assert [m["status"] for m in again["messages"]] == ["duplicate"] * 3
+    assert again["added"] == 0
     # The same words in another conversation are a message of their own; so are repeated words with their time.
     other = await ok(
         client, "conversation_write", {"conversation": "chat-3", "messages": CHAT[:1], "scopes": ["user:ana"]}
     )
-    assert other["messages"][0]["status"] == "added" and _ids(other)[0] not in ids
+    assert other["messages"][0]["status"] == "added"
+    assert _ids(other)[0] not in ids
     twice = [
         {"role": "user", "content": "ok", "time": "2024-05-02T10:00:00Z"},
         {"role": "user", "content": "ok", "time": "2024-05-02T10:05:00Z"},
@@ -87,7 +91,8 @@ async def test_one_message_at_a_time_and_resends_do_not_duplicate(client: Client
     b = await ok(
         client, "conversation_write", {"conversation": "chat-2", "messages": [tagged], "scopes": ["user:ana"]}
     )
-    assert _ids(a) == _ids(b) and b["messages"][0]["status"] == "duplicate"
+    assert _ids(a) == _ids(b)
+    assert b["messages"][0]["status"] == "duplicate"
     assert engine.read(_ids(a)[0]).memory.metadata["message_id"] == "m-77"
 
 
@@ -103,7 +108,7 @@ async def test_one_message_at_a_time_and_resends_do_not_duplicate(client: Client
 async def test_one_bad_message_rejects_the_call_and_stores_nothing(
     client: Client, engine: Engine, bad: dict[str, Any], said: str
 ) -> None:
-    code, text = await fails(
+    _code, text = await fails(
         client,
         "conversation_write",
         {"conversation": "chat-4", "messages": [*CHAT, bad], "scopes": ["user:bo"]},
@@ -118,7 +123,7 @@ async def test_one_bad_message_rejects_the_call_and_stores_nothing(
 async def test_a_message_whose_text_is_empty_after_cleaning_names_its_place(
     client: Client, engine: Engine
 ) -> None:
-    code, text = await fails(
+    _code, text = await fails(
         client,
         "conversation_write",
         {
@@ -127,7 +132,8 @@ async def test_a_message_whose_text_is_empty_after_cleaning_names_its_place(
             "scopes": ["user:bo"],
         },
     )
-    assert "message 3" in text and "nothing was written" in text
+    assert "message 3" in text
+    assert "nothing was written" in text
     with pytest.raises(NotFound):
         engine.list("user:bo")
     found = await ok(client, "recall", {"query": "Lisbon Acme", "scopes": ["user:bo"]})
