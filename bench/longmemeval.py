@@ -304,7 +304,9 @@ def ask(
 
         server = build_server(source, default_scopes=(scope(q),))
         try:
-            async with Client(server, mode="legacy", client_info=Implementation(name="lme", version="1")) as c:
+            async with Client(
+                server, mode="legacy", client_info=Implementation(name="lme", version="1")
+            ) as c:
                 start = time.perf_counter()
                 stored = await _hand_over(c, q, us)
                 ce.reconciler.wait_projected()

@@ -95,6 +95,8 @@ class Settings:
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
+    digest_quiet: float = 10.0  # seconds a conversation must be quiet before its digest is (re)built
+    digests: bool = True  # the background consolidator (conversation digests)
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -151,7 +153,16 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         anthropic_api_key=str(pick("anthropic_api_key") or ""),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
+        digest_quiet=_number(pick("digest_quiet"), "digest_quiet", float, 0.0, 86_400.0, 10.0),
+        digests=_on_off(pick("digests"), "DIGESTS"),
     )
+
+
+def _on_off(value: object, variable: str) -> bool:
+    text = "on" if value is None else str(value).strip().lower()
+    if text not in ("on", "off", "1", "0", "true", "false", "yes", "no"):
+        raise SettingsError(f"{PREFIX}{variable} must be on or off, got {text[:20]!r}")
+    return text in ("on", "1", "true", "yes")
 
 
 def _predicates(value: object) -> tuple[str, ...]:

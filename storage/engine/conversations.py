@@ -15,6 +15,7 @@ schedules a new one from the messages left.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -38,9 +39,11 @@ from storage.domain.models import (
 )
 from storage.domain.records import NewMemory
 from storage.engine.erasure import _Erasure
-from storage.engine.state import _now, _Prepared, content_id
+from storage.engine.state import _now, _Prepared, content_id, log
 from storage.enrich import digest as digests
+from storage.enrich.claude import ExtractionFailed
 from storage.enrich.consolidate import DEFAULT_QUIET_S, Consolidator
+from storage.enrich.digest_claude import ClaudeDigester
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
@@ -58,6 +61,8 @@ def conversation_key(conversation: str, scopes: Sequence[str]) -> str:
 
 class _Conversations(_Erasure):
     _consolidator: Consolidator | None = None
+    _consolidator_off = False  # stop_consolidation was called
+    _digester: ClaudeDigester | None = None  # Claude writes the digests (use_llm_digests)
     _digest_ids: dict[str, str]  # digest id -> conversation key (a superset of the stored digests)
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -75,6 +80,13 @@ class _Conversations(_Erasure):
     def _stop_consolidator(self) -> None:
         if self._consolidator is not None:
             self._consolidator.close()
+
+    def stop_consolidation(self) -> None:
+        """Turn the background consolidator off (``MNEMOGRAPH_DIGESTS=off``): conversations still record that
+        they changed, and their digests are built when it is on again (or by ``consolidate``). Existing
+        digests stay in use by recall."""
+        self._stop_consolidator()
+        self._consolidator_off = True
 
     @property
     def digest_quiet(self) -> float:
@@ -185,7 +197,7 @@ class _Conversations(_Erasure):
                 linked=sum(r.status == "linked" for r in changed),
             )
         shown = tuple(self._shown_write(r, targets, principal) for r in receipts)
-        return ConversationReceipt(conv, shown, "scheduled" if self._consolidator is not None else "off")
+        return ConversationReceipt(conv, shown, "off" if self._consolidator_off else "scheduled")
 
     def _prepare_message(
         self, m: MessageIn, conv: str, key: str, targets: list[str], now: datetime, principal: Principal
@@ -226,6 +238,7 @@ class _Conversations(_Erasure):
             records = self.graph.fetch(conn, members)
         live = [m for m in records.values() if m.status.value == "current"]
         built: digests.Digest | None = None
+        by: dict[str, object] = {"digest_by": "offline"}
         scopes: list[str] = []
         if live:
             common = set(live[0].scopes).intersection(*(m.scopes for m in live[1:]))
@@ -239,6 +252,9 @@ class _Conversations(_Erasure):
                 for m in live
             ]
             built = digests.build(conv, said, lexicon=self.lexicon)
+            how = self._llm_digest(conv, said, built)
+            if how is not None:
+                built, by = how
         vector = [float(x) for x in self.embedder.embed([built.text])[0]] if built is not None else None
 
         def swap(tx: Tx) -> None:
@@ -261,6 +277,7 @@ class _Conversations(_Erasure):
                     "digest_of": conv,
                     "messages": len(live),
                     "sources": sorted(m.id for m in live)[:MAX_SOURCES_LISTED],
+                    **by,
                 }
                 new = NewMemory(
                     new_id, built.text, MemoryKind.SUMMARY, DIGEST_PRINCIPAL, meta, built.last, "content",
@@ -271,6 +288,29 @@ class _Conversations(_Erasure):
             self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
 
         self.reconciler.submit(swap)
+
+    def use_llm_digests(self, digester: ClaudeDigester) -> None:
+        """Have Claude write the digests (in the consolidator's thread); the offline digest stays the fallback."""
+        self._digester = digester
+
+    def _llm_digest(
+        self, conv: str, said: Sequence[digests.Said], offline: digests.Digest
+    ) -> tuple[digests.Digest, dict[str, object]] | None:
+        """Claude's digest (the offline digest's first line, then Claude's text), with its model and token
+        cost; on a failure the offline digest stays and the reason is kept. None when Claude is not set up."""
+        if self._digester is None:
+            return None
+        try:
+            got = self._digester.digest(conv, said)
+        except ExtractionFailed as exc:
+            return offline, {"digest_by": "offline", "llm": f"failed ({exc.reason})"}
+        except Exception as exc:  # a bug or an SDK surprise: the offline digest still serves
+            log.exception("the LLM digest failed")
+            return offline, {"digest_by": "offline", "llm": f"failed (unexpected {type(exc).__name__})"}
+        head = offline.text.split("\n", 1)[0]
+        text = f"{head}\n{got.text}"[: digests.MAX_DIGEST_CHARS]
+        cost = {"tokens_in": got.usage.input_tokens, "tokens_out": got.usage.output_tokens}
+        return dataclasses.replace(offline, text=text), {"digest_by": got.model, **cost}
 
     # -- erasure hooks (storage.engine.erasure) -------------------------------------------------------
 
