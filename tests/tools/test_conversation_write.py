@@ -145,3 +145,21 @@ async def test_a_principal_may_hand_over_only_where_it_may_write(engine: Engine)
     with pytest.raises(ScopeDenied):
         engine.write_conversation("c", [MessageIn("user", "I like tea.")], ["user:ana"], principal=reader)
     assert engine.recall("tea", ["user:ana"]) == []
+
+
+async def test_recall_answers_with_messages_a_digest_led_to_never_the_digest(
+    client: Client, engine: Engine
+) -> None:
+    out = await ok(
+        client, "conversation_write", {"conversation": "chat-6", "messages": CHAT, "scopes": ["user:ana"]}
+    )
+    assert engine.consolidate() == 1
+    found = await ok(
+        client, "recall", {"query": "Lisbon Acme sister Ines June", "scopes": ["user:ana"], "explain": True}
+    )
+    results = found["results"]
+    assert {r["kind"] for r in results} == {"message"}
+    lifted = [r for r in results if "digest" in r["explain"]]
+    assert lifted
+    assert all(r["id"] in _ids(out) for r in lifted)
+    assert all("its conversation's digest" in r["why"] for r in lifted)
