@@ -32,7 +32,11 @@ Variables (all optional):
   phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
 - ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
-  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5).
+  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5). With a key, Claude
+  also writes the conversation digests.
+- ``MNEMOGRAPH_DIGESTS``: ``on`` (default) or ``off``: the background consolidator that keeps a digest of each
+  conversation handed over with ``conversation_write`` (docs/conversations.md); ``MNEMOGRAPH_DIGEST_QUIET``
+  the seconds a conversation must go without new messages before it is digested (default 10).
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
 only (no variable, so it is never inherited by accident) and is refused unless the host is loopback; even then

@@ -105,7 +105,9 @@ class _Conversations(_Erasure):
 
     def wait_digested(self, timeout: float = 30.0) -> bool:
         """Block until the background consolidator has digested every conversation (True; False on timeout)."""
-        return self._consolidator is None or self._consolidator.wait_idle(timeout)
+        if self._consolidator is None or self._consolidator_off:
+            return not self._pending_conversations()
+        return self._consolidator.wait_idle(timeout)
 
     def rebuild_digests(self) -> int:
         """Mark every conversation changed and rebuild all digests now (``mnemograph digests --rebuild``)."""
@@ -270,6 +272,7 @@ class _Conversations(_Erasure):
             if old is not None and old != new_id and self.graph.live_state(tx.conn, old) is not None:
                 self.graph.delete_memories(tx.conn, [old])
                 tx.record("delete", old)
+                self._digest_ids.pop(old, None)
             if new_id is not None and built is not None and vector is not None and new_id != old:
                 conv = str(live[0].metadata.get("conversation", ""))
                 meta = {
