@@ -74,8 +74,7 @@ class _Conversations(_Erasure):
             self._digest_ids.update(self.graph.all_digests(conn))
         self.digests = self
         self._consolidator = Consolidator(self._pending_conversations, self._build_digest, quiet=quiet)
-        self._consolidator.start()
-        self._consolidator.notify()  # work queued before the last shutdown (or crash) is in the store
+        self._consolidator.start()  # its first look at the store finds work queued before a stop or a crash
 
     def _stop_consolidator(self) -> None:
         if self._consolidator is not None:
@@ -97,7 +96,7 @@ class _Conversations(_Erasure):
     def digest_quiet(self, seconds: float) -> None:
         if self._consolidator is not None:
             self._consolidator.quiet = max(0.0, float(seconds))
-            self._consolidator.notify()
+            self._consolidator.wake()
 
     def consolidate(self) -> int:
         """Build every pending digest now, without waiting for the quiet time. Returns how many were built."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -37,7 +38,7 @@ class Consolidator:
         # key -> (changed_at whose build failed, when to try again): a store busy with an erasure's rewrite is
         # a passing fault; a bug is not hammered more than once a minute.
         self._failed: dict[str, tuple[datetime, datetime]] = {}
-        self._wake = False
+        self._wake_at: float | None = time.monotonic()  # when to read the store next (None: when notified)
         self._stopping = False
         self.builds = 0  # digests built since start (for tests and benchmarks)
         self._thread = threading.Thread(target=self._run, name="mnemograph-consolidate", daemon=True)
@@ -46,9 +47,18 @@ class Consolidator:
         self._thread.start()
 
     def notify(self) -> None:
-        """Something changed: look at the pending conversations again (called after a commit)."""
+        """A conversation changed (called after a commit). It cannot be due before ``quiet`` seconds, so the
+        worker looks at the store again then, not now: a stream of messages costs no query per message."""
         with self._cond:
-            self._wake = True
+            at = time.monotonic() + self.quiet
+            if self._wake_at is None or at < self._wake_at:
+                self._wake_at = at
+                self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Look at the store now (the quiet time changed, say)."""
+        with self._cond:
+            self._wake_at = time.monotonic()
             self._cond.notify_all()
 
     def flush(self) -> int:
@@ -93,18 +103,22 @@ class Consolidator:
     def _run(self) -> None:
         while True:
             with self._cond:
+                while not self._stopping and (self._wake_at is None or time.monotonic() < self._wake_at):
+                    left = None if self._wake_at is None else self._wake_at - time.monotonic()
+                    self._cond.wait(timeout=left)
                 if self._stopping:
                     return
-                self._wake = False
+                self._wake_at = None
             try:
                 delay = self._round()
             except Exception:
                 log.exception("reading the conversations to digest failed")
                 delay = max(self.quiet, 1.0)
             with self._cond:
+                if delay is not None:
+                    at = time.monotonic() + delay
+                    self._wake_at = at if self._wake_at is None else min(self._wake_at, at)
                 self._cond.notify_all()  # for wait_idle
-                if not self._wake and not self._stopping:
-                    self._cond.wait(timeout=delay)
 
     def _round(self) -> float | None:
         """Build what is due; the seconds until the next conversation becomes due (None: nothing waits)."""
