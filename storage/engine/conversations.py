@@ -20,6 +20,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from datetime import datetime
+from typing import IO
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
 from storage.domain import validation as v
@@ -30,6 +31,7 @@ from storage.domain.models import (
     ROLES,
     ConversationReceipt,
     EraseReceipt,
+    Memory,
     MemoryKind,
     MessageIn,
     Provenance,
@@ -38,6 +40,7 @@ from storage.domain.models import (
     WriteReceipt,
 )
 from storage.domain.records import NewMemory
+from storage.engine import backup as snapshots
 from storage.engine.erasure import _Erasure
 from storage.engine.state import _now, _Prepared, content_id, log
 from storage.enrich import digest as digests
@@ -290,6 +293,36 @@ class _Conversations(_Erasure):
             self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
 
         self.reconciler.submit(swap)
+
+    def export(
+        self, out: IO[str], *, scope: str | None = None, vectors: bool = False
+    ) -> snapshots.ExportSummary:
+        """As ``Consistency.export``, without the digests: they are derived, and an imported copy would no longer
+        be erased with its messages. The messages carry their conversation, so the import digests them again."""
+        return snapshots.export(self, out, scope=scope, vectors=vectors, leave_out=set(self._digest_ids))
+
+    def _rejoin_conversations(self, imported: Sequence[Memory]) -> None:
+        """After an import: imported messages rejoin their conversations (by the conversation id and scopes in
+        their metadata), which are then digested like any changed conversation."""
+        groups: dict[str, list[str]] = {}
+        for m in imported:
+            conv = m.metadata.get("conversation")
+            if (
+                m.kind is MemoryKind.MESSAGE
+                and isinstance(conv, str)
+                and conv
+                and "digest_of" not in m.metadata
+            ):
+                groups.setdefault(conversation_key(conv, m.scopes), []).append(m.id)
+        if not groups:
+            return
+
+        def join(tx: Tx) -> None:
+            for key, ids in groups.items():
+                self.graph.join_conversation(tx.conn, key, ids, tx.now)
+
+        self.reconciler.submit(join)
+        self._wake_consolidator()
 
     def use_llm_digests(self, digester: ClaudeDigester) -> None:
         """Have Claude write the digests (in the consolidator's thread); the offline digest stays the fallback."""

@@ -3,6 +3,7 @@ through the messages they summarise, rebuilt after a restart, erased with their 
 
 from __future__ import annotations
 
+import io
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -168,3 +169,24 @@ def test_purging_the_scope_leaves_no_digest_bytes(engine: Engine, data_dir: Path
     assert files_containing(data_dir, canary.encode()) == []
     assert files_containing(data_dir, b"Ines") == []
     assert engine.recall("Rua Augusta office", ["user:other"])
+
+
+def test_an_export_leaves_digests_out_and_an_import_digests_the_conversations_again(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    engine.write_conversation("chat-7", MOVE, ["user:ana"])
+    engine.consolidate()
+    digest = only_digest(engine)
+    buffer = io.StringIO()
+    summary = engine.export(buffer)
+    assert summary.memories == 4  # the messages; the digest is derived
+    assert digest not in buffer.getvalue()
+    buffer.seek(0)
+    Engine.import_export(tmp_path / "copy", buffer, embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        assert copy.consolidate() == 1  # the imported messages are a conversation again
+        rebuilt = copy.read(only_digest(copy)).memory
+        assert rebuilt.content == engine.read(digest).memory.content
+        # and erasing one of its messages there erases the digest with it
+        first = rebuilt.metadata["sources"][0]
+        assert only_digest(copy) in copy.erase(first, confirm=first).erased
