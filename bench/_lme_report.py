@@ -150,7 +150,8 @@ def write_report(r: Run, out: Path, cmd: str, data: Path, load: str) -> None:
         f"- Split: **{r.split}** ({'even' if r.split == 'dev' else 'odd' if r.split == 'report' else 'all'} positions), "
         f"{len(r.questions)} questions scored (abstention questions left out).",
         f"- Wall time {r.wall_s / 60:.1f} min: embedding {r.embed_s:.0f} s for {r.embedded:,} texts not yet cached, "
-        f"writes {r.write_s:.0f} s, recalls {r.recall_s:.0f} s ({r.units:,} distinct units).",
+        f"writes {r.write_s:.0f} s, recalls {r.recall_s:.0f} s ({r.units:,} distinct units)"
+        + (f", waiting for the product's digests {r.digest_s:.0f} s." if getattr(r, "digest_s", 0) else "."),
         "",
         "Session-level `recall_any` (a session counts when any of its units is retrieved); NDCG@10 with binary "
         "relevance, 1/log2(rank+1) discount and every evidence session in the ideal list; MRR of the first "

@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -44,7 +44,7 @@ from tqdm import tqdm
 
 from server.app import build_server
 from storage import Engine, MiniLMEmbedder, content_id
-from storage.domain.models import MAX_CONTENT_CHARS, MAX_K, MAX_TOKEN_BUDGET
+from storage.domain.models import MAX_CONTENT_CHARS, MAX_K, MAX_MESSAGES, MAX_TOKEN_BUDGET
 from storage.recall.recipes import RECIPES, Recipe
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
@@ -92,6 +92,7 @@ class Asked:
     session_time: dict[str, datetime]
     write_s: float = 0.0
     recall_s: float = 0.0
+    digest_s: float = 0.0  # waiting for the product's consolidator after the conversations were handed over
 
 
 def scope(q: Question) -> str:
@@ -104,6 +105,10 @@ MERGED_DEFAULT = Recipe("merged-default", {"bm25": 1.0, "vector": 1.0, "graph": 
 _DEFAULT = RECIPES["default"]
 GROUP = "session"  # the metadata key the client labels its conversations with, asked for by group_by
 TOOL = "tool"  # a variant answered by the recall tool itself
+# Variants on a second store of the same haystack, each session handed over with conversation_write (the
+# product builds the digests): answered by the recall tool before the digests exist, and after.
+CONV, CONV_RAW = "conversation tool", "conversation tool, no digests yet"
+CONV_GROUP = "conversation"  # the metadata key conversation_write labels messages with
 
 # name -> (what it is, recipe or TOOL, group_by). Sessions rank by their first turn in the hits.
 VARIANTS: dict[str, tuple[str, str | Recipe, str | None]] = {
@@ -113,6 +118,18 @@ VARIANTS: dict[str, tuple[str, str | Recipe, str | None]] = {
     "default as merged": ("the engine's default recipe before tuning", MERGED_DEFAULT, None),
     "full": ("the `recall` tool, defaults, `group_by=session`", TOOL, GROUP),
     "full, no group_by": ("the `recall` tool, defaults, no grouping", TOOL, None),
+    "conversations": (
+        "sessions handed over with `conversation_write`, digests built by the product; the `recall` tool, "
+        "`group_by=conversation`",
+        CONV,
+        CONV_GROUP,
+    ),
+    "conversations no group_by": ("the same store, the `recall` tool with defaults", CONV, None),
+    "conversations before digests": (
+        "the same store before the consolidator ran, `group_by=conversation`",
+        CONV_RAW,
+        CONV_GROUP,
+    ),
     # ablations: the default recipe with one thing changed, group_by=session, through Engine.recall
     "full − graph": (
         "no graph lane",
@@ -176,6 +193,46 @@ async def _write_all(client: Client, q: Question, us: Sequence[Unit]) -> None:
             tg.start_soon(one, u)
 
 
+async def _hand_over(client: Client, q: Question, us: Sequence[Unit]) -> dict[str, Unit]:
+    """One conversation_write call per session (at most 200 messages each), a few sessions in flight at once;
+    each turn's time is its session's date plus its turn number in seconds (the order it was said), and its
+    message id the turn number. Returns memory id -> the turn it stores."""
+    limiter = anyio.Semaphore(4)
+    stored: dict[str, Unit] = {}
+    by_session: dict[int, list[Unit]] = {}
+    for u in us:
+        by_session.setdefault(u.session, []).append(u)
+
+    async def one(si: int, part: list[Unit]) -> None:
+        async with limiter:
+            result = await client.call_tool(
+                "conversation_write",
+                {
+                    "conversation": q.session_ids[si],
+                    "scopes": [scope(q)],
+                    "messages": [
+                        {
+                            "role": u.role if u.role in ("user", "assistant") else "user",
+                            "content": u.content,
+                            "time": (q.session_dates[si] + timedelta(seconds=u.turn)).isoformat(),
+                            "id": str(u.turn),
+                        }
+                        for u in part
+                    ],
+                },
+            )
+            if result.is_error or not isinstance(result.structured_content, dict):
+                raise RuntimeError(f"conversation_write failed: {result.content}")
+            for u, m in zip(part, result.structured_content["messages"], strict=True):
+                stored[m["id"]] = u
+
+    async with anyio.create_task_group() as tg:
+        for si, turns in by_session.items():
+            for i in range(0, len(turns), MAX_MESSAGES):
+                tg.start_soon(one, si, turns[i : i + MAX_MESSAGES])
+    return stored
+
+
 async def _recall_tool(client: Client, q: Question, group_by: str | None) -> list[str]:
     args: dict[str, object] = {
         "query": q.text,
@@ -213,7 +270,7 @@ def ask(
         role_of.setdefault(mid, u.role)
     e = Engine.open(path, embedder=cache, warm=False, ann_threshold=NEVER)
     lists: dict[str, list[str]] = {}
-    spent = [0.0, 0.0]
+    spent = [0.0, 0.0, 0.0]
 
     async def session() -> None:
         async def source() -> Engine:
@@ -227,6 +284,8 @@ def ask(
             spent[0] = time.perf_counter() - start
             start = time.perf_counter()
             for name, (_, recipe, group_by) in variants.items():
+                if recipe in (CONV, CONV_RAW):
+                    continue
                 if recipe == TOOL:
                     lists[name] = await _recall_tool(c, q, group_by)
                 else:
@@ -234,15 +293,55 @@ def ask(
                     lists[name] = [h.memory.id for h in hits]
             spent[1] = time.perf_counter() - start
 
+    conv = {n: v for n, v in variants.items() if v[1] in (CONV, CONV_RAW)}
+
+    async def conversations() -> None:
+        ce = Engine.open(path.with_name(path.name + "-conv"), embedder=cache, warm=False, ann_threshold=NEVER)
+        ce.digest_quiet = 0.0  # digest as soon as a session is in (each arrives in one call)
+
+        async def source() -> Engine:
+            return ce
+
+        server = build_server(source, default_scopes=(scope(q),))
+        try:
+            async with Client(
+                server, mode="legacy", client_info=Implementation(name="lme", version="1")
+            ) as c:
+                start = time.perf_counter()
+                stored = await _hand_over(c, q, us)
+                ce.reconciler.wait_projected()
+                spent[0] += time.perf_counter() - start
+                for mid, u in stored.items():
+                    sid = q.session_ids[u.session]
+                    sessions_of.setdefault(mid, [sid])
+                    turns_of.setdefault(mid, []).append(f"{sid}#{u.turn}")
+                    role_of.setdefault(mid, u.role)
+                for name, (_, kind, group_by) in conv.items():
+                    if kind == CONV_RAW:
+                        lists[name] = await _recall_tool(c, q, group_by)
+                start = time.perf_counter()
+                if not await anyio.to_thread.run_sync(ce.wait_digested, 600.0):
+                    raise RuntimeError("the consolidator did not digest every session in 10 minutes")
+                spent[2] += time.perf_counter() - start
+                ce.reconciler.wait_projected()
+                for name, (_, kind, group_by) in conv.items():
+                    if kind == CONV:
+                        lists[name] = await _recall_tool(c, q, group_by)
+        finally:
+            ce.close()
+            shutil.rmtree(path.with_name(path.name + "-conv"), ignore_errors=True)
+
     try:
         anyio.run(session)
+        if conv:
+            anyio.run(conversations)
     finally:
         e.close()
         shutil.rmtree(path, ignore_errors=True)
     times = {}
     for sid, d in zip(q.session_ids, q.session_dates, strict=True):
         times.setdefault(sid, d)
-    return Asked(q, lists, sessions_of, turns_of, role_of, times, spent[0], spent[1])
+    return Asked(q, lists, sessions_of, turns_of, role_of, times, spent[0], spent[1], spent[2])
 
 
 # -- variants: how unit lists become a session ranking ---------------------------------------------------------
@@ -296,6 +395,7 @@ class Run:
     described: dict[str, str] = field(default_factory=dict)
     write_s: float = 0.0
     recall_s: float = 0.0
+    digest_s: float = 0.0
     embed_s: float = 0.0
     embedded: int = 0
     units: int = 0
@@ -348,6 +448,7 @@ def run(args: argparse.Namespace) -> Run:
             a = ask(q, cache, root, wanted)
             r.write_s += a.write_s
             r.recall_s += a.recall_s
+            r.digest_s += a.digest_s
             r.units += sum(1 for _ in a.sessions_of)
             if args.save_lists:
                 saved.append(a)

@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 
 Operation = Literal[
     "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
-    "export_markdown",
+    "export_markdown", "digests",
 ]  # fmt: skip
 OPERATIONS: tuple[Operation, ...] = (
     "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
-    "export_markdown",
+    "export_markdown", "digests",
 )  # fmt: skip
 
 
@@ -167,6 +167,8 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
         return report_json(engine.verify())
     if op == "reindex":
         return report_json(engine.reindex())
+    if op == "digests":
+        return {"digests_built": engine.rebuild_digests(), "ok": True}
     if op == "erase":
         receipt = engine.erase(
             str(args.get("id", "")), confirm=str(args.get("confirm", "")), reason=str(args.get("reason", ""))

@@ -35,6 +35,8 @@ class WriteTimeOptions:
     anthropic_api_key: str = field(default="", repr=False)
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
+    digest_quiet: float = 10.0
+    digests: bool = True
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -44,15 +46,19 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
     def apply(engine: Engine) -> None:
         if options.functional:
             engine.functional = frozenset(options.functional)
+        engine.digest_quiet = options.digest_quiet
+        if not options.digests:
+            engine.stop_consolidation()
         if options.anthropic_api_key:
             import anthropic
 
             from storage.enrich.claude import ClaudeExtractor
+            from storage.enrich.digest_claude import ClaudeDigester
 
             client = anthropic.Anthropic(api_key=options.anthropic_api_key)
-            engine.use_llm(
-                ClaudeExtractor(client, options.anthropic_model, min_interval=options.llm_min_interval)
-            )
+            claude = ClaudeExtractor(client, options.anthropic_model, min_interval=options.llm_min_interval)
+            engine.use_llm(claude)
+            engine.use_llm_digests(ClaudeDigester(claude))
 
     return apply
 

@@ -151,7 +151,7 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             target = Path(args.output).expanduser().resolve()
         op_args = {"path": str(target), "scope": args.scope, "vectors": args.vectors}
     try:
-        long_running = args.op in ("export", "export_markdown", "reindex", "backup")
+        long_running = args.op in ("export", "export_markdown", "reindex", "backup", "digests")
         report = run_admin(
             args.op,
             paths,
@@ -181,6 +181,8 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         print(json.dumps(report, indent=2))
     elif args.op in ("verify", "reindex"):
         print(_format_report(report))
+    elif args.op == "digests":
+        print(f"{report['digests_built']} conversation digest(s) rebuilt")
     elif args.op == "erase":
         print(
             f"erased {report['id']}: {len(report['erased'])} version(s) removed from every store and its history; "

@@ -62,6 +62,8 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             settings.anthropic_api_key,
             settings.anthropic_model,
             settings.llm_min_interval,
+            settings.digest_quiet,
+            settings.digests,
         )
     )
 

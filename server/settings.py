@@ -32,7 +32,11 @@ Variables (all optional):
   phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
 - ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
-  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5).
+  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5). With a key, Claude
+  also writes the conversation digests.
+- ``MNEMOGRAPH_DIGESTS``: ``on`` (default) or ``off``: the background consolidator that keeps a digest of each
+  conversation handed over with ``conversation_write`` (docs/conversations.md); ``MNEMOGRAPH_DIGEST_QUIET``
+  the seconds a conversation must go without new messages before it is digested (default 10).
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
 only (no variable, so it is never inherited by accident) and is refused unless the host is loopback; even then
@@ -99,6 +103,8 @@ class Settings:
     # The canonical store: "" (embedded Kùzu in the data directory) or falkordb://host:port/graph, shared by
     # several nodes (docs/scale-out.md). storage.compose reads it from MNEMOGRAPH_CANONICAL.
     canonical: str = ""
+    digest_quiet: float = 10.0  # seconds a conversation must be quiet before its digest is (re)built
+    digests: bool = True  # the background consolidator (conversation digests)
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -161,7 +167,16 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
         canonical="" if canonical == "kuzu" else canonical,
+        digest_quiet=_number(pick("digest_quiet"), "digest_quiet", float, 0.0, 86_400.0, 10.0),
+        digests=_on_off(pick("digests"), "DIGESTS"),
     )
+
+
+def _on_off(value: object, variable: str) -> bool:
+    text = "on" if value is None else str(value).strip().lower()
+    if text not in ("on", "off", "1", "0", "true", "false", "yes", "no"):
+        raise SettingsError(f"{PREFIX}{variable} must be on or off, got {text[:20]!r}")
+    return text in ("on", "1", "true", "yes")
 
 
 def _predicates(value: object) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from tools import (
     amend,
+    conversation_write,
     create_scope,
     erase,
     link_memory,
@@ -24,6 +25,7 @@ from tools._spec import Caller, Hints, ToolSpec
 
 ALL_TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     memory_write.SPEC,
+    conversation_write.SPEC,
     recall.SPEC,
     amend.SPEC,
     retire.SPEC,

@@ -12,6 +12,12 @@ Pass the entities (people, organizations, places, projects) and relations (e.g. 
 already know: that makes the memory findable by name. For events, pass event_time when you know it. Do not \
 store secrets, credentials or small talk.
 
+To keep the record of a conversation as it was said (chat logs, transcripts, this session's turns), call \
+conversation_write with a conversation id and the messages (role, content, time): send them all at once or \
+one per call with the same id. They are stored verbatim and recallable at once; Mnemograph builds a digest \
+of each conversation in the background, and recall uses it to find the conversation's best messages. Use \
+memory_write for what you have distilled yourself.
+
 When something changes or was wrong, call amend with the old memory's id: the new version replaces it and the \
 old one is kept as history. Do not write a second memory that contradicts the first. When something simply \
 stops being true, call retire. When the change happened earlier than now, pass effective_at to amend or \

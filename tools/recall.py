@@ -156,6 +156,9 @@ class Explanation(BaseModel):
         description="Entity-graph statements that led here, e.g. 'Hotel Aria —located_in→ Lisbon —in→ Portugal'."
     )
     via: list[str] = Field(description="Ids of earlier versions of this memory that matched the query.")
+    digest: str | None = Field(
+        default=None, description="The conversation digest whose match brought this message here, if any."
+    )
     collapsed: list[str] = Field(description="Ids of near-duplicate memories folded into this result.")
     provenance: ProvenanceView = Field(description="Who wrote the memory, and through which client.")
     event_time: datetime | None = Field(
@@ -286,6 +289,13 @@ def reason(hit: Hit) -> str:
         parts.append(
             f"matched earlier version {old.id[:8]} ('{_snippet(old.content)}'), now replaced by this"
         )
+    if hit.digest:
+        parts.append(f"its conversation's digest {hit.digest[:8]} matched")
+    if hit.memory.metadata.get("digest_of") is not None and hit.memory.kind == MemoryKind.SUMMARY:
+        parts.append(
+            f"digest built by Mnemograph from {hit.memory.metadata.get('messages', '?')} messages (the sources "
+            "are in memory_read's metadata; they, not this, are the record)"
+        )
     if hit.paths:
         parts.append(f"graph path {max(hit.paths, key=len)}")
     if hit.time is not None and hit.time.rule != "outside_interval":
@@ -303,6 +313,7 @@ def _explanation(hit: Hit) -> Explanation:
         time=TimeRuleView.of(hit.time) if hit.time else None,
         paths=list(hit.paths),
         via=[v.id for v in hit.via],
+        digest=hit.digest,
         collapsed=list(hit.collapsed),
         provenance=ProvenanceView(
             principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source

@@ -216,7 +216,8 @@ class Hit:
     ``paths`` are entity-graph statements that led to it (``Hotel Aria —located_in→ Lisbon``). ``collapsed``
     are ids of near-duplicates folded into this result. ``via`` are ids of earlier versions of this memory
     that the lanes matched (their records, oldest last): the query found the chain through them, and the current
-    version is shown.
+    version is shown. ``digest`` is set when the query matched a conversation's digest and this message of
+    that conversation stands in its place (a digest is never shown as a source of truth over its messages).
     """
 
     memory: Memory
@@ -226,6 +227,7 @@ class Hit:
     paths: tuple[str, ...] = ()
     collapsed: tuple[str, ...] = ()
     via: tuple[Memory, ...] = ()
+    digest: str | None = None  # the id of the conversation digest whose match lifted this message here
 
 
 class Recalled(list[Hit]):
@@ -279,3 +281,31 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not any(self.drift.values())
+
+
+MAX_MESSAGES = 200  # per conversation_write call
+MAX_CONVERSATION_ID_CHARS = 200
+ROLES = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class MessageIn:
+    """One message of a conversation handed over with ``Engine.write_conversation``. ``time``: when it was
+    sent (default: when it is written); ``speaker``: who said it, by name; ``id``: the client's own message id,
+    which keeps repeated words apart and makes re-sending it harmless."""
+
+    role: str
+    content: str
+    time: datetime | None = None
+    speaker: str | None = None
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationReceipt:
+    """What ``write_conversation`` stored: one receipt per message, in the order given, and whether a digest is
+    coming (the background consolidator builds it once the conversation is quiet)."""
+
+    conversation: str
+    messages: tuple[WriteReceipt, ...]
+    digest: Literal["scheduled", "off"]

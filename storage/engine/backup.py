@@ -17,7 +17,7 @@ import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,8 +101,16 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def export(engine: Source, out: IO[str], *, scope: str | None = None, vectors: bool = False) -> ExportSummary:
-    """Write the store (or ``scope`` and the scopes under it) to ``out`` as JSON Lines."""
+def export(
+    engine: Source,
+    out: IO[str],
+    *,
+    scope: str | None = None,
+    vectors: bool = False,
+    leave_out: Collection[str] = frozenset(),
+) -> ExportSummary:
+    """Write the store (or ``scope`` and the scopes under it) to ``out`` as JSON Lines, without the memories
+    in ``leave_out`` (derived ones: conversation digests, rebuilt after an import)."""
     chosen: set[str] | None = None
     if scope is not None:
         sid = v.scope(scope)
@@ -139,6 +147,8 @@ def export(engine: Source, out: IO[str], *, scope: str | None = None, vectors: b
                 counts["scopes"] += 1
         memories: list[dict[str, Any]] = []
         for record in graph.export_memories(conn):
+            if record["id"] in leave_out:
+                continue
             scopes = record["scopes"]
             if chosen is not None:
                 scopes = {s: at for s, at in scopes.items() if s in chosen}
@@ -404,6 +414,9 @@ def restore(
     reconciler.submit(edges)
     engine._reload_tree()
     engine._reload_lexicon()
+    rejoin = getattr(engine, "_rejoin_conversations", None)  # storage.engine.conversations, when it is one
+    if callable(rejoin):
+        rejoin([m for m, *_ in memories])
     return ImportSummary(
         str(engine.data_dir),
         len(memories),

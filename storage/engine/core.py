@@ -15,13 +15,13 @@ from typing import Self
 
 from storage.domain.errors import StorageUnavailable
 from storage.domain.records import Change
-from storage.engine.erasure import _Erasure
+from storage.engine.conversations import _Conversations
 from storage.engine.state import VACUUM_MARKER, log
 
 LEXICON_EVERY_S = 1.0  # shared store: how often the entity lexicon is rebuilt while other nodes write
 
 
-class EngineCore(_Erasure):
+class EngineCore(_Conversations):
     """One data directory's stores, owned by this process until ``close()``."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -47,6 +47,7 @@ class EngineCore(_Erasure):
                 log.exception(
                     "the rewrite that removes erased bytes failed; it is retried at the next erasure"
                 )
+        self._start_consolidator()
 
     def _follow_changes(self, changes: Sequence[Change]) -> None:
         """A shared store: other nodes write too. What this engine caches of the canonical state is refreshed
@@ -62,6 +63,7 @@ class EngineCore(_Erasure):
         if self._closed:
             return
         self._closed = True
+        self._stop_consolidator()
         if self.enricher is not None:
             self.enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()

@@ -43,9 +43,13 @@ class _Erasure(_Consistency):
 
         def intent(tx: Tx) -> tuple[list[str], list[str], int]:
             only, shared = self.graph.memories_of_scope(tx.conn, str(sid))
+            derived, touched = self._derived_from(tx, only)  # digests built from them go with them
+            only = list(dict.fromkeys([*only, *derived]))
+            shared = [m for m in shared if m not in only]
             contents[:] = [m.content for m in self.graph.fetch(tx.conn, only).values()]
             self.graph.unlink_all(tx.conn, str(sid), shared)
             entities = self.graph.delete_scope(tx.conn, str(sid), only)
+            self._sources_erased(tx, touched)
             for mid in only:
                 tx.record("delete", mid)
             for mid in shared:
@@ -93,8 +97,11 @@ class _Erasure(_Consistency):
             family = self._version_family(tx.conn, mid)
             if not family:
                 raise NotFound(f"no memory with id {mid}", hint="it may have been erased already")
+            derived, touched = self._derived_from(tx, family)  # digests built from them go with them
+            family = list(dict.fromkeys([*family, *derived]))
             contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
             entities = self.graph.delete_memories(tx.conn, family)
+            self._sources_erased(tx, touched)
             for gone in family:
                 tx.record("delete", gone)
             return family, entities
@@ -116,6 +123,14 @@ class _Erasure(_Consistency):
             erasure=erasure,
         )
         return EraseReceipt(mid, tuple(sorted(family)), entities, per_store)
+
+    def _derived_from(self, tx: Tx, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Hook (``storage.engine.conversations``): ids of memories derived from ``ids`` that must be erased
+        with them, and the keys of what to settle afterwards (``_sources_erased``)."""
+        return [], []
+
+    def _sources_erased(self, tx: Tx, keys: Sequence[str]) -> None:
+        """Hook: after ``_derived_from``'s memories were deleted in the same transaction."""
 
     def _forget(self, contents: Sequence[str]) -> None:
         """Right after an erasure commits, before the files are rewritten: drop what this process holds in memory

@@ -204,7 +204,7 @@ class _Reads(_Access):
             behind = self.reconciler.wait_fresh()
         if not q.scopes:
             return Recalled(behind=behind)
-        hits = run_recall(q, self._lanes, self.graph, chosen, self._lane_pool)
+        hits = run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests)
         if principal.unrestricted:
             return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)

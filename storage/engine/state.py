@@ -29,6 +29,7 @@ from storage.language.extraction import EntityLexicon
 from storage.ports.embedder import Embedder
 from storage.ports.stores import Stores
 from storage.recall.lanes import LaneContext, build_lanes
+from storage.recall.pipeline import DigestSource
 from storage.recall.query import Lane
 from storage.sync.reconciler import Reconciler
 
@@ -97,6 +98,7 @@ class _State:
         # Predicates with one current value per subject: a new value supersedes the old (settings can widen it).
         self.functional: frozenset[str] = frozenset(DEFAULT_FUNCTIONAL)
         self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
+        self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}

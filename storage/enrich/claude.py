@@ -143,20 +143,27 @@ class ClaudeExtractor:
             f"Speaker: {speaker or 'unknown (leave first-person statements out)'}\n"
             f"Written at: {written_at.isoformat()}\n\n<memory>\n{content}\n</memory>"
         )
+        blocks, usage, model, attempt = self.ask(INSTRUCTIONS, TOOL, request)
+        return LlmResult(_parse(blocks, usage, attempt), usage, model, attempt)
+
+    def ask(self, instructions: str, tool: ToolParam, request: str) -> tuple[Any, Usage, str, int]:
+        """One forced call of ``tool`` with the fixed ``instructions`` (cached) and ``request``, with this
+        extractor's spacing and retries: (content blocks, tokens used, model, attempts). ExtractionFailed when
+        the API could not be reached or refused."""
         usage = Usage()
         for attempt in range(1, self._max_attempts + 1):
             self._space()
             system: list[TextBlockParam] = [
-                {"type": "text", "text": INSTRUCTIONS, "cache_control": {"type": "ephemeral"}}
+                {"type": "text", "text": instructions, "cache_control": {"type": "ephemeral"}}
             ]
-            choice: ToolChoiceToolParam = {"type": "tool", "name": TOOL["name"]}
+            choice: ToolChoiceToolParam = {"type": "tool", "name": tool["name"]}
             messages: list[MessageParam] = [{"role": "user", "content": request}]
             try:
                 response = self._client.messages.create(
                     model=self.model,
                     max_tokens=self._max_tokens,
                     system=system,
-                    tools=[TOOL],
+                    tools=[tool],
                     tool_choice=choice,
                     messages=messages,
                 )
@@ -171,7 +178,7 @@ class ClaudeExtractor:
                     continue
                 raise ExtractionFailed(f"{reason}: not retried", usage, attempt) from None
             usage = usage + _usage(response.usage)
-            return LlmResult(_parse(response.content, usage, attempt), usage, response.model, attempt)
+            return response.content, usage, response.model, attempt
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _retry_or_fail(self, reason: str, headers: Any, usage: Usage, attempt: int) -> None:

@@ -301,7 +301,50 @@ class CanonicalExports(Protocol):
     ) -> None: ...
 
 
-class CanonicalStore(CanonicalLifecycle, CanonicalReads, CanonicalWrites, CanonicalExports, Protocol):
+class CanonicalConversations(Protocol):
+    """Conversations handed over message by message, and the digest the consolidator keeps for each.
+
+    A conversation is a node keyed by an opaque key (a hash: the caller's conversation id is kept only in its
+    messages' metadata, so it is erased with them). ``changed_at`` later than ``digested_at`` means its digest
+    is due: the consolidator's queue is this, read from the store, so no queued work is lost in a crash."""
+
+    def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
+        """Add the messages to the conversation (created if new; a message already in it stays once) and mark
+        it changed at ``at``."""
+        ...
+
+    def conversation_members(self, conn: Session, key: str) -> list[str]:
+        """Ids of the conversation's messages (any order)."""
+        ...
+
+    def conversations_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, str | None]:
+        """The conversations the given memories belong to, or whose digest they are: key -> digest id."""
+        ...
+
+    def pending_conversations(self, conn: Session) -> list[tuple[str, datetime]]:
+        """Conversations changed since their last digest (or never digested): (key, changed_at), oldest first."""
+        ...
+
+    def conversation_state(self, conn: Session, key: str) -> tuple[datetime | None, str | None] | None:
+        """(changed_at, digest id) of a conversation; None when there is no such conversation."""
+        ...
+
+    def set_digest(self, conn: Session, key: str, digest_id: str | None, at: datetime) -> None:
+        """Record the conversation's digest (None: it has none) as of ``at``."""
+        ...
+
+    def touch_conversations(self, conn: Session, keys: Sequence[str], at: datetime) -> None:
+        """Mark conversations changed (their digest is rebuilt); one with no message left is deleted."""
+        ...
+
+    def all_digests(self, conn: Session) -> dict[str, str]:
+        """Every digest id -> its conversation key."""
+        ...
+
+
+class CanonicalStore(
+    CanonicalLifecycle, CanonicalReads, CanonicalWrites, CanonicalExports, CanonicalConversations, Protocol
+):
     """The whole canonical store: what the engine, the reconciler and recall are given."""
 
     @property

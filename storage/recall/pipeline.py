@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -41,6 +41,18 @@ __all__ = [
     "visible",
 ]
 
+LIFT = 2  # messages of a conversation a digest's match lifts into its place
+LIFT_CANDIDATES = 500  # of a conversation's messages, at most this many are compared with the query vector
+
+
+class DigestSource(Protocol):
+    """Which memories are conversation digests, and the messages each was built from."""
+
+    def is_digest(self, memory_id: str) -> bool: ...
+
+    def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None: ...
+
+
 CHARS_PER_TOKEN = (
     4  # token estimate: ceil(characters / 4), the usual rule of thumb for English BPE vocabularies
 )
@@ -62,15 +74,28 @@ class _Candidate:
     unit: np.ndarray | None = None  # the stored vector, unit length, when the vector lane returned it
     group: str | None = None  # the recipe's group (GroupRule.key) this memory belongs to, if it has one
     via: list[Memory] = field(default_factory=list)  # earlier versions the lanes matched
+    digest: str | None = None  # the digest whose match lifted this message here
 
     def hit(self) -> Hit:
         return Hit(
-            self.memory, self.score, self.lanes, self.time, self.paths, tuple(self.collapsed), tuple(self.via)
+            self.memory,
+            self.score,
+            self.lanes,
+            self.time,
+            self.paths,
+            tuple(self.collapsed),
+            tuple(self.via),
+            self.digest,
         )
 
 
 def run(
-    q: Query, lanes: Sequence[Lane], graph: CanonicalStore, recipe: Recipe, executor: Executor | None = None
+    q: Query,
+    lanes: Sequence[Lane],
+    graph: CanonicalStore,
+    recipe: Recipe,
+    executor: Executor | None = None,
+    digests: DigestSource | None = None,
 ) -> list[Hit]:
     """Run every weighted lane, fuse, keep what the canonical records admit, then apply the time rule,
     fold near-duplicates, order version chains (history answers) and fit the token budget.
@@ -101,13 +126,16 @@ def run(
     # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
     want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
+        fused, lifted, stand_in = _lift(fused, q, graph, conn, digests)
         if recipe.group.key is not None:
-            grouped = _grouped(q, graph, conn, found, fused, recipe, paths, vectors, executor)
+            grouped = _grouped(
+                q, graph, conn, found, fused, recipe, paths, vectors, executor, lifted, stand_in
+            )
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only and q.known_at is None:
                 kept = _chains(kept, q, graph, conn)
             return _finish(kept, q, recipe)
-        pool = _Pool(q, graph, conn, fused, paths, vectors, executor, recipe.follow_versions)
+        pool = _Pool(q, graph, conn, fused, paths, vectors, executor, recipe.follow_versions, lifted)
         cands = pool.take(want)
         if timed:
             for c in cands:
@@ -131,8 +159,71 @@ def _finish(kept: list[_Candidate], q: Query, recipe: Recipe) -> list[Hit]:
     return _fit(hits, q.token_budget, q.cut_chars) if q.token_budget is not None else hits
 
 
+_Entry = tuple[str, float, dict[str, int]]
+
+
+def _lift(
+    fused: list[_Entry], q: Query, graph: CanonicalStore, conn: Session, digests: DigestSource | None
+) -> tuple[list[_Entry], dict[str, str], dict[str, str]]:
+    """A digest's place in the fused list goes to its conversation's best messages: those the lanes found,
+    best first, then those closest to the query by meaning, ``LIFT`` in all. The digest itself is shown only
+    when the query asks for summaries (``kinds``). Returns the new list, message id -> the digest that lifted
+    it, and digest id -> the first message standing in for it (for grouping)."""
+    if digests is None or not any(digests.is_digest(m) for m, _, _ in fused):
+        return fused, {}, {}
+    show = q.kinds is not None and "summary" in q.kinds
+    where = {m: i for i, (m, _, _) in enumerate(fused)}
+    own = {m: lanes for m, _, lanes in fused}
+    out: list[_Entry] = []
+    placed: set[str] = set()
+    lifted: dict[str, str] = {}
+    stand_in: dict[str, str] = {}
+    for mid, score, lanes in fused:
+        if mid in placed:
+            continue
+        sources = digests.digest_sources(conn, mid) if digests.is_digest(mid) else None
+        if sources is None:
+            out.append((mid, score, lanes))
+            placed.add(mid)
+            continue
+        found = sorted((s for s in sources if s in where), key=where.__getitem__)
+        chosen = found[:LIFT]
+        if len(chosen) < LIFT and q.vector is not None:
+            rest = [s for s in sources if s not in chosen]
+            chosen += _closest(q.vector, rest, LIFT - len(chosen), graph, conn)
+        for s in chosen:
+            if s not in placed:
+                out.append((s, score, dict(own.get(s, {}))))
+                placed.add(s)
+                lifted[s] = mid
+        if chosen:
+            stand_in[mid] = chosen[0]
+        if show:
+            out.append((mid, score, lanes))
+            placed.add(mid)
+    return out, lifted, stand_in
+
+
+def _closest(
+    query: np.ndarray, ids: Sequence[str], n: int, graph: CanonicalStore, conn: Session
+) -> list[str]:
+    """The ``n`` of ``ids`` whose stored vectors are closest to ``query`` (cosine)."""
+    if n <= 0:
+        return []
+    scored: list[tuple[float, str]] = []
+    for mid in ids[:LIFT_CANDIDATES]:
+        vec = graph.vector_of(conn, mid)
+        if vec is None:
+            continue
+        a = np.asarray(vec, dtype=np.float32)
+        norm = float(np.linalg.norm(a)) * float(np.linalg.norm(query))
+        scored.append((float(np.dot(a, query)) / norm if norm else 0.0, mid))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return [mid for _, mid in scored[:n]]
+
+
 def _vector_only_and_weak(c: _Candidate, query: np.ndarray, floor: float) -> bool:
-    if c.unit is None or set(c.lanes) != {"vector"} or c.paths or c.via:
+    if c.unit is None or set(c.lanes) != {"vector"} or c.paths or c.via or c.digest:
         return False
     norm = float(np.linalg.norm(query))
     return norm > 0 and float(np.dot(c.unit, query)) / norm < floor
@@ -155,8 +246,10 @@ class _Pool:
         vectors: Mapping[str, np.ndarray],
         executor: Executor | None = None,
         follow_versions: bool = False,
+        lifted: Mapping[str, str] | None = None,
     ) -> None:
         self._q, self._graph, self._conn, self._fused = q, graph, conn, fused
+        self._lifted = lifted or {}
         self._paths, self._vectors, self._executor = paths, vectors, executor
         self._follow = follow_versions and q.live_only
         self._taken: dict[str, _Candidate] = {}
@@ -188,6 +281,7 @@ class _Pool:
                     continue
                 paths = tuple(self._paths.get(mem.id, ()))
                 c = _Candidate(mem, score, dict(lanes), paths=paths, unit=self._vectors.get(mem.id))
+                c.digest = self._lifted.get(mem.id)
                 if via is not None:
                     c.via.append(via)
                 self._taken[mem.id] = c
@@ -244,9 +338,13 @@ def _grouped(
     paths: Mapping[str, Sequence[str]],
     vectors: Mapping[str, np.ndarray],
     executor: Executor | None = None,
+    lifted: Mapping[str, str] | None = None,
+    stand_in: Mapping[str, str] | None = None,
 ) -> list[_Candidate]:
     """``recipe.group``: collapse each lane's list to groups, fuse the groups, apply the time rule per group,
-    let memory-level fusion pick the first ``head`` groups, and list each group's best members."""
+    let memory-level fusion pick the first ``head`` groups, and list each group's best members. A digest's
+    lane ranks count for the group of the message standing in for it (``_lift``)."""
+    lifted, stand_in = lifted or {}, stand_in or {}
     rule = recipe.group
     records = graph.fetch(conn, [m for m, _, _ in fused], executor)
     mem = {m: r for m, r in records.items() if admissible(r, q)}
@@ -269,6 +367,7 @@ def _grouped(
             continue
         seen: set[str] = set()
         for mid in f.ids:
+            mid = stand_in.get(mid, mid)
             g = group_of(mid) if mid in mem else None
             if g is not None and g not in seen:
                 seen.add(g)
@@ -299,7 +398,7 @@ def _grouped(
         listed = [e for i, e in enumerate(members[g]) if i < rule.per_group or e[0] in top]
         for mid, _, lanes in listed:
             c = _Candidate(mem[mid], score[g], lanes, times.get(g), tuple(paths.get(mid, ())))
-            c.unit, c.group = vectors.get(mid), label(mid)
+            c.unit, c.group, c.digest = vectors.get(mid), label(mid), lifted.get(mid)
             out.append(c)
     return out
 

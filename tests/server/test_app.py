@@ -18,6 +18,7 @@ pytestmark = pytest.mark.anyio
 
 TOOL_NAMES = [
     "memory_write",
+    "conversation_write",
     "recall",
     "amend",
     "retire",
@@ -50,6 +51,7 @@ async def test_tools_are_listed_with_truthful_annotations(engine: Engine) -> Non
     }
     assert hints == {
         "memory_write": (False, False, True),
+        "conversation_write": (False, False, True),
         "recall": (True, False, True),
         "amend": (False, False, False),
         "retire": (False, False, True),

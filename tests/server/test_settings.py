@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from server._engine import WriteTimeOptions, write_time
 from server.settings import SettingsError, load_settings, login_scope
+from storage import Engine
+from storage.domain.models import MessageIn
 
 
 def test_defaults(tmp_path: Path) -> None:
@@ -105,3 +108,16 @@ def test_the_canonical_store_is_embedded_kuzu_unless_configured(tmp_path: Path) 
     )
     with pytest.raises(SettingsError, match=r"kuzu or falkordb://host:port/graph, got 'redis://x'"):
         load_settings(base, canonical="redis://x")
+
+
+def test_digest_settings_reach_the_engine(engine: Engine) -> None:
+    assert (load_settings({}).digests, load_settings({}).digest_quiet) == (True, 10.0)
+    s = load_settings({"MNEMOGRAPH_DIGESTS": "off", "MNEMOGRAPH_DIGEST_QUIET": "2.5"})
+    with pytest.raises(SettingsError, match="MNEMOGRAPH_DIGESTS must be on or off, got 'maybe'"):
+        load_settings({"MNEMOGRAPH_DIGESTS": "maybe"})
+    write_time(WriteTimeOptions(digest_quiet=s.digest_quiet, digests=s.digests))(engine)
+    assert engine.digest_quiet == 2.5
+    receipt = engine.write_conversation("c", [MessageIn("user", "I live in Porto.")], ["user:ana"])
+    assert receipt.digest == "off"
+    assert engine.wait_digested(0) is False  # off: the conversation waits, recorded in the store
+    assert engine.consolidate() == 1  # and is digested on request (what `mnemograph digests` runs)

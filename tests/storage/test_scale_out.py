@@ -151,3 +151,17 @@ def test_erasure_rewrites_the_files_of_the_primary_and_its_replica(
     finally:
         replica.stop()
         primary.stop()
+
+
+def test_a_conversation_is_refused_on_a_shared_store_and_changes_nothing(
+    node: Callable[[str], Engine],
+) -> None:
+    from storage.domain.models import MessageIn
+
+    a = node("a")
+    with pytest.raises(InvalidInput, match="conversation_write is not available") as refused:
+        a.write_conversation("c1", [MessageIn("user", "I moved to Porto in May.")], ["user:ana"])
+    assert "memory_write" in refused.value.hint
+    assert a.verify().ok
+    assert a.recall("Where did I move?", ["user:ana"]) == []
+    assert a.consolidate() == 0

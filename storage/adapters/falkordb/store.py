@@ -21,7 +21,7 @@ import redis
 from falkordb import FalkorDB  # type: ignore[import-untyped]
 
 from storage.adapters.falkordb._cypher import SCHEMA_VERSION, FalkorSession, _unavailable, log
-from storage.adapters.falkordb.exports import _Exports
+from storage.adapters.falkordb.conversations import _Conversations
 from storage.domain.errors import InvalidInput, StorageUnavailable, StoreMismatch
 from storage.ports.canonical import Session
 
@@ -57,7 +57,7 @@ def parse_url(url: str) -> FalkorAddress:
     return FalkorAddress(parts.hostname, port, graph)
 
 
-class FalkorStore(_Exports):
+class FalkorStore(_Conversations):
     """Implements ``CanonicalStore`` on one graph of a FalkorDB server. Thread-safe (the client keeps a
     connection pool); any number of processes may open the same graph."""
 

@@ -75,6 +75,11 @@ def _schema(dim: int) -> list[str]:
         "CREATE NODE TABLE IF NOT EXISTS Enrichment(id STRING PRIMARY KEY, status STRING, detail STRING, "
         "model STRING, input_tokens INT64, output_tokens INT64, cache_read_tokens INT64, "
         "cache_write_tokens INT64, at TIMESTAMP)",
+        # Conversations handed over with conversation_write, and the digest the consolidator keeps for each
+        # (storage.engine.conversations). The key is a hash; the caller's conversation id is not stored here.
+        "CREATE NODE TABLE IF NOT EXISTS Conversation(key STRING PRIMARY KEY, changed_at TIMESTAMP, "
+        "digested_at TIMESTAMP, digest STRING)",
+        "CREATE REL TABLE IF NOT EXISTS IN_CONVERSATION(FROM Memory TO Conversation)",
     ]
 
 

@@ -31,12 +31,13 @@ from storage.adapters.kuzu._cypher import (
     cypher_string,
     log,
 )
+from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
 from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.ports.canonical import Session
 
 
-class GraphStore(_Exports):
+class GraphStore(_Exports, _Conversations):
     """Owns the Kùzu database of a data directory. Thread-safe: one write connection (used only by the
     reconciler's thread) and one read connection per reading thread. Implements ``CanonicalStore``."""
 

@@ -1,0 +1,82 @@
+"""The Kùzu adapter's conversations: membership of messages and the digest of each (``CanonicalConversations``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from storage.adapters.kuzu._cypher import _exec, _rows, utc
+from storage.adapters.kuzu.writes import _Writes
+from storage.ports.canonical import Session
+
+
+class _Conversations(_Writes):
+    def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
+        _exec(conn, "MERGE (c:Conversation {key: $k}) SET c.changed_at = $at", {"k": key, "at": at})
+        _exec(
+            conn,
+            "UNWIND $ids AS mid MATCH (m:Memory {id: mid}), (c:Conversation {key: $k}) "
+            "WHERE NOT EXISTS { MATCH (m)-[:IN_CONVERSATION]->(c) } CREATE (m)-[:IN_CONVERSATION]->(c)",
+            {"ids": list(dict.fromkeys(memory_ids)), "k": key},
+        )
+
+    def conversation_members(self, conn: Session, key: str) -> list[str]:
+        rows = _rows(
+            conn, "MATCH (m:Memory)-[:IN_CONVERSATION]->(c:Conversation {key: $k}) RETURN m.id", {"k": key}
+        )
+        return [r[0] for r in rows]
+
+    def conversations_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, str | None]:
+        ids = list(memory_ids)
+        found: dict[str, str | None] = {}
+        if len(ids) <= 64:  # one key lookup each: an IN list over Memory ids scans the table
+            for mid in ids:
+                for key, digest in _rows(
+                    conn,
+                    "MATCH (m:Memory {id: $id})-[:IN_CONVERSATION]->(c:Conversation) RETURN c.key, c.digest",
+                    {"id": mid},
+                ):
+                    found[key] = digest
+        else:  # many (a purge): one pass over the conversations' edges instead
+            for key, digest in _rows(
+                conn,
+                "MATCH (m:Memory)-[:IN_CONVERSATION]->(c:Conversation) WHERE m.id IN $ids "
+                "RETURN DISTINCT c.key, c.digest",
+                {"ids": ids},
+            ):
+                found[key] = digest
+        for key, digest in _rows(
+            conn, "MATCH (c:Conversation) WHERE c.digest IN $ids RETURN c.key, c.digest", {"ids": ids}
+        ):
+            found[key] = digest
+        return found
+
+    def pending_conversations(self, conn: Session) -> list[tuple[str, datetime]]:
+        rows = _rows(
+            conn,
+            "MATCH (c:Conversation) WHERE c.digested_at IS NULL OR c.changed_at > c.digested_at "
+            "RETURN c.key, c.changed_at ORDER BY c.changed_at, c.key",
+        )
+        return [(k, utc(t) or t) for k, t in rows]
+
+    def conversation_state(self, conn: Session, key: str) -> tuple[datetime | None, str | None] | None:
+        rows = _rows(conn, "MATCH (c:Conversation {key: $k}) RETURN c.changed_at, c.digest", {"k": key})
+        return (utc(rows[0][0]), rows[0][1]) if rows else None
+
+    def set_digest(self, conn: Session, key: str, digest_id: str | None, at: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (c:Conversation {key: $k}) SET c.digest = $d, c.digested_at = $at",
+            {"k": key, "d": digest_id, "at": at},
+        )
+
+    def touch_conversations(self, conn: Session, keys: Sequence[str], at: datetime) -> None:
+        for key in keys:
+            if self.conversation_members(conn, key):
+                _exec(conn, "MATCH (c:Conversation {key: $k}) SET c.changed_at = $at", {"k": key, "at": at})
+            else:
+                _exec(conn, "MATCH (c:Conversation {key: $k}) DETACH DELETE c", {"k": key})
+
+    def all_digests(self, conn: Session) -> dict[str, str]:
+        rows = _rows(conn, "MATCH (c:Conversation) WHERE c.digest IS NOT NULL RETURN c.digest, c.key")
+        return {d: k for d, k in rows}

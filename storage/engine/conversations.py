@@ -1,0 +1,392 @@
+"""Conversations in, and their digests: messages stored at once, a digest per conversation built after the commit.
+
+``write_conversation`` stores each message as a memory of kind ``message`` (its send time as event time, the
+role and speaker in its metadata) in one transaction: every message or none. A message's id is salted by its
+conversation (its scopes and id) and its place in it (the client's message id, else its role and time), so
+re-sending it is a ``duplicate`` while the same words said in another conversation, or again later in this
+one, are messages of their own. The messages join a conversation node in the canonical store; the background
+consolidator (``storage.enrich.consolidate``) reads the conversations changed since their digest from there
+and rebuilds each digest once the conversation is quiet. A digest is a memory of kind ``summary`` in the
+scopes every one of its messages belongs to (so it never shows a message to someone who may not read it),
+naming its sources in its metadata; recall lets a digest's match lift its conversation's best messages
+instead of showing the digest (``storage.recall.pipeline``). Erasing a message erases the digest with it and
+schedules a new one from the messages left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import IO
+
+from scopes import LOCAL_PRINCIPAL, Level, Principal
+from storage.domain import validation as v
+from storage.domain.errors import InvalidInput, MnemographError
+from storage.domain.models import (
+    MAX_CONVERSATION_ID_CHARS,
+    MAX_MESSAGES,
+    ROLES,
+    ConversationReceipt,
+    EraseReceipt,
+    Memory,
+    MemoryKind,
+    MessageIn,
+    Provenance,
+    PurgeReceipt,
+    WriteItem,
+    WriteReceipt,
+)
+from storage.domain.records import NewMemory
+from storage.engine import backup as snapshots
+from storage.engine.erasure import _Erasure
+from storage.engine.state import _now, _Prepared, content_id, log
+from storage.enrich import digest as digests
+from storage.enrich.claude import ExtractionFailed
+from storage.enrich.consolidate import DEFAULT_QUIET_S, Consolidator
+from storage.enrich.digest_claude import ClaudeDigester
+from storage.ports.canonical import Session
+from storage.sync.reconciler import Tx
+
+MAX_SOURCES_LISTED = 100  # source ids a digest's metadata names (all of them count in ``messages``)
+DIGEST_PRINCIPAL = Provenance("mnemograph", "consolidator", "digest")
+
+
+def conversation_key(conversation: str, scopes: Sequence[str]) -> str:
+    """The conversation node's key: a hash of the caller's id and the scopes it was written to (the same id in
+    other scopes is another conversation, with its own digest)."""
+    h = hashlib.sha256(b"conversation\x00" + ",".join(sorted(scopes)).encode() + b"\x00")
+    h.update(conversation.encode("utf-8"))
+    return h.hexdigest()[:32]
+
+
+class _Conversations(_Erasure):
+    _consolidator: Consolidator | None = None
+    _consolidator_off = False  # stop_consolidation was called
+    _digester: ClaudeDigester | None = None  # Claude writes the digests (use_llm_digests)
+    _digest_ids: dict[str, str]  # digest id -> conversation key (a superset of the stored digests)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def _start_consolidator(self, quiet: float = DEFAULT_QUIET_S) -> None:
+        self._digest_ids = {}
+        self._digest_lock = threading.Lock()
+        with self.graph.read() as conn:
+            self._digest_ids.update(self.graph.all_digests(conn))
+        self.digests = self
+        self._consolidator = Consolidator(self._pending_conversations, self._build_digest, quiet=quiet)
+        self._consolidator.start()  # its first look at the store finds work queued before a stop or a crash
+
+    def _stop_consolidator(self) -> None:
+        if self._consolidator is not None:
+            self._consolidator.close()
+
+    def stop_consolidation(self) -> None:
+        """Turn the background consolidator off (``MNEMOGRAPH_DIGESTS=off``): conversations still record that
+        they changed, and their digests are built when it is on again (or by ``consolidate``). Existing
+        digests stay in use by recall."""
+        self._stop_consolidator()
+        self._consolidator_off = True
+
+    @property
+    def digest_quiet(self) -> float:
+        """Seconds a conversation must go without new messages before its digest is (re)built."""
+        return self._consolidator.quiet if self._consolidator is not None else DEFAULT_QUIET_S
+
+    @digest_quiet.setter
+    def digest_quiet(self, seconds: float) -> None:
+        if self._consolidator is not None:
+            self._consolidator.quiet = max(0.0, float(seconds))
+            self._consolidator.wake()
+
+    def consolidate(self) -> int:
+        """Build every pending digest now, without waiting for the quiet time. Returns how many were built."""
+        return 0 if self._consolidator is None else self._consolidator.flush()
+
+    def wait_digested(self, timeout: float = 30.0) -> bool:
+        """Block until the background consolidator has digested every conversation (True; False on timeout)."""
+        if self._consolidator is None or self._consolidator_off:
+            return not self._pending_conversations()
+        return self._consolidator.wait_idle(timeout)
+
+    def rebuild_digests(self) -> int:
+        """Mark every conversation changed and rebuild all digests now (``mnemograph digests --rebuild``)."""
+        with self.graph.read() as conn:
+            keys = list(dict.fromkeys(self.graph.all_digests(conn).values()))
+            keys += [k for k, _ in self.graph.pending_conversations(conn) if k not in keys]
+        if keys:
+            self.reconciler.submit(lambda tx: self.graph.touch_conversations(tx.conn, keys, tx.now))
+        return self.consolidate()
+
+    def is_digest(self, memory_id: str) -> bool:
+        return memory_id in self._digest_ids
+
+    def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None:
+        """The messages a digest was built from (its conversation's), or None if ``memory_id`` is no digest."""
+        key = self._digest_ids.get(memory_id)
+        return None if key is None else self.graph.conversation_members(conn, key)
+
+    # -- conversations in ----------------------------------------------------------------------------
+
+    def write_conversation(
+        self,
+        conversation: str,
+        messages: Sequence[MessageIn],
+        scopes: Sequence[str],
+        *,
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> ConversationReceipt:
+        """Store a conversation's messages (all of them, or none on a bad one), recallable on return; the
+        digest is built later in the background. Re-sending a message already stored is a ``duplicate``."""
+        conv = v.text(conversation, "conversation", limit=MAX_CONVERSATION_ID_CHARS)
+        if not isinstance(messages, Sequence) or not messages:
+            raise InvalidInput("messages is empty", hint="send at least one message")
+        if len(messages) > MAX_MESSAGES:
+            raise InvalidInput(
+                f"{len(messages)} messages given; at most {MAX_MESSAGES} per call",
+                hint="send the conversation in several calls with the same conversation id",
+            )
+        targets = [str(s) for s in v.scope_list(scopes)]
+        self._authorize(principal, v.scope_list(targets), Level.WRITE, "write")
+        if self.graph.shared:  # docs/scale-out.md: not built for a canonical store several nodes share yet
+            raise InvalidInput(
+                "conversation_write is not available when the canonical store is a shared FalkorDB graph",
+                hint="nothing was written: write each message with memory_write (kind message, event_time its time)",
+            )
+        key = conversation_key(conv, targets)
+        now = _now()
+        prepared: list[_Prepared] = []
+        for n, m in enumerate(messages):
+            try:
+                prepared.append(self._prepare_message(m, conv, key, targets, now, principal))
+            except InvalidInput as exc:
+                fix = f"{exc.hint}; " if exc.hint else ""
+                raise InvalidInput(
+                    f"message {n}: {exc.message}",
+                    hint=f"{fix}nothing was written: fix it and send the call again",
+                ) from None
+        with self.graph.read() as conn:
+            known = self.graph.fetch(conn, [p.id for p in prepared])
+        todo = [p for p in prepared if p.id not in known]
+        if todo:
+            for p, vec in zip(todo, self.embedder.embed([p.content for p in todo]), strict=True):
+                p.vector = [float(x) for x in vec]
+        intents = [self._write_intent(p, principal) for p in prepared]
+
+        def all_or_nothing(tx: Tx) -> list[WriteReceipt]:
+            receipts: list[WriteReceipt] = []
+            try:
+                for intent in intents:
+                    receipts.append(intent(tx))
+                self.graph.join_conversation(tx.conn, key, [r.id for r in receipts], tx.now)
+            except MnemographError as exc:
+                if tx.changes:  # something was already written in this transaction: roll it all back
+                    raise RuntimeError(f"conversation write rolled back: {exc.message}") from exc
+                raise
+            return receipts
+
+        receipts = self.reconciler.submit(all_or_nothing)
+        if self.enricher is not None:
+            for p, r in zip(prepared, receipts, strict=True):
+                if r.status == "added":
+                    self.enricher.submit(self._llm_job(r, p, now, principal))
+        self._wake_consolidator()
+        self._after_write(targets, [e for p in prepared for e in p.entities])
+        changed = [r for r in receipts if r.status != "duplicate"]
+        if changed:
+            self.audit.record(
+                "write",
+                principal=principal.name,
+                client=principal.client,
+                ids=[r.id for r in changed],
+                scopes=sorted(targets),
+                added=sum(r.status == "added" for r in changed),
+                linked=sum(r.status == "linked" for r in changed),
+            )
+        shown = tuple(self._shown_write(r, targets, principal) for r in receipts)
+        return ConversationReceipt(conv, shown, "off" if self._consolidator_off else "scheduled")
+
+    def _prepare_message(
+        self, m: MessageIn, conv: str, key: str, targets: list[str], now: datetime, principal: Principal
+    ) -> _Prepared:
+        if m.role not in ROLES:
+            raise InvalidInput(f"role {m.role!r} is not one of {', '.join(ROLES)}")
+        meta: dict[str, object] = {"conversation": conv, "role": m.role}
+        if m.speaker is not None:
+            meta["speaker"] = v.text(m.speaker, "speaker", limit=200)
+        elif m.role != "user":
+            meta["speaker"] = m.role  # "I" in an assistant's message is not the user
+        if m.id is not None:
+            meta["message_id"] = v.text(m.id, "message id", limit=MAX_CONVERSATION_ID_CHARS)
+        sent = v.when(m.time, "time")
+        item = WriteItem(m.content, targets, MemoryKind.MESSAGE.value, event_time=sent or now, metadata=meta)
+        p = self._prepare(item, now, principal)
+        if sent is None:
+            p.event_time_source = "recorded"  # the send time is the time it reached us
+        place = f"id:{m.id}" if m.id is not None else f"{m.role}|{sent.isoformat() if sent else ''}"
+        p.id = content_id(p.content, salt=f"message:{key}:{place}")
+        return p
+
+    # -- digests -------------------------------------------------------------------------------------
+
+    def _pending_conversations(self) -> list[tuple[str, datetime]]:
+        with self.graph.read() as conn:
+            return self.graph.pending_conversations(conn)
+
+    def _build_digest(self, key: str) -> None:
+        """Build the conversation's digest from its current messages and swap it in, in the writer. Nothing is
+        committed if the conversation changed meanwhile (it stays pending) or lost a message (an erasure)."""
+        with self.graph.read() as conn:
+            state = self.graph.conversation_state(conn, key)
+            if state is None:
+                return
+            changed, _ = state
+            members = self.graph.conversation_members(conn, key)
+            records = self.graph.fetch(conn, members)
+        live = [m for m in records.values() if m.status.value == "current"]
+        built: digests.Digest | None = None
+        by: dict[str, object] = {"digest_by": "offline"}
+        scopes: list[str] = []
+        if live:
+            common = set(live[0].scopes).intersection(*(m.scopes for m in live[1:]))
+            scopes = sorted(common)
+        if live and scopes:
+            conv = str(live[0].metadata.get("conversation", ""))
+            said = [
+                digests.Said(
+                    m.id, str(m.metadata.get("role", "user")), _speaker(m.metadata), m.event_time, m.content
+                )
+                for m in live
+            ]
+            built = digests.build(conv, said, lexicon=self.lexicon)
+            how = self._llm_digest(conv, said, built)
+            if how is not None:
+                built, by = how
+        vector = [float(x) for x in self.embedder.embed([built.text])[0]] if built is not None else None
+
+        def swap(tx: Tx) -> None:
+            now_state = self.graph.conversation_state(tx.conn, key)
+            if now_state is None or now_state[0] != changed:
+                return  # changed since we read it: still pending, built again
+            if any(self.graph.live_state(tx.conn, mid) is None for mid in records):
+                return  # a message was erased meanwhile: its words must not come back in a digest
+            old = now_state[1]
+            new_id = None
+            if built is not None and vector is not None:
+                new_id = content_id(built.text, salt=f"digest:{key}")
+            if old is not None and old != new_id and self.graph.live_state(tx.conn, old) is not None:
+                self.graph.delete_memories(tx.conn, [old])
+                tx.record("delete", old)
+                self._digest_ids.pop(old, None)
+            if new_id is not None and built is not None and vector is not None and new_id != old:
+                conv = str(live[0].metadata.get("conversation", ""))
+                meta = {
+                    "conversation": conv,
+                    "digest_of": conv,
+                    "messages": len(live),
+                    "sources": sorted(m.id for m in live)[:MAX_SOURCES_LISTED],
+                    **by,
+                }
+                new = NewMemory(
+                    new_id, built.text, MemoryKind.SUMMARY, DIGEST_PRINCIPAL, meta, built.last, "content",
+                    built.first, None, tx.now, vector,
+                )  # fmt: skip
+                self._insert(tx, new, scopes, list(built.entities), [])
+                self._digest_ids[new_id] = key
+            self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
+
+        self.reconciler.submit(swap)
+
+    def export(
+        self, out: IO[str], *, scope: str | None = None, vectors: bool = False
+    ) -> snapshots.ExportSummary:
+        """As ``Consistency.export``, without the digests: they are derived, and an imported copy would no longer
+        be erased with its messages. The messages carry their conversation, so the import digests them again."""
+        return snapshots.export(self, out, scope=scope, vectors=vectors, leave_out=set(self._digest_ids))
+
+    def _rejoin_conversations(self, imported: Sequence[Memory]) -> None:
+        """After an import: imported messages rejoin their conversations (by the conversation id and scopes in
+        their metadata), which are then digested like any changed conversation."""
+        groups: dict[str, list[str]] = {}
+        for m in imported:
+            conv = m.metadata.get("conversation")
+            if (
+                m.kind is MemoryKind.MESSAGE
+                and isinstance(conv, str)
+                and conv
+                and "digest_of" not in m.metadata
+            ):
+                groups.setdefault(conversation_key(conv, m.scopes), []).append(m.id)
+        if not groups:
+            return
+
+        def join(tx: Tx) -> None:
+            for key, ids in groups.items():
+                self.graph.join_conversation(tx.conn, key, ids, tx.now)
+
+        self.reconciler.submit(join)
+        self._wake_consolidator()
+
+    def use_llm_digests(self, digester: ClaudeDigester) -> None:
+        """Have Claude write the digests (in the consolidator's thread); the offline digest stays the fallback."""
+        self._digester = digester
+
+    def _llm_digest(
+        self, conv: str, said: Sequence[digests.Said], offline: digests.Digest
+    ) -> tuple[digests.Digest, dict[str, object]] | None:
+        """Claude's digest (the offline digest's first line, then Claude's text), with its model and token
+        cost; on a failure the offline digest stays and the reason is kept. None when Claude is not set up."""
+        if self._digester is None:
+            return None
+        try:
+            got = self._digester.digest(conv, said)
+        except ExtractionFailed as exc:
+            return offline, {"digest_by": "offline", "llm": f"failed ({exc.reason})"}
+        except Exception as exc:  # a bug or an SDK surprise: the offline digest still serves
+            log.exception("the LLM digest failed")
+            return offline, {"digest_by": "offline", "llm": f"failed (unexpected {type(exc).__name__})"}
+        head = offline.text.split("\n", 1)[0]
+        text = f"{head}\n{got.text}"[: digests.MAX_DIGEST_CHARS]
+        cost = {"tokens_in": got.usage.input_tokens, "tokens_out": got.usage.output_tokens}
+        return dataclasses.replace(offline, text=text), {"digest_by": got.model, **cost}
+
+    # -- erasure hooks (storage.engine.erasure) -------------------------------------------------------
+
+    def erase(
+        self, id: str, *, confirm: str, reason: str = "", principal: Principal = LOCAL_PRINCIPAL
+    ) -> EraseReceipt:
+        receipt = super().erase(id, confirm=confirm, reason=reason, principal=principal)
+        self._wake_consolidator()  # after the commit: the conversations it touched are pending now
+        return receipt
+
+    def purge(self, scope: str, *, confirm: str, principal: Principal = LOCAL_PRINCIPAL) -> PurgeReceipt:
+        receipt = super().purge(scope, confirm=confirm, principal=principal)
+        self._wake_consolidator()
+        return receipt
+
+    def _wake_consolidator(self) -> None:
+        if self._consolidator is not None:
+            self._consolidator.notify()
+
+    def _derived_from(self, tx: Tx, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        found = self.graph.conversations_of(tx.conn, ids)
+        erased = set(ids)
+        digests_ = [d for d in found.values() if d is not None and d not in erased]
+        for d in [*digests_, *(i for i in ids if i in self._digest_ids)]:
+            self._digest_ids.pop(d, None)
+        keys = list(found)
+        return [d for d in digests_ if self.graph.live_state(tx.conn, d) is not None], keys
+
+    def _sources_erased(self, tx: Tx, keys: Sequence[str]) -> None:
+        # The conversation is marked changed: its digest is rebuilt from the messages left (none left: the
+        # conversation node goes too). A digest erased on its own is rebuilt likewise: erase the messages to
+        # remove what it says.
+        if keys:
+            self.graph.touch_conversations(tx.conn, keys, tx.now)
+
+
+def _speaker(meta: dict[str, object]) -> str | None:
+    s = meta.get("speaker")
+    return s if isinstance(s, str) and s else None

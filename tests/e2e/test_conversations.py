@@ -1,0 +1,62 @@
+"""A conversation handed over by a real MCP client over stdio, digested by the product, and the
+``mnemograph digests`` command that rebuilds the digests through a running owner."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.e2e.conftest import MNEMOGRAPH, Store, call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+MESSAGES = [
+    {
+        "role": "user",
+        "content": "I adopted a greyhound called Pixel last Saturday.",
+        "time": "2024-03-09T10:00:00Z",
+    },
+    {"role": "assistant", "content": "Lovely! Greyhounds are calm at home.", "time": "2024-03-09T10:00:30Z"},
+    {
+        "role": "user",
+        "content": "My vet, Dr Okafor in Leeds, says Pixel needs a special diet.",
+        "time": "2024-03-09T10:02:00Z",
+    },
+]
+
+
+async def test_a_conversation_over_stdio_is_recallable_at_once_and_digested_on_request(store: Store) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        out = await call(
+            client,
+            "conversation_write",
+            {"conversation": "vet-chat", "messages": MESSAGES, "scopes": ["user:kim"]},
+        )
+        assert [m["status"] for m in out["messages"]] == ["added"] * 3
+        found = await call(client, "recall", {"query": "greyhound Pixel", "scopes": ["user:kim"]})
+        assert found["results"][0]["id"] in {m["id"] for m in out["messages"]}
+        # The owner is running: the command goes through it and digests now, whatever the quiet time.
+        done = await anyio.run_process(
+            [MNEMOGRAPH, "digests", "--json", "--data-dir", str(store.data_dir)], check=False
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"digests_built": 1, "ok": True}
+        shown = await call(
+            client,
+            "recall",
+            {"query": "Pixel vet diet Leeds", "scopes": ["user:kim"], "kinds": ["summary"], "explain": True},
+        )
+        (digest,) = shown["results"]
+        assert digest["kind"] == "summary"
+        assert "digest built by Mnemograph from 3 messages" in digest["why"]
+        read = await call(client, "memory_read", {"id": digest["id"]})
+        assert sorted(read["memory"]["metadata"]["sources"]) == sorted(m["id"] for m in out["messages"])
+    store.kill_owner(signal.SIGTERM)
+    # Without an owner the command opens the store itself.
+    again = await anyio.run_process([MNEMOGRAPH, "digests", "--data-dir", str(store.data_dir)], check=False)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.decode().strip() == "1 conversation digest(s) rebuilt"

@@ -1,0 +1,192 @@
+"""Conversation digests, as a user meets them: built by the product after the commit (debounced), recallable
+through the messages they summarise, rebuilt after a restart, erased with their sources, never wider than them."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scopes import Grant, Level, Principal, ScopeId
+from storage import CachedEmbedder, Engine, NotFound
+from storage.domain.models import MessageIn
+from storage.enrich.digest import MAX_DIGEST_CHARS
+from tests.conftest import files_containing
+
+T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def chat(*lines: tuple[str, str]) -> list[MessageIn]:
+    return [MessageIn(role, text, T0 + timedelta(minutes=n)) for n, (role, text) in enumerate(lines)]
+
+
+MOVE = chat(
+    ("user", "I just moved to Lisbon for a job at Acme Corp."),
+    ("assistant", "Congratulations! How is the new flat?"),
+    ("user", "Small but sunny. My sister Ines visits on June 3."),
+    ("user", "I'm allergic to peanuts, so the welcome dinner needs care."),
+)
+
+
+def digests_of(engine: Engine) -> dict[str, str]:
+    with engine.graph.read() as conn:
+        return engine.graph.all_digests(conn)
+
+
+def only_digest(engine: Engine) -> str:
+    (digest,) = digests_of(engine)
+    return digest
+
+
+def test_a_digest_is_built_after_the_commit_and_names_its_sources(engine: Engine) -> None:
+    engine.digest_quiet = 0
+    receipt = engine.write_conversation("chat-1", MOVE, ["user:ana"])
+    assert receipt.digest == "scheduled"
+    assert engine.wait_digested(30)
+    d = engine.read(only_digest(engine)).memory
+    assert d.kind == "summary"
+    assert d.scopes == ("user:ana",)
+    assert d.provenance.principal == "mnemograph"
+    assert d.provenance.source == "digest"
+    assert d.metadata["sources"] == sorted(r.id for r in receipt.messages)
+    assert d.metadata["messages"] == 4
+    assert d.metadata["conversation"] == "chat-1"
+    # Extractive: the main statements with who said them, the names and the dates; small talk left out.
+    assert "user: I just moved to Lisbon for a job at Acme Corp." in d.content
+    assert "Ines" in d.content
+    assert "2024-06-03" in d.content
+    assert "peanuts" in d.content
+    assert "Congratulations" not in d.content
+    assert len(d.content) <= MAX_DIGEST_CHARS
+
+
+def test_a_long_conversation_gets_a_bounded_digest(engine: Engine) -> None:
+    lines = [
+        ("user", f"I visited Porto on day {n} and met Rui Costa at the Ribeira market stall {n}.")
+        for n in range(150)
+    ]
+    engine.write_conversation("long", chat(*lines), ["user:ana"])
+    assert engine.consolidate() == 1
+    d = engine.read(only_digest(engine)).memory
+    assert len(d.content) <= MAX_DIGEST_CHARS
+    assert d.metadata["messages"] == 150
+    assert len(d.metadata["sources"]) == 100
+
+
+def test_a_conversation_still_receiving_messages_is_digested_once_after_the_burst(engine: Engine) -> None:
+    engine.digest_quiet = 3600  # nothing is quiet for an hour during this test
+    for m in MOVE:
+        engine.write_conversation("chat-2", [m], ["user:ana"])
+    assert digests_of(engine) == {}  # not one digest per message
+    assert engine.consolidate() == 1  # one build, of all four messages
+    assert engine.read(only_digest(engine)).memory.metadata["messages"] == 4
+    engine.write_conversation(
+        "chat-2", chat(("user", "Rui Costa is my new manager at Acme Corp.")), ["user:ana"]
+    )
+    assert engine.consolidate() == 1
+    d = engine.read(only_digest(engine)).memory  # replaced, not added beside the old one
+    assert d.metadata["messages"] == 5
+    assert "Rui Costa" in d.content
+    assert engine.consolidate() == 0  # nothing pending: re-sending nothing rebuilds nothing
+
+
+def test_queued_digests_are_not_lost_when_the_process_stops(data_dir: Path, embedder: CachedEmbedder) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        engine.digest_quiet = 3600
+        engine.write_conversation("chat-3", MOVE, ["user:ana"])
+        assert digests_of(engine) == {}
+    # Nothing was kept in memory: the store says which conversation waits, and the next start digests it.
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        engine.digest_quiet = 0
+        assert engine.wait_digested(30)
+        assert "Lisbon" in engine.read(only_digest(engine)).memory.content
+
+
+def test_a_digest_match_lifts_its_conversations_messages_and_is_not_shown_itself(engine: Engine) -> None:
+    engine.write_conversation("chat-4", MOVE, ["user:ana"])
+    engine.write("Bo's favourite band is Radiohead.", ["user:ana"])
+    engine.consolidate()
+    digest = only_digest(engine)
+    hits = engine.recall("Lisbon sister Ines peanuts", ["user:ana"])
+    assert hits
+    assert all(h.memory.kind == "message" for h in hits)
+    assert digest not in {h.memory.id for h in hits}
+    lifted = [h for h in hits if h.digest == digest]
+    assert lifted
+    assert all(h.memory.metadata["conversation"] == "chat-4" for h in lifted)
+    # Asked for summaries, the digest itself comes too, after the messages it lifted.
+    shown = engine.recall("Lisbon sister Ines peanuts", ["user:ana"], kinds=["summary", "message"])
+    kinds = [h.memory.kind.value for h in shown]
+    assert "summary" in kinds
+    assert kinds.index("summary") > kinds.index("message")
+
+
+def test_a_digest_is_only_in_the_scopes_every_message_is_in(engine: Engine) -> None:
+    engine.write_conversation("chat-5", MOVE, ["user:ana", "team:family"])
+    engine.consolidate()
+    assert engine.read(only_digest(engine)).memory.scopes == ("team:family", "user:ana")
+    bob = Principal("bob", grants=(Grant(ScopeId.parse("user:bob"), Level.WRITE),))
+    assert engine.recall("Lisbon Ines", None, principal=bob) == []
+    with pytest.raises(NotFound):
+        engine.read(only_digest(engine), principal=bob)
+
+
+def test_erasing_a_message_erases_the_digest_and_rebuilds_it_without_it(
+    engine: Engine, data_dir: Path
+) -> None:
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    msgs = [*MOVE, MessageIn("user", f"My passport number is {canary}.", T0 + timedelta(minutes=9))]
+    receipt = engine.write_conversation("chat-6", msgs, ["user:ana"])
+    engine.consolidate()
+    old = only_digest(engine)
+    assert canary in engine.read(old).memory.content
+    secret = receipt.messages[-1].id
+    erased = engine.erase(secret, confirm=secret)
+    assert set(erased.erased) == {secret, old}  # the digest went in the same erasure
+    assert files_containing(data_dir, canary.encode()) == []
+    assert engine.consolidate() == 1
+    new = only_digest(engine)
+    assert new != old
+    assert canary not in engine.read(new).memory.content
+    assert "Lisbon" in engine.read(new).memory.content
+    assert files_containing(data_dir, canary.encode()) == []
+
+
+def test_purging_the_scope_leaves_no_digest_bytes(engine: Engine, data_dir: Path) -> None:
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    msgs = [*MOVE, MessageIn("user", f"The door code is {canary}.", T0 + timedelta(minutes=9))]
+    engine.write_conversation(f"conv-{canary}", msgs, ["user:ana"])
+    engine.write("Keep this one: the office is on Rua Augusta.", ["user:other"])
+    engine.consolidate()
+    assert len(digests_of(engine)) == 1
+    receipt = engine.purge("user:ana", confirm="user:ana")
+    assert receipt.memories_deleted == 6  # five messages and their digest
+    assert digests_of(engine) == {}
+    assert engine.consolidate() == 0  # no conversation left to digest
+    assert files_containing(data_dir, canary.encode()) == []
+    assert files_containing(data_dir, b"Ines") == []
+    assert engine.recall("Rua Augusta office", ["user:other"])
+
+
+def test_an_export_leaves_digests_out_and_an_import_digests_the_conversations_again(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    engine.write_conversation("chat-7", MOVE, ["user:ana"])
+    engine.consolidate()
+    digest = only_digest(engine)
+    buffer = io.StringIO()
+    summary = engine.export(buffer)
+    assert summary.memories == 4  # the messages; the digest is derived
+    assert digest not in buffer.getvalue()
+    buffer.seek(0)
+    Engine.import_export(tmp_path / "copy", buffer, embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        assert copy.consolidate() == 1  # the imported messages are a conversation again
+        rebuilt = copy.read(only_digest(copy)).memory
+        assert rebuilt.content == engine.read(digest).memory.content
+        # and erasing one of its messages there erases the digest with it
+        first = rebuilt.metadata["sources"][0]
+        assert only_digest(copy) in copy.erase(first, confirm=first).erased
