@@ -99,6 +99,12 @@ def child(runtime: str | None) -> None:
             settle()
             model.embed(["warm up the model"])
             reply({"seconds": time.perf_counter() - t})
+        elif op == "open":
+            t = time.perf_counter()
+            engine = Engine.open(Path(cmd["path"]), embedder=CachedEmbedder(model), warm=False)
+            settle()
+            model.embed(["warm up the model"])
+            reply({"seconds": time.perf_counter() - t})
         elif op == "recall":
             times, empty = [], 0
             cpu = time.process_time()
@@ -181,6 +187,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--pool", type=int, help="embed only this many texts and reuse their vectors in turn")
     ap.add_argument("--variants", default="base,main-numpy,main-torch", help="comma-separated subset")
+    ap.add_argument(
+        "--reuse", help="a previous run's directory: open its stores instead of building new ones"
+    )
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.child:
@@ -197,7 +206,7 @@ def main() -> None:
     warm_q, warm_w = src.questions(a.warmup), src.memories(a.warmup // 2)
     rounds = [(src.questions(a.recalls), src.memories(a.writes)) for _ in range(a.rounds)]
 
-    tmp = Path(tempfile.mkdtemp(prefix="ab-commits-"))
+    tmp = Path(a.reuse) if a.reuse else Path(tempfile.mkdtemp(prefix="ab-commits-"))
     (tmp / "texts.json").write_text(json.dumps(texts))
     variants = [
         ("base", Path(a.base), None),
@@ -210,20 +219,24 @@ def main() -> None:
         c = Child(name, checkout, runtime, a.python)
         log(f"{name}: storage from {c.hello['storage']}, runtime {c.hello['runtime']}")
         kids.append(c)
-    pool = min(a.pool or a.n, a.n)
-    (tmp / "pool.json").write_text(json.dumps(texts[:pool]))
-    log(f"embedding {pool:,} texts once ({kids[0].name} child) ...")
-    r = kids[0].ask(op="embed", texts=str(tmp / "pool.json"), dest=str(tmp / "vectors.npy"))
-    log(f"  {r['seconds']:.0f} s")
-    for c in kids:  # build the three stores concurrently (untimed)
-        c.send(
-            op="build",
-            texts=str(tmp / "texts.json"),
-            vectors=str(tmp / "vectors.npy"),
-            path=str(tmp / c.name),
-        )
-    for c in kids:
-        log(f"{c.name}: built in {c.read()['seconds']:.0f} s")
+    if a.reuse:  # the stores of an earlier run with the same --n: opened, not rebuilt (each by its own code)
+        for c in kids:
+            log(f"{c.name}: opened in {c.ask(op='open', path=str(tmp / c.name))['seconds']:.0f} s")
+    else:
+        pool = min(a.pool or a.n, a.n)
+        (tmp / "pool.json").write_text(json.dumps(texts[:pool]))
+        log(f"embedding {pool:,} texts once ({kids[0].name} child) ...")
+        r = kids[0].ask(op="embed", texts=str(tmp / "pool.json"), dest=str(tmp / "vectors.npy"))
+        log(f"  {r['seconds']:.0f} s")
+        for c in kids:  # build the three stores concurrently (untimed)
+            c.send(
+                op="build",
+                texts=str(tmp / "texts.json"),
+                vectors=str(tmp / "vectors.npy"),
+                path=str(tmp / c.name),
+            )
+        for c in kids:
+            log(f"{c.name}: built in {c.read()['seconds']:.0f} s")
     for c in kids:  # warm-up, discarded
         c.ask(op="recall", queries=warm_q)
         c.ask(op="write", texts=warm_w)
@@ -290,6 +303,7 @@ def main() -> None:
                 ("writes", a.writes),
                 ("rounds", a.rounds),
                 ("pool", a.pool),
+                ("reuse", a.reuse),
                 ("variants", a.variants),
             )
             if v is not None
