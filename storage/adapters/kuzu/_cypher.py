@@ -89,6 +89,14 @@ def utc(value: datetime | None) -> datetime | None:
 _PREPARED: weakref.WeakKeyDictionary[kuzu.Connection, dict[str, kuzu.PreparedStatement]] = (
     weakref.WeakKeyDictionary()
 )
+# While the canonical store is rewritten beside live traffic (``GraphStore.rebuild``), the statements that change
+# data on the write connection are recorded here, per transaction, to be replayed into the new database. Every
+# write goes through ``_exec`` with bound parameters and no clock or random function, so a replay in commit
+# order on the snapshot's copy gives the same rows. A read recorded by mistake would only cost time.
+_RECORDING: weakref.WeakKeyDictionary[kuzu.Connection, list[tuple[str, dict[str, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CHANGES_DATA = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|ALTER|DROP|COPY)\b")
 
 
 def _memory_params(m: Memory | NewMemory) -> dict[str, Any]:
@@ -121,6 +129,9 @@ def _exec(session: Session, query: str, params: dict[str, Any] | None = None) ->
         cache[query] = stmt
     result = conn.execute(stmt, params or {})
     assert not isinstance(result, list)
+    journal = _RECORDING.get(conn)
+    if journal is not None and _CHANGES_DATA.search(query):
+        journal.append((query, dict(params or {})))
     return result
 
 
