@@ -31,7 +31,7 @@ SCHEMA_VERSION = "1"
 # A canonical fetch of at least this many ids is split over two connections when an executor is given.
 PARALLEL_FETCH = 6
 # Databases whose commit failed: kept referenced so that no destructor checkpoints them before the process ends.
-_ABANDONED: list[kuzu.Database] = []
+_ABANDONED: list[object] = []
 
 
 _MEMORY_FIELDS = (

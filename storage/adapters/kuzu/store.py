@@ -7,6 +7,8 @@ deleted rows in its file, and a purge must leave no trace of what it erased.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
 import threading
@@ -73,6 +75,27 @@ def _replay(conn: kuzu.Connection, statements: Sequence[tuple[str, dict[str, Any
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _require_room(directory: Path, export: Path) -> None:
+    """Refuse to import where the new file cannot fit: an IMPORT that runs out of disk half-way leaves a
+    database that Kùzu cannot even close. The new file takes about as much as the parquet export, 3× for
+    margin (its WAL and checkpoint)."""
+    need = 3 * sum(f.stat().st_size for f in export.rglob("*") if f.is_file()) + (8 << 20)
+    stat = os.statvfs(directory)
+    if stat.f_bavail * stat.f_frsize < need:
+        raise OSError(errno.ENOSPC, f"not enough free disk space to rewrite the canonical store ({need} bytes)")
+
+
+def _end_transaction(conn: kuzu.Connection) -> None:
+    """End what a failed statement left open: closing a connection whose transaction a failed EXPORT left
+    half-aborted makes Kùzu abort the process ("Invalid transaction type to rollback")."""
+    for stmt in ("COMMIT", "ROLLBACK"):
+        try:
+            conn.execute(stmt)
+        except RuntimeError:
+            continue
+        return
 
 
 class GraphStore(_Exports):
@@ -314,6 +337,7 @@ class GraphStore(_Exports):
             job.snap.execute("COMMIT")
             job.snap.close()
             job.snap = None
+            _require_room(self._dir, self._dir / job.export)
             job.fresh = kuzu.Database(str(self._dir / job.name))
             job.conn = kuzu.Connection(job.fresh)
             job.conn.execute(f"IMPORT DATABASE {cypher_string(f'{plain}/{job.export}')}")
@@ -350,11 +374,18 @@ class GraphStore(_Exports):
         """Leave the store as it was: stop journaling, drop the new file, checkpoint again as usual."""
         with self._journal_lock:
             self._journal = None
-        for conn in (job.snap, job.conn):
-            if conn is not None:
-                conn.close()
+        if job.snap is not None:
+            _end_transaction(job.snap)
+            job.snap.close()
         if job.fresh is not None:
-            job.fresh.close()
+            # Never closed: after an IMPORT that failed half-way (disk full), closing its connection or database
+            # makes Kùzu abort the process ("Invalid transaction type to rollback"). Kept referenced until the
+            # process ends, and past it: the native objects get one reference more than Python will ever drop,
+            # so no destructor runs at exit either. Its file is deleted below (Linux keeps the open inode).
+            _ABANDONED.append((job.fresh, job.conn))
+            for native in (getattr(job.conn, "_connection", None), getattr(job.fresh, "_database", None)):
+                if native is not None:
+                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(native))
         job.snap = job.conn = job.fresh = None
         if job.old is None:  # not switched: the live database is the old one
             try:
