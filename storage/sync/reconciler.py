@@ -232,8 +232,10 @@ class Reconciler:
             if job is None:
                 return
             try:
-                # A job waits for the commits made before it, not for a stream of writes that never pauses.
-                self._catch_up(replay=self._replay_next, until=None if job is _WAKE else self._committed)
+                # Up to the commits made before this job, not "until none is left": under a stream of writes
+                # that never pauses that never ended, and a job queued behind it (the switch of an erasure's
+                # rewrite) never ran. Each commit queues a wake-up of its own, so nothing is left behind.
+                self._catch_up(replay=self._replay_next, until=self._committed)
                 self._replay_next = False
             except Exception as exc:
                 log.exception("projection failed; retrying in %.2f s (and on the next change)", self._retry_s)
