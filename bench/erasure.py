@@ -69,6 +69,7 @@ def child(path: Path) -> dict[str, Any]:
     src = Sentences(99)
     questions = src.questions(40)
     rng = np.random.default_rng(5)
+
     def one(text: str, scope: str) -> str:
         return eng.write_many([WriteItem(text, [scope], vector=list(rng.standard_normal(384)))])[0].id
 

@@ -84,7 +84,9 @@ def _require_room(directory: Path, export: Path) -> None:
     need = 3 * sum(f.stat().st_size for f in export.rglob("*") if f.is_file()) + (8 << 20)
     stat = os.statvfs(directory)
     if stat.f_bavail * stat.f_frsize < need:
-        raise OSError(errno.ENOSPC, f"not enough free disk space to rewrite the canonical store ({need} bytes)")
+        raise OSError(
+            errno.ENOSPC, f"not enough free disk space to rewrite the canonical store ({need} bytes)"
+        )
 
 
 def _end_transaction(conn: kuzu.Connection) -> None:
