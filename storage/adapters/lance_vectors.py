@@ -11,9 +11,10 @@ indexes (a label-list index on ``scopes``, a bitmap on ``live``): a search with 
 index instead of every row, while a flat search gets slower with them (3.6×), so they come only with the IVF
 index (``bench/lance_filter.py``, docs/benchmarks/lance-filter.md).
 
-A rebuild (``replace_all``: reindex, and the rewrite after an erasure) writes a new table under the next name,
-switches ``CURRENT`` to it and only then drops the old one, so a search running meanwhile reads the old table
-whole and never a dropped or half-filled one; the old table's files are gone when ``replace_all`` returns.
+A rebuild (``build`` then ``switch``: reindex, and the rewrite after an erasure) writes a new table under the next
+name beside the live one, catches it up with the changes applied meanwhile, switches ``CURRENT`` to it and only
+then drops the old one, so a search running meanwhile reads the old table whole and never a dropped or half-filled
+one; the old table's files are gone when ``switch`` returns.
 """
 
 from __future__ import annotations
@@ -170,11 +171,12 @@ class VectorIndex:
         )
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
-        """Rebuild from scratch (reindex, erasure), also when the directory was deleted or damaged under us.
+        """Rebuild from scratch (reindex), also when the directory was deleted or damaged under us."""
+        self.build(rows).switch()
 
-        The rows go into a new table; searches keep reading the old one until the switch, which waits for the
-        searches under way. The old table is then dropped, its files with it.
-        """
+    def build(self, rows: Sequence[ProjectionRow]) -> StagedTable:
+        """Write ``rows`` into a new table beside the live one (searches and ``apply`` go on meanwhile), compacted
+        and indexed, with no old version left; ``switch`` on the result makes it the live table."""
         self._dir.mkdir(parents=True, exist_ok=True)
         db = lancedb.connect(str(self._dir))
         number = int(self._name.split("-")[1]) if "-" in self._name else 0
@@ -191,22 +193,7 @@ class VectorIndex:
             self._index_vectors(table, count)
             index_type = VECTOR_INDEX
         _vacuum(table)
-        tmp = self._dir / "CURRENT.tmp"
-        tmp.write_text(name)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        with self._lock.exclusive():
-            old = self._name
-            tmp.replace(self._dir / "CURRENT")
-            self._db, self._table, self._name = db, table, name
-            self._index_type, self._has_scalar = index_type, has_scalar
-            self._rows_since_build = 0
-            self._appends = 0
-        for stale in db.list_tables().tables:
-            if stale != name:
-                db.drop_table(stale)  # no search holds it any more: each takes the table under the lock
-        if old not in db.list_tables().tables:
-            shutil.rmtree(self._dir / f"{old}.lance", ignore_errors=True)
+        return StagedTable(self, db, table, name, index_type, has_scalar)
 
     def maintain(self, *, force_index: bool = False) -> None:
         """Compact fragments, fold new rows into the indexes, build them once the table is large enough.
@@ -320,6 +307,59 @@ class VectorIndex:
     def count(self) -> int:
         with self._lock.shared():
             return int(self._table.count_rows())
+
+
+class StagedTable:
+    """A table built beside the live one (``VectorIndex.build``): catch up with ``apply``, then ``switch``."""
+
+    def __init__(
+        self,
+        owner: VectorIndex,
+        db: lancedb.DBConnection,
+        table: lancedb.table.Table,
+        name: str,
+        index_type: str | None,
+        has_scalar: bool,
+    ) -> None:
+        self._owner, self._db, self._table, self._name = owner, db, table, name
+        self._index_type, self._has_scalar = index_type, has_scalar
+        self._appends = 0
+
+    def apply(self, upserts: Sequence[ProjectionRow], deletes: Sequence[str]) -> None:
+        """As ``VectorIndex.apply`` (never ``fresh``: the table may hold any of these rows already)."""
+        stale = [r.id for r in upserts] + list(deletes)
+        if stale:
+            self._table.delete(f"id IN ({', '.join(_sql_str(i) for i in stale)})")
+        if upserts:
+            self._table.add(self._owner._arrow(upserts))
+        if stale or upserts:
+            self._appends += 1
+
+    def switch(self) -> None:
+        """Make this table the live one (``CURRENT``), waiting only for the searches under way; then drop every
+        other table, whose files go with it."""
+        owner, name = self._owner, self._name
+        tmp = owner._dir / "CURRENT.tmp"
+        tmp.write_text(name)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        with owner._lock.exclusive():
+            old = owner._name
+            tmp.replace(owner._dir / "CURRENT")
+            owner._db, owner._table, owner._name = self._db, self._table, name
+            owner._index_type, owner._has_scalar = self._index_type, self._has_scalar
+            owner._rows_since_build = 0
+            owner._appends = self._appends
+        for stale in self._db.list_tables().tables:
+            if stale != name:
+                self._db.drop_table(stale)  # no search holds it any more: each takes the table under the lock
+        if old not in self._db.list_tables().tables:
+            shutil.rmtree(owner._dir / f"{old}.lance", ignore_errors=True)
+
+    def discard(self) -> None:
+        """Drop the table (a rewrite that failed); the live one is untouched."""
+        if self._name != self._owner._name and self._name in self._db.list_tables().tables:
+            self._db.drop_table(self._name)
 
 
 def _vacuum(table: lancedb.table.Table) -> None:

@@ -273,6 +273,11 @@ class TextIndex:
 
     def rebuild(self, rows: Iterable[ProjectionRow]) -> None:
         """Write every row into a new index directory, then switch to it and delete the old one."""
+        self.build(rows).switch()
+
+    def build(self, rows: Iterable[ProjectionRow]) -> StagedIndex:
+        """Write every row into a new index directory beside the live one (searches and ``apply`` go on);
+        ``switch`` on the result makes it the live index."""
         old = self._current_name()
         new = f"index-{int(old.split('-')[1]) + 1:06d}"
         path = self._dir / new
@@ -284,18 +289,7 @@ class TextIndex:
         for row in rows:
             writer.add_document(self._doc(row))
         writer.commit()
-        writer.wait_merging_threads()
-        with self._lock.exclusive():
-            try:
-                with _guard():
-                    self._writer.wait_merging_threads()
-            except _Damaged as exc:
-                log.warning("the replaced text index was damaged: %s", exc)
-            tmp = self._dir / "CURRENT.tmp"
-            tmp.write_text(new)
-            tmp.replace(self._dir / "CURRENT")
-            shutil.rmtree(self._dir / old, ignore_errors=True)
-            self._open(new)
+        return StagedIndex(self, new, fresh, writer)
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -347,6 +341,46 @@ class TextIndex:
     def count(self) -> int:
         with self._lock.shared():
             return int(self._index.searcher().num_docs)
+
+
+class StagedIndex:
+    """An index built beside the live one (``TextIndex.build``): catch up with ``apply``, then ``switch``."""
+
+    def __init__(
+        self, owner: TextIndex, name: str, index: tantivy.Index, writer: tantivy.IndexWriter
+    ) -> None:
+        self._owner, self._name, self._index, self._writer = owner, name, index, writer
+
+    def apply(self, upserts: Sequence[ProjectionRow], deletes: Sequence[str]) -> None:
+        for mid in [r.id for r in upserts] + list(deletes):
+            self._writer.delete_documents_by_term("id", mid)
+        for row in upserts:
+            self._writer.add_document(self._owner._doc(row))
+        self._writer.commit()
+
+    def switch(self) -> None:
+        """Make this index the live one (``CURRENT``), waiting only for the searches under way; the old
+        directory is deleted."""
+        owner = self._owner
+        with owner._lock.exclusive():
+            old = owner._current_name()
+            try:
+                with _guard():
+                    owner._writer.wait_merging_threads()
+            except _Damaged as exc:
+                log.warning("the replaced text index was damaged: %s", exc)
+            tmp = owner._dir / "CURRENT.tmp"
+            tmp.write_text(self._name)
+            tmp.replace(owner._dir / "CURRENT")
+            owner._index, owner._writer = self._index, self._writer
+            owner._index.reload()
+        shutil.rmtree(owner._dir / old, ignore_errors=True)
+
+    def discard(self) -> None:
+        """Drop the new directory (a rewrite that failed); the live index is untouched."""
+        if self._name != self._owner._current_name():
+            self._writer.rollback()
+            shutil.rmtree(self._owner._dir / self._name, ignore_errors=True)
 
 
 class _Damaged(Exception):

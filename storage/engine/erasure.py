@@ -22,7 +22,8 @@ from storage.engine.state import (
     content_id,
 )
 from storage.ports.canonical import Session
-from storage.sync.reconciler import Tx
+from storage.ports.projection import StagedProjection
+from storage.sync.reconciler import PROJECT_BATCH, Tx
 
 
 class _Erasure(_Consistency):
@@ -89,6 +90,7 @@ class _Erasure(_Consistency):
         self._authorize_erase(principal, mid)
         self.reconciler.wait_projected()
         before = {p.name: p.count() for p in self.stores.projections}
+        pending = (self.data_dir / VACUUM_MARKER).exists()  # an earlier erasure's rewrite still owed
         (self.data_dir / VACUUM_MARKER).touch()
 
         contents: list[str] = []
@@ -109,7 +111,12 @@ class _Erasure(_Consistency):
         try:
             family, entities = self.reconciler.submit(intent)
         except BaseException:
-            self._vacuum()  # also when nothing was deleted: the marker must not outlive this call
+            # Nothing was deleted: the marker must not outlive this call, and a rewrite is owed only when an
+            # earlier erasure left one.
+            if pending:
+                self._vacuum()
+            else:
+                (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
             raise
         self._forget(contents)
         erasure = self._vacuum()
@@ -206,38 +213,91 @@ class _Erasure(_Consistency):
         """Rewrite every store's files so erased content leaves no bytes behind, then drop the marker. Returns
         the random reference that replaced the erased ids in the audit log.
 
-        The change log goes first: its entries name the erased ids (hashes of the content), and once both
-        projections have applied them nothing needs them. Raises StorageUnavailable when a step failed; the
-        marker then stays, and the next erasure (or the next start) runs the whole rewrite again.
+        Beside live traffic (docs/reliability.md, "Erasure"): each store is rewritten from a snapshot into new
+        files while reads and writes go on, caught up with what committed meanwhile, and switched in during a
+        pause of a few milliseconds; only the caller waits for the whole rewrite. The change log goes first: its
+        entries name the erased ids (hashes of the content), and once both projections have applied them
+        nothing needs them. Raises StorageUnavailable when a step failed; the marker then stays, and the next
+        erasure (or the next start) runs the whole rewrite again.
         """
-        if not self.reconciler.wait_projected():
-            raise StorageUnavailable(
-                "the erased memories are deleted, but the search indexes are behind, so their files were not "
-                "rewritten yet",
-                hint="the rewrite is retried at the next erase or purge and at the next start",
-            )
-        upto = self.reconciler.projected_seq
-        self.reconciler.submit(lambda tx: self.graph.prune_changes(tx.conn, upto))
-        self.reconciler.on_writer(self.graph.rebuild)
+        with self._erasure_lock:
+            if not self.reconciler.wait_projected():
+                raise StorageUnavailable(
+                    "the erased memories are deleted, but the search indexes are behind, so their files were "
+                    "not rewritten yet",
+                    hint="the rewrite is retried at the next erase or purge and at the next start",
+                )
+            upto = self.reconciler.projected_seq
+            self.reconciler.submit(lambda tx: self.graph.prune_changes(tx.conn, upto))
+            self.graph.rebuild(self.reconciler.on_writer)
+            try:
+                self._rewrite_projections()
+                with self.graph.read() as conn:
+                    present = self.graph.all_ids(conn)
+                ref = self.audit.redact(present.__contains__)
+            except (
+                OSError,
+                RuntimeError,
+                ValueError,
+            ) as exc:  # what Lance, Tantivy and the file system raise
+                raise StorageUnavailable(
+                    f"the search indexes or the audit log could not be rewritten after an erasure: {exc}",
+                    hint="the erased memories are deleted and no longer found; the rewrite that removes their "
+                    "bytes is retried at the next erase or purge and at the next start (check free disk space)",
+                ) from exc
+            (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+            return ref
 
-        def rewrite_projections() -> None:
-            # Rewritten from the canonical rows, not compacted: Lance's compaction keeps a fragment with few
-            # deleted rows (and the IVF index its copy of their vectors), so an erased vector stayed on disk.
-            # Watermark 0 first: a crash in the middle leaves a projection the next start rebuilds.
-            self.stores.projections[0].watermark.set(0)
-            self._rebuild_projections()
-            self.reconciler.rebuilt()
+    def _rewrite_projections(self) -> None:
+        """Rebuild every projection from the canonical rows beside live traffic, then switch them in.
 
-        try:
-            self.reconciler.on_projector(rewrite_projections)
+        Rewritten from the rows, not compacted: Lance's compaction keeps a fragment with few deleted rows (and
+        the IVF index its copy of their vectors), and Tantivy keeps a deleted document until a merge it decides
+        on its own. The rows are read after the change sequence they start from, so re-applying the changes
+        past it (idempotent, from the current canonical rows) can only bring the new files up to date."""
+        with self.graph.read() as conn:
+            start = self.graph.max_seq(conn)
+            rows = list(self.graph.projection_rows(conn).values())
+        staged: list[StagedProjection] = []
+        switched = False
+        with self.reconciler.keeping_changes_after(start):
+            try:
+                for projection in self.stores.projections:
+                    staged.append(projection.build(rows))
+                del rows
+                # Beside live traffic: what committed up to now (writes go on, so not "until none is left").
+                done = self._catch_up_staged(staged, start, self.reconciler.committed_seq)
+
+                def switch() -> None:
+                    nonlocal switched
+                    # In the projector thread: the live projections have applied every commit, nothing applies
+                    # meanwhile, and the next catch-up re-applies what these files may already hold.
+                    self._catch_up_staged(staged, done, self.reconciler.projected_seq)
+                    for new in staged:
+                        new.switch()
+                    switched = True
+                    self.reconciler.rebuilt()
+
+                self.reconciler.on_projector(switch)
+            finally:
+                if not switched:
+                    for new in staged:
+                        new.discard()
+
+    def _catch_up_staged(self, staged: Sequence[StagedProjection], after: int, upto: int) -> int:
+        """Apply the changes past ``after`` up to ``upto`` to the staged projections; returns the last applied."""
+        while after < upto:
             with self.graph.read() as conn:
-                present = self.graph.all_ids(conn)
-            ref = self.audit.redact(present.__contains__)
-        except (OSError, RuntimeError, ValueError) as exc:  # what Lance, Tantivy and the file system raise
-            raise StorageUnavailable(
-                f"the search indexes or the audit log could not be rewritten after an erasure: {exc}",
-                hint="the erased memories are deleted and no longer found; the rewrite that removes their bytes "
-                "is retried at the next erase or purge and at the next start (check free disk space)",
-            ) from exc
-        (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
-        return ref
+                changes = [
+                    c for c in self.graph.changes_since(conn, after, limit=PROJECT_BATCH) if c.seq <= upto
+                ]
+                if not changes:
+                    return after
+                ids = list(dict.fromkeys(c.memory_id for c in changes))
+                rows = self.graph.projection_rows(conn, ids)
+            upserts = [rows[i] for i in ids if i in rows]
+            deletes = [i for i in ids if i not in rows]
+            for new in staged:
+                new.apply(upserts, deletes)
+            after = changes[-1].seq
+        return after

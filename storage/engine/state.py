@@ -101,6 +101,9 @@ class _State:
         self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
+        # One file rewrite after an erasure at a time: an erasure that commits while another's rewrite runs is in
+        # that rewrite's journal as a delete (its bytes would stay), so it runs its own rewrite after.
+        self._erasure_lock = threading.Lock()
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
         self._holders: Callable[[], Mapping[str, frozenset[str]]] = dict

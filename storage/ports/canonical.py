@@ -52,8 +52,15 @@ class CanonicalLifecycle(Protocol):
         """The write connection inside one transaction; committed on success, rolled back on error."""
         ...
 
-    def rebuild(self) -> None:
-        """Rewrite the database into a fresh file (EXPORT + IMPORT) and swap it in."""
+    def rebuild(self, paused: Callable[[Callable[[], None]], None] = ...) -> None:
+        """Rewrite the store so that nothing deleted from it is left in its files, and swap the result in.
+
+        ``paused(fn)`` runs ``fn`` while no transaction is open or starts (the reconciler's ``on_writer``); an
+        adapter uses it for the short steps that must not interleave with commits (taking a snapshot,
+        switching files) and does the long work beside live traffic. Without it, the caller has already
+        stopped every write and the steps run at once. An adapter that can do no better may simply run its
+        whole rewrite inside one ``paused`` call.
+        """
         ...
 
     def checkpoint(self) -> None:

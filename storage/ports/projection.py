@@ -4,7 +4,8 @@ A projection never decides anything: the reconciler hands it the canonical state
 changes touched, and it makes its files reflect exactly that, idempotently (a replay after a crash applies the
 same rows again). It records the last change sequence it applied in its watermark, written after its own
 commit, so the watermark may lag the files but never lead them. ``replace_all`` rewrites its files from the
-canonical rows: after an erasure that is what removes the erased bytes (content, vector floats, ids) from disk.
+canonical rows, and ``build`` does the same beside live traffic: after an erasure that is what removes the
+erased bytes (content, vector floats, ids) from disk.
 
 Adding a projection is one module implementing this protocol plus its line in ``storage.compose``.
 """
@@ -29,6 +30,22 @@ class Watermark(Protocol):
     def set(self, value: int) -> None: ...
 
 
+class StagedProjection(Protocol):
+    """A projection's new files, built beside the live ones (``Projection.build``) and not searched yet."""
+
+    def apply(self, upserts: Sequence[ProjectionRow], deletes: Sequence[str]) -> None:
+        """Catch up with changes made since the rows it was built from; idempotent."""
+        ...
+
+    def switch(self) -> None:
+        """Make these files the live ones (waiting only for the searches under way) and delete the old ones."""
+        ...
+
+    def discard(self) -> None:
+        """Delete these files (the rewrite failed); the live ones stay as they are."""
+        ...
+
+
 class Projection(Protocol):
     """A derived store kept in step with the canonical one by ``storage.sync.reconciler``."""
 
@@ -49,6 +66,11 @@ class Projection(Protocol):
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
         """Rewrite the projection's files from ``rows`` alone; nothing of what it held before stays on disk."""
+        ...
+
+    def build(self, rows: Sequence[ProjectionRow]) -> StagedProjection:
+        """New files from ``rows`` alone, beside the live ones (``apply`` and searches go on meanwhile); after
+        ``switch`` nothing of what the projection held before stays on disk. The rewrite after an erasure."""
         ...
 
     def live_status(self) -> dict[str, bool]:

@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -80,6 +81,7 @@ class Reconciler:
         self._committed = self._seq
         self._projected = min((p.watermark.value for p in self._projections), default=self._seq)
         self._last_pruned = self._projected
+        self._keep_after: int | None = None  # while set, the change log keeps every change past it
         self._last_maintained = self._projected
         self.read_wait = READ_WAIT_S
         self._stalled_at: int | None = None  # the projected seq at which a reader's wait last timed out
@@ -264,7 +266,10 @@ class Reconciler:
             if job is None:
                 return
             try:
-                self._catch_up(replay=self._replay_next)
+                # Up to the commits made before this job, not "until none is left": under a stream of writes
+                # that never pauses that never ended, and a job queued behind it (the switch of an erasure's
+                # rewrite) never ran. Each commit queues a wake-up of its own, so nothing is left behind.
+                self._catch_up(replay=self._replay_next, until=self._committed)
                 self._replay_next = False
             except Exception as exc:
                 log.exception("projection failed; retrying in %.2f s (and on the next change)", self._retry_s)
@@ -289,9 +294,9 @@ class Reconciler:
         exc = self._projector_error
         return None if exc is None else f"{type(exc).__name__}: {exc}"
 
-    def _catch_up(self, *, replay: bool) -> None:
-        """Apply every change past the projections' watermarks, in batches."""
-        while True:
+    def _catch_up(self, *, replay: bool, until: int | None = None) -> None:
+        """Apply every change past the projections' watermarks (or at least up to ``until``), in batches."""
+        while until is None or self._projected < until:
             marks = [p.watermark.value for p in self._projections]
             low = min(marks, default=self._seq)
             with self._graph.read() as conn:
@@ -335,7 +340,8 @@ class Reconciler:
         # Another node sharing the store may still need changes this one has projected: no pruning there.
         prunable = not self._graph.shared and not replay and not self._closed
         if self._projected - self._last_pruned >= PRUNE_EVERY and prunable:
-            upto = self._projected
+            keep = self._keep_after
+            upto = self._projected if keep is None else min(self._projected, keep)
             self._last_pruned = upto
             self._queue.put(_Intent(lambda tx: self._graph.prune_changes(tx.conn, upto), Future()))
 
@@ -381,6 +387,16 @@ class Reconciler:
 
     def _pending_maintenance(self) -> int:
         return max((p.appends_since_maintain for p in self._projections), default=0)
+
+    @contextmanager
+    def keeping_changes_after(self, seq: int) -> Iterator[None]:
+        """Within the block the periodic pruning keeps every change past ``seq``: a projection rebuilt beside
+        live traffic from the rows at ``seq`` catches up from them."""
+        self._keep_after = seq
+        try:
+            yield
+        finally:
+            self._keep_after = None
 
     def rebuilt(self) -> None:
         """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""

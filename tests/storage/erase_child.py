@@ -1,6 +1,8 @@
 """Child for the erase crash test: writes a canary memory (two versions), then erases it (or purges its scope)
-and kills itself with SIGKILL at the named moment: after the canonical commit, after the graph file was swapped,
-before the text index is rebuilt, or at a random moment."""
+while another thread keeps writing (printing ``ACK <id>`` for each acknowledged write), and kills itself with
+SIGKILL at the named moment: after the canonical commit, while the new graph file is being caught up (before it is
+switched in), after the graph file was switched, before the text index is rebuilt, between the two projections'
+switches, or at a random moment."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from storage import Engine
+from storage.adapters.tantivy_text import StagedIndex
 
 
 def _die_before(obj: object, name: str) -> None:
@@ -34,13 +37,24 @@ def main(data_dir: str, canary: str, op: str, where: str) -> None:
     target = engine.graph  # keep a reference for the hooks below
     if where == "after_commit":
         _die_before(engine, "_vacuum")
+    elif where == "mid_graph_rewrite":
+        _die_before(target, "_rewrite_finish")
     elif where == "after_graph_swap":
-        _die_before(target, "_cleanup_stale_files")
+        _die_before(engine, "_rewrite_projections")
     elif where == "before_text_rebuild":
-        _die_before(engine.text, "rebuild")
+        _die_before(engine.text, "build")
+    elif where == "between_switches":
+        _die_before(StagedIndex, "switch")
     else:
         delay = random.Random(canary).uniform(0.0, 0.5)
         threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), signal.SIGKILL))).start()
+
+    def keep_writing() -> None:
+        for n in range(100_000):
+            receipt = engine.write(f"Routine note {n}: nothing secret.", ["user:ana"])
+            print(f"ACK {receipt.id}", flush=True)
+
+    threading.Thread(target=keep_writing, daemon=True).start()
     print("ERASING", flush=True)
     if op == "erase":
         engine.erase(first.id, confirm=first.id)

@@ -140,3 +140,51 @@ def test_purge_evicts_its_memories_from_every_in_memory_cache(
     assert engine.recall(shared, ["user:ana"], k=1)[0].memory.id == sid
     assert not _held(embedder, secret)
     assert _held(embedder, shared)  # still stored in user:ana: not erased, so its vector may stay
+
+
+def test_writes_and_recalls_complete_while_an_erasure_rewrites_the_canonical_store(
+    engine: Engine, data_dir: Path
+) -> None:
+    """The rewrite no longer holds the writer: a write and a recall issued once the canonical store's rewrite has
+    started are answered before it ends, and the write (journaled after the rewrite's snapshot) is in the new
+    file. On the old code the rewrite ran in the writer thread under the store's exclusive lock, so the write
+    could only be answered after it."""
+    secret = engine.write(f"The vault code is {uuid.uuid4().hex}.", ["user:ana"])
+    engine.write("Ana's desk is by the window.", ["user:ana"])
+    written: list[str] = []
+    recalled: list[int] = []
+    done = threading.Event()
+
+    def client() -> None:
+        written.append(engine.write("Written while the store was being rewritten.", ["user:ana"]).id)
+        recalled.append(len(engine.recall("desk window", ["user:ana"])))
+        done.set()
+
+    original = engine.graph.rebuild
+    answered_during: list[bool] = []
+
+    def rebuild(*args: object) -> None:
+        threading.Thread(target=client).start()
+        if args:  # the rewrite beside live traffic: hold its final pause until the client was answered
+            paused = args[0]
+            calls: list[int] = []
+
+            def hold(fn: object) -> None:
+                calls.append(1)
+                if len(calls) == 2:
+                    answered_during.append(done.wait(60))
+                paused(fn)  # type: ignore[operator]
+
+            original(hold)
+        else:
+            original()
+            answered_during.append(done.is_set())
+
+    engine.graph.rebuild = rebuild  # type: ignore[method-assign,assignment]
+    engine.erase(secret.id, confirm=secret.id)
+    done.wait(60)
+    assert answered_during == [True]
+    assert recalled
+    assert recalled[0] >= 1
+    assert engine.read(written[0]).memory.content == "Written while the store was being rewritten."
+    assert engine.verify().ok

@@ -63,6 +63,27 @@ def test_the_docs_example_lane_is_one_module_plus_its_registration(
         assert all("kind" not in h.lanes for h in eng.recall("what do I prefer", ["user:ana"]))
 
 
+class StagedIds:
+    """The rewrite after an erasure: new rows beside the live ones, caught up, then switched in (the file is
+    rewritten whole, so nothing erased stays in it)."""
+
+    def __init__(self, owner: IdsProjection, rows: dict[str, bool]) -> None:
+        self._owner, self._rows = owner, rows
+
+    def apply(self, upserts: Sequence[ProjectionRow], deletes: Sequence[str]) -> None:
+        self._rows.update({r.id: r.live for r in upserts})
+        for mid in deletes:
+            self._rows.pop(mid, None)
+
+    def switch(self) -> None:
+        self._owner.replace_all([])
+        self._owner._rows = self._rows
+        self._owner._save()
+
+    def discard(self) -> None:
+        """Nothing was written."""
+
+
 class IdsProjection:
     """A projection in a few lines: every memory's id and whether it is live, in one JSON file."""
 
@@ -88,6 +109,9 @@ class IdsProjection:
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
         self._rows = {r.id: r.live for r in rows}
         self._save()
+
+    def build(self, rows: Sequence[ProjectionRow]) -> StagedIds:
+        return StagedIds(self, {r.id: r.live for r in rows})
 
     def live_status(self) -> dict[str, bool]:
         return dict(self._rows)

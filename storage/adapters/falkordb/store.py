@@ -10,7 +10,7 @@ once fail one of them as a ``WriteRace``, which the reconciler retries.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,9 +165,11 @@ class FalkorStore(_Conversations):
         query on disk already); it bounds the file and its replay time."""
         self._rewrite(self._redis)
 
-    def rebuild(self) -> None:
+    def rebuild(self, paused: Callable[[Callable[[], None]], None] | None = None) -> None:
         """Rewrite the append-only file (and the RDB snapshot, when the server keeps one) on the primary and on
-        every replica, so that deleted rows leave no bytes: FalkorDB logs each write query verbatim."""
+        every replica, so that deleted rows leave no bytes: FalkorDB logs each write query verbatim. Writes need
+        no pause (``paused`` is not used): the server rewrites from a fork while it goes on appending."""
+        del paused
         replicas = self._replicas()
         self._rewrite(self._redis)
         if replicas:

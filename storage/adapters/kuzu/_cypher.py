@@ -31,7 +31,7 @@ SCHEMA_VERSION = "1"
 # A canonical fetch of at least this many ids is split over two connections when an executor is given.
 PARALLEL_FETCH = 6
 # Databases whose commit failed: kept referenced so that no destructor checkpoints them before the process ends.
-_ABANDONED: list[kuzu.Database] = []
+_ABANDONED: list[object] = []
 
 
 _MEMORY_FIELDS = (
@@ -94,6 +94,14 @@ def utc(value: datetime | None) -> datetime | None:
 _PREPARED: weakref.WeakKeyDictionary[kuzu.Connection, dict[str, kuzu.PreparedStatement]] = (
     weakref.WeakKeyDictionary()
 )
+# While the canonical store is rewritten beside live traffic (``GraphStore.rebuild``), the statements that change
+# data on the write connection are recorded here, per transaction, to be replayed into the new database. Every
+# write goes through ``_exec`` with bound parameters and no clock or random function, so a replay in commit
+# order on the snapshot's copy gives the same rows. A read recorded by mistake would only cost time.
+_RECORDING: weakref.WeakKeyDictionary[kuzu.Connection, list[tuple[str, dict[str, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_CHANGES_DATA = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|ALTER|DROP|COPY)\b")
 
 
 def _memory_params(m: Memory | NewMemory) -> dict[str, Any]:
@@ -126,6 +134,9 @@ def _exec(session: Session, query: str, params: dict[str, Any] | None = None) ->
         cache[query] = stmt
     result = conn.execute(stmt, params or {})
     assert not isinstance(result, list)
+    journal = _RECORDING.get(conn)
+    if journal is not None and _CHANGES_DATA.search(query):
+        journal.append((query, dict(params or {})))
     return result
 
 

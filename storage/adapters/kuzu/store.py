@@ -7,19 +7,23 @@ deleted rows in its file, and a purge must leave no trace of what it erased.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import kuzu
 
 from storage.adapters._rwlock import RWLock
 from storage.adapters.kuzu._cypher import (
     _ABANDONED,
+    _RECORDING,
     SCHEMA_VERSION,
     _checkpoint_timeout,
     _exec,
@@ -35,6 +39,66 @@ from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
 from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.ports.canonical import Session
+
+# Journaled statements left for the final pause of a rewrite; more are replayed beside live traffic first. About
+# 0.1 ms each: 500 keep the pause near 50 ms.
+REPLAY_IN_PAUSE = 500
+Paused = Callable[[Callable[[], None]], None]
+
+
+def _at_once(fn: Callable[[], None]) -> None:
+    """For a caller that has already stopped every write (tests, tools)."""
+    fn()
+
+
+@dataclass
+class _Rewrite:
+    """One rewrite in progress: the new file's name, the snapshot connection, the new database."""
+
+    name: str = ""
+    export: str = ""
+    snap: kuzu.Connection | None = None
+    fresh: kuzu.Database | None = None
+    conn: kuzu.Connection | None = None
+    replayed: int = 0
+    old: kuzu.Database | None = None
+
+
+def _replay(conn: kuzu.Connection, statements: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """Apply journaled statements to the new database in one transaction."""
+    if not statements:
+        return
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        for query, params in statements:
+            _exec(conn, query, params)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _require_room(directory: Path, export: Path) -> None:
+    """Refuse to import where the new file cannot fit: an IMPORT that runs out of disk half-way leaves a
+    database that Kùzu cannot even close. The new file takes about as much as the parquet export, 3× for
+    margin (its WAL and checkpoint)."""
+    need = 3 * sum(f.stat().st_size for f in export.rglob("*") if f.is_file()) + (8 << 20)
+    stat = os.statvfs(directory)
+    if stat.f_bavail * stat.f_frsize < need:
+        raise OSError(
+            errno.ENOSPC, f"not enough free disk space to rewrite the canonical store ({need} bytes)"
+        )
+
+
+def _end_transaction(conn: kuzu.Connection) -> None:
+    """End what a failed statement left open: closing a connection whose transaction a failed EXPORT left
+    half-aborted makes Kùzu abort the process ("Invalid transaction type to rollback")."""
+    for stmt in ("COMMIT", "ROLLBACK"):
+        try:
+            conn.execute(stmt)
+        except RuntimeError:
+            continue
+        return
 
 
 class GraphStore(_Exports, _Conversations):
@@ -54,6 +118,10 @@ class GraphStore(_Exports, _Conversations):
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
         self._failed: str | None = None
+        # The statements committed since a rewrite's snapshot, while one runs (see ``rebuild``).
+        self._journal: list[tuple[str, dict[str, Any]]] | None = None
+        self._journal_lock = threading.Lock()
+        self._rebuild_lock = threading.Lock()
         self._cleanup_stale_files()
         self._open()
         self._check_meta(embedder_name, dim)
@@ -177,9 +245,16 @@ class GraphStore(_Exports, _Conversations):
         self._require_healthy()
         with self._lock.shared():
             conn = self._writer
+            journal = self._journal
+            statements: list[tuple[str, dict[str, Any]]] = []
             conn.execute("BEGIN TRANSACTION")
+            if journal is not None:
+                _RECORDING[conn] = statements
             try:
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    _RECORDING.pop(conn, None)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -191,6 +266,7 @@ class GraphStore(_Exports, _Conversations):
                     # large, and only the checkpoint waited in vain for an open read transaction): the write is
                     # acknowledged and a later commit or CHECKPOINT folds the WAL in.
                     log.warning("a commit's checkpoint waited for a long read; it is retried later")
+                    self._journaled(journal, statements)
                     return
                 # The WAL write failed (disk full, read-only). Kùzu may already show the transaction in
                 # memory although it is not on disk: from now on nothing may be read or written through this
@@ -201,54 +277,129 @@ class GraphStore(_Exports, _Conversations):
                     hint="nothing from this call was kept; free disk space or make the data directory "
                     "writable, then retry",
                 ) from exc
+            self._journaled(journal, statements)
 
-    def rebuild(self) -> None:
-        """Rewrite the database into a fresh file (EXPORT + IMPORT) and swap it in.
+    def _journaled(self, journal: list[tuple[str, dict[str, Any]]] | None, statements: list[Any]) -> None:
+        """A transaction committed while a rewrite journals: its statements join the journal, in commit order."""
+        if journal is not None and statements:
+            with self._journal_lock:
+                journal.extend(statements)
 
-        Deleted rows leave their bytes in Kùzu's file even after CHECKPOINT; a rebuild is what makes a
-        purge real. Crash-safe: CURRENT is switched by an atomic rename, leftovers are removed at open.
-        A failure before the switch (disk full, an unreadable export) removes what it wrote, reopens the
-        database as it was and raises StorageUnavailable: the store stays usable and a later rebuild retries.
+    def rebuild(self, paused: Paused = _at_once) -> None:
+        """Rewrite the database into a fresh file beside live traffic and swap it in.
+
+        Deleted rows leave their bytes in Kùzu's file even after CHECKPOINT (and an update in place leaves the
+        old value too: both measured), so a fresh file is what makes an erasure real. ``paused(fn)`` must run
+        ``fn`` while no transaction is open or starts (the reconciler's ``on_writer``); it is called twice, for a
+        few milliseconds each: to open a snapshot and start journaling the statements that commit from then on,
+        and at the end to replay the last of them and switch ``CURRENT``. Between the two, in the calling
+        thread, the snapshot is exported and imported into the new file and the journal replayed into it while
+        reads and writes go on; reads wait only while the connections are switched.
+
+        Crash-safe: CURRENT is switched by an atomic rename, and leftovers (the export, a new file CURRENT does
+        not name, the old file) are removed at open. A failure before the switch (disk full, an unreadable
+        export) removes what it wrote and raises StorageUnavailable: the store stays as it was and usable.
         """
-        with self._lock.exclusive():
-            old = self._current_name()
-            number = int(old.split("-")[1].split(".")[0]) + 1
-            new = f"graph-{number:06d}.kz"
-            export_name = f".export-{number:06d}"
-            self._cleanup_stale_files()  # a failed rebuild of this process may have left the same names
-            with _plain_path(self._dir) as plain:
-                self._rebuild_into(new, f"{plain}/{export_name}")
-
-    def _rebuild_into(self, new: str, export: str) -> None:
-        """EXPORT to ``export``, IMPORT into the file ``new``, switch CURRENT to it; the exclusive lock is held."""
-        try:
-            self._writer.execute(f"EXPORT DATABASE {cypher_string(export)} (format='parquet')")
-        except RuntimeError as exc:
-            self._cleanup_stale_files()
-            raise _rebuild_failed(exc) from exc
-        self._close_connections()
-        self._db.close()
-        try:
-            fresh = kuzu.Database(str(self._dir / new))
-            conn = kuzu.Connection(fresh)
+        with self._rebuild_lock:
+            job = _Rewrite()
+            paused(lambda: self._rewrite_begin(job))
             try:
-                conn.execute(f"IMPORT DATABASE {cypher_string(export)}")
-                _exec(conn, "CHECKPOINT")
-            finally:
-                conn.close()
-                fresh.close()
-            tmp = self._dir / "CURRENT.tmp"
-            tmp.write_text(new)
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
+                self._rewrite_build(job)
+                paused(lambda: self._rewrite_finish(job))
+            except BaseException as exc:
+                self._rewrite_abort(job)
+                if isinstance(exc, (RuntimeError, OSError)):
+                    raise _rebuild_failed(exc) from exc
+                raise
+            # The old database is no longer reachable: close it (its checkpoint writes to a file about to go) and
+            # delete it, its WAL with it, outside every lock.
+            assert job.old is not None
+            job.old.close()
+            self._cleanup_stale_files()
+
+    def _rewrite_begin(self, job: _Rewrite) -> None:
+        """Writes paused: open the snapshot the new file is built from and journal every commit after it."""
+        self._require_healthy()
+        self._cleanup_stale_files()  # a failed rebuild of this process may have left the same names
+        old = self._current_name()
+        number = int(old.split("-")[1].split(".")[0]) + 1
+        job.name, job.export = f"graph-{number:06d}.kz", f".export-{number:06d}"
+        snap = kuzu.Connection(self._db)
+        job.snap = snap
+        snap.execute("BEGIN TRANSACTION READ ONLY")
+        _rows(snap, "MATCH (m:Meta) RETURN count(*)")
+        # A commit that checkpoints waits for every open transaction and gives up after about 6 s: with the
+        # snapshot open for the whole export, writes would stall on it. The WAL just grows meanwhile.
+        self._writer.execute("CALL auto_checkpoint=false")
+        self._journal = []
+
+    def _rewrite_build(self, job: _Rewrite) -> None:
+        """Beside live traffic: export the snapshot, import it into the new file, replay most of the journal."""
+        assert job.snap is not None
+        with self._lock.shared(), _plain_path(self._dir) as plain:
+            job.snap.execute(f"EXPORT DATABASE {cypher_string(f'{plain}/{job.export}')} (format='parquet')")
+            job.snap.execute("COMMIT")
+            job.snap.close()
+            job.snap = None
+            _require_room(self._dir, self._dir / job.export)
+            job.fresh = kuzu.Database(str(self._dir / job.name))
+            job.conn = kuzu.Connection(job.fresh)
+            job.conn.execute(f"IMPORT DATABASE {cypher_string(f'{plain}/{job.export}')}")
+        shutil.rmtree(self._dir / job.export, ignore_errors=True)
+        _exec(job.conn, "CHECKPOINT")
+        # Catch up with the writes that committed meanwhile, until what is left fits in a short pause.
+        for _ in range(8):
+            with self._journal_lock:
+                todo = (self._journal or [])[job.replayed :]
+            if len(todo) <= REPLAY_IN_PAUSE:
+                break
+            _replay(job.conn, todo)
+            job.replayed += len(todo)
+
+    def _rewrite_finish(self, job: _Rewrite) -> None:
+        """Writes paused: replay the rest of the journal, then switch CURRENT and the connections."""
+        assert job.conn is not None
+        assert job.fresh is not None
+        with self._journal_lock:
+            todo, self._journal = (self._journal or [])[job.replayed :], None
+        _replay(job.conn, todo)
+        tmp = self._dir / "CURRENT.tmp"
+        tmp.write_text(job.name)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        with self._lock.exclusive():
+            self._close_connections()
             tmp.replace(self._dir / "CURRENT")
             _fsync_dir(self._dir)
-        except (RuntimeError, OSError) as exc:
-            self._cleanup_stale_files()  # CURRENT still names the old file: the new one goes
-            self._open()
-            raise _rebuild_failed(exc) from exc
+            job.old, self._db, self._writer = self._db, job.fresh, job.conn
+            job.fresh = job.conn = None
+
+    def _rewrite_abort(self, job: _Rewrite) -> None:
+        """Leave the store as it was: stop journaling, drop the new file, checkpoint again as usual."""
+        with self._journal_lock:
+            self._journal = None
+        if job.snap is not None:
+            _end_transaction(job.snap)
+            job.snap.close()
+        if job.fresh is not None:
+            # Never closed: after an IMPORT that failed half-way (disk full), closing its connection or database
+            # makes Kùzu abort the process ("Invalid transaction type to rollback"). Kept referenced until the
+            # process ends, and past it: the native objects get one reference more than Python will ever drop,
+            # so no destructor runs at exit either. Its file is deleted below (Linux keeps the open inode).
+            _ABANDONED.append((job.fresh, job.conn))
+            for native in (getattr(job.conn, "_connection", None), getattr(job.fresh, "_database", None)):
+                if native is not None:
+                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(native))
+        job.snap = job.conn = job.fresh = None
+        if job.old is None:  # not switched: the live database is the old one
+            try:
+                # A setting of the database, not of the connection: any connection may restore it.
+                side = kuzu.Connection(self._db)
+                side.execute("CALL auto_checkpoint=true")
+                side.close()
+            except RuntimeError:
+                log.exception("could not re-enable automatic checkpoints after a failed rewrite")
         self._cleanup_stale_files()
-        self._open()
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (the files then hold every commit on their own)."""
