@@ -27,16 +27,24 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(
     sent: set[str] = set()
     child_script = Path(__file__).with_name("crash_child.py")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    errors = data_dir.parent / "child-stderr.txt"  # kept, so a child that dies before READY says why
     for cycle in range(CYCLES):
-        proc = subprocess.Popen(
-            [sys.executable, str(child_script), str(data_dir), str(cycle)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
+        with errors.open("w") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, str(child_script), str(data_dir), str(cycle)],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env=env,
+            )
         assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "READY"
+        ready = proc.stdout.readline().strip()
+        if ready != "READY":
+            proc.kill()
+            proc.wait()
+        assert ready == "READY", (
+            f"cycle {cycle}: the child did not open the store:\n{errors.read_text()[-3000:]}"
+        )
         deadline = time.monotonic() + rng.uniform(0.05, 1.5)
         lines = []
         while time.monotonic() < deadline:
