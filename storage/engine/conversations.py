@@ -256,7 +256,12 @@ class _Conversations(_Erasure):
             conv = str(live[0].metadata.get("conversation", ""))
             said = [
                 digests.Said(
-                    m.id, str(m.metadata.get("role", "user")), _speaker(m.metadata), m.event_time, m.content
+                    m.id,
+                    str(m.metadata.get("role", "user")),
+                    _speaker(m.metadata),
+                    m.event_time,
+                    m.content,
+                    tuple(m.entities),
                 )
                 for m in live
             ]

@@ -40,6 +40,7 @@ class Said:
     speaker: str | None
     time: datetime
     content: str
+    entities: tuple[str, ...] = ()  # the entities stored with the message (already checked for its writer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,11 @@ def build(conversation: str, messages: Sequence[Said], *, lexicon: EntityLexicon
         speaker = m.speaker if m.role == "user" or m.speaker else None
         found = enrich(m.content, written_at=m.time, lexicon=lexicon, speaker=speaker)
         for e in found.entities:
+            # A name the lexicon matched in another spelling or by an alias is someone else's spelling, maybe
+            # learnt in a scope the digest's readers cannot read: only names the message spells, or that it
+            # was stored with (checked for its writer at write time), go into the digest.
+            if e.name not in m.content and e.name not in m.entities:
+                continue
             key = _norm(e.name)
             if key and len(key) > 1:
                 counts[key] += 1

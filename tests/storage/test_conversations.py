@@ -190,3 +190,28 @@ def test_an_export_leaves_digests_out_and_an_import_digests_the_conversations_ag
         # and erasing one of its messages there erases the digest with it
         first = rebuilt.metadata["sources"][0]
         assert only_digest(copy) in copy.erase(first, confirm=first).erased
+
+
+def test_a_digest_never_spells_a_name_the_way_another_scope_stored_it(engine: Engine) -> None:
+    """A's memory in agent:a teaches the lexicon "Zorblax Corporation"; B, who cannot read agent:a, writes
+    "zorblax corporation" in a conversation. B's messages carry no such entity, and neither may the digest B
+    reads (the review's leak: the digest re-ran extraction with the shared lexicon)."""
+    a = Principal("A", client="t", grants=(Grant.parse("agent:a=w"),))
+    b = Principal("B", client="t", grants=(Grant.parse("agent:b=w"),))
+    engine.write("Zorblax Corporation sent the invoice to Ana.", ["agent:a"], principal=a)
+    engine.digest_quiet = 0
+    receipt = engine.write_conversation(
+        "c1",
+        chat(
+            ("user", "The zorblax corporation invoice arrived today, I paid 300 euros."),
+            ("assistant", "Good, noted the zorblax corporation payment."),
+        ),
+        ["agent:b"],
+        principal=b,
+    )
+    assert all("Zorblax Corporation" not in m.entities for m in receipt.messages)
+    assert engine.wait_digested(30)
+    digest = engine.read(only_digest(engine), principal=b).memory
+    assert "Zorblax Corporation" not in digest.content
+    assert "Zorblax Corporation" not in digest.entities
+    assert "zorblax corporation" in digest.content.casefold()  # the words themselves are B's own
