@@ -38,7 +38,7 @@ class _Erasure(_Consistency):
         self._require_scope(sid)
         self.reconciler.wait_projected()
         before = {p.name: p.count() for p in self.stores.projections}
-        (self.data_dir / VACUUM_MARKER).touch()
+        self._erasure_begins()
 
         contents: list[str] = []
 
@@ -57,9 +57,12 @@ class _Erasure(_Consistency):
                 tx.record("unlink", mid)
             return only, shared, entities
 
-        only, shared, entities = self.reconciler.submit(intent)
-        self._forget(contents)
-        erasure = self._vacuum()
+        try:
+            only, shared, entities = self.reconciler.submit(intent)
+            self._forget(contents)
+            erasure = self._vacuum()
+        finally:
+            self._erasure_ends()
         per_store = self._after_erasure(before, len(only))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
         self.audit.record(
@@ -91,7 +94,7 @@ class _Erasure(_Consistency):
         self.reconciler.wait_projected()
         before = {p.name: p.count() for p in self.stores.projections}
         pending = (self.data_dir / VACUUM_MARKER).exists()  # an earlier erasure's rewrite still owed
-        (self.data_dir / VACUUM_MARKER).touch()
+        self._erasure_begins()
 
         contents: list[str] = []
 
@@ -109,17 +112,20 @@ class _Erasure(_Consistency):
             return family, entities
 
         try:
-            family, entities = self.reconciler.submit(intent)
-        except BaseException:
-            # Nothing was deleted: the marker must not outlive this call, and a rewrite is owed only when an
-            # earlier erasure left one.
-            if pending:
-                self._vacuum()
-            else:
-                (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
-            raise
-        self._forget(contents)
-        erasure = self._vacuum()
+            try:
+                family, entities = self.reconciler.submit(intent)
+            except BaseException:
+                # Nothing was deleted: the marker must not outlive this call, and a rewrite is owed only when
+                # an earlier erasure left one.
+                if pending:
+                    self._vacuum()
+                else:
+                    self._drop_marker()
+                raise
+            self._forget(contents)
+            erasure = self._vacuum()
+        finally:
+            self._erasure_ends()
         per_store = self._after_erasure(before, len(family))
         # Counts only: the ids of erased memories are hashes of their content, which the log must not keep.
         self.audit.record(
@@ -209,6 +215,24 @@ class _Erasure(_Consistency):
         """True once a commit failed to reach disk: the process must reopen the store (``close`` then ``open``)."""
         return self.graph.failed is not None
 
+    def _erasure_begins(self) -> None:
+        """Mark a rewrite as owed (on disk, for a crash) before an erasure deletes anything, and count the
+        erasure as in flight until it has had its own rewrite (``_erasure_ends``)."""
+        with self._owed_lock:
+            self._owed += 1
+        (self.data_dir / VACUUM_MARKER).touch()
+
+    def _erasure_ends(self) -> None:
+        with self._owed_lock:
+            self._owed -= 1
+
+    def _drop_marker(self) -> None:
+        """Remove the marker unless another erasure is in flight: its delete may have committed after this
+        rewrite's snapshot, and until its own rewrite ends a crash must still find the marker (review)."""
+        with self._owed_lock:
+            if self._owed <= 1:
+                (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+
     def _vacuum(self) -> str:
         """Rewrite every store's files so erased content leaves no bytes behind, then drop the marker. Returns
         the random reference that replaced the erased ids in the audit log.
@@ -221,6 +245,7 @@ class _Erasure(_Consistency):
         erasure (or the next start) runs the whole rewrite again.
         """
         with self._erasure_lock:
+            (self.data_dir / VACUUM_MARKER).touch()  # owed from here until the rewrite is done, crash or not
             if not self.reconciler.wait_projected():
                 raise StorageUnavailable(
                     "the erased memories are deleted, but the search indexes are behind, so their files were "
@@ -245,7 +270,7 @@ class _Erasure(_Consistency):
                     hint="the erased memories are deleted and no longer found; the rewrite that removes their "
                     "bytes is retried at the next erase or purge and at the next start (check free disk space)",
                 ) from exc
-            (self.data_dir / VACUUM_MARKER).unlink(missing_ok=True)
+            self._drop_marker()
             return ref
 
     def _rewrite_projections(self) -> None:

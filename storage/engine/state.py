@@ -104,6 +104,8 @@ class _State:
         # One file rewrite after an erasure at a time: an erasure that commits while another's rewrite runs is in
         # that rewrite's journal as a delete (its bytes would stay), so it runs its own rewrite after.
         self._erasure_lock = threading.Lock()
+        self._owed_lock = threading.Lock()
+        self._owed = 0  # erasures in flight that have not had their own rewrite yet (storage.engine.erasure)
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
         self._holders: Callable[[], Mapping[str, frozenset[str]]] = dict

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from storage import Engine
+from storage import Engine, NotFound
 from storage.adapters.tantivy_text import StagedIndex
 
 
@@ -27,6 +27,35 @@ def _die_before(obj: object, name: str) -> None:
         return original(*args, **kwargs)
 
     setattr(obj, name, wrapper)
+
+
+def _second_erasure_during_the_first(engine: Engine, second: str) -> None:
+    """While the first erasure rewrites the projections, a second erasure (of the canary) commits its delete
+    and then waits for the rewrite lock; the process dies as that second rewrite starts, after the first one
+    has finished. The canary's bytes are then still in the files, and only the marker can say so."""
+    rewrite: Callable[..., Any] = engine._rewrite_projections
+    rebuild: Callable[..., Any] = engine.graph.rebuild
+    rebuilds = [0]
+
+    def first_rewrite(*args: Any, **kwargs: Any) -> Any:
+        engine._rewrite_projections = rewrite  # type: ignore[method-assign]
+        threading.Thread(target=lambda: engine.erase(second, confirm=second), daemon=True).start()
+        while True:  # until the second erasure's delete is committed
+            try:
+                engine.read(second)
+            except NotFound:
+                break
+            time.sleep(0.01)
+        return rewrite(*args, **kwargs)
+
+    def counted_rebuild(*args: Any, **kwargs: Any) -> Any:
+        rebuilds[0] += 1
+        if rebuilds[0] == 2:  # the second erasure's rewrite starts: the first one is done
+            os.kill(os.getpid(), signal.SIGKILL)
+        return rebuild(*args, **kwargs)
+
+    engine._rewrite_projections = first_rewrite  # type: ignore[method-assign]
+    engine.graph.rebuild = counted_rebuild  # type: ignore[method-assign]
 
 
 def main(data_dir: str, canary: str, op: str, where: str) -> None:
@@ -45,6 +74,9 @@ def main(data_dir: str, canary: str, op: str, where: str) -> None:
         _die_before(engine.text, "build")
     elif where == "between_switches":
         _die_before(StagedIndex, "switch")
+    elif where == "second_waiting":
+        decoy = engine.write("A decoy memory, erased first.", ["run:decoy"])
+        _second_erasure_during_the_first(engine, first.id)
     else:
         delay = random.Random(canary).uniform(0.0, 0.5)
         threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), signal.SIGKILL))).start()
@@ -56,7 +88,9 @@ def main(data_dir: str, canary: str, op: str, where: str) -> None:
 
     threading.Thread(target=keep_writing, daemon=True).start()
     print("ERASING", flush=True)
-    if op == "erase":
+    if where == "second_waiting":
+        engine.erase(decoy.id, confirm=decoy.id)
+    elif op == "erase":
         engine.erase(first.id, confirm=first.id)
     else:
         engine.purge("run:secret", confirm="run:secret")

@@ -65,6 +65,7 @@ def test_erase_removes_the_memory_and_every_version_of_it(engine: Engine, data_d
         ("erase", "mid_graph_rewrite"),
         ("erase", "after_graph_swap"),
         ("erase", "between_switches"),
+        ("erase", "second_waiting"),  # another erasure's rewrite finished meanwhile (review finding)
         ("erase", "random"),
         ("purge", "after_commit"),
         ("purge", "before_text_rebuild"),
