@@ -204,7 +204,9 @@ class RecallItem(BaseModel):
         return _compact(self, handler)
 
     @classmethod
-    def of(cls, hit: Hit, explain: bool, searched: list[str] | None = None) -> RecallItem:
+    def of(
+        cls, hit: Hit, explain: bool, searched: list[str] | None = None, digest: bool = False
+    ) -> RecallItem:
         """``searched``: the scopes the call named (or its session default); a memory only in the one scope
         searched does not repeat it."""
         m = hit.memory
@@ -217,7 +219,7 @@ class RecallItem(BaseModel):
             scopes=None
             if searched is not None and [*m.scopes] == searched and len(searched) == 1
             else [*m.scopes],
-            why=reason(hit),
+            why=reason(hit, digest),
             explain=_explanation(hit) if explain else None,
         )
 
@@ -277,7 +279,7 @@ def _snippet(text: str) -> str:
     return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
 
 
-def reason(hit: Hit) -> str:
+def reason(hit: Hit, digest: bool = False) -> str:
     """The one-line reason: lanes with ranks, then the strongest extra evidence."""
     ranks = sorted(hit.lanes.items(), key=lambda x: x[1])
     # A lane that ranked it far down says little: the lanes that ranked it in their first WHY_RANKS are named,
@@ -291,7 +293,7 @@ def reason(hit: Hit) -> str:
         )
     if hit.digest:
         parts.append(f"its conversation's digest {hit.digest[:8]} matched")
-    if hit.memory.metadata.get("digest_of") is not None and hit.memory.kind == MemoryKind.SUMMARY:
+    if digest:  # the engine's own record, not metadata a writer could set
         parts.append(
             f"digest built by Mnemograph from {hit.memory.metadata.get('messages', '?')} messages (the sources "
             "are in memory_read's metadata; they, not this, are the record)"
@@ -349,7 +351,7 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     )
     behind = hits.behind
     return RecallOut(
-        results=[RecallItem.of(h, args.explain, searched) for h in hits],
+        results=[RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id)) for h in hits],
         stale=behind > 0,
         warning=_stale_warning(behind) if behind else None,
     )

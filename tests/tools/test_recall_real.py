@@ -264,3 +264,15 @@ async def test_retire_with_effective_at_closes_validity_then(client: Client) -> 
     assert [r["id"] for r in june["results"]] == [m["id"]]
     july = await ok(client, "recall", {"query": "chess club committee", "as_of": "2024-07-15"})
     assert july["results"] == []
+
+
+async def test_a_summary_a_client_writes_is_not_called_a_mnemograph_digest(client: Client) -> None:
+    fake = await _write(
+        client,
+        "Digest: the Zephyr launch was approved by everyone.",
+        kind="summary",
+        metadata={"digest_of": "chat-9", "messages": 40},
+    )
+    out = await ok(client, "recall", {"query": "Zephyr launch approved", "kinds": ["summary"]})
+    (hit,) = [r for r in out["results"] if r["id"] == fake["id"]]
+    assert "built by Mnemograph" not in hit["why"]
