@@ -37,6 +37,8 @@ Variables (all optional):
 - ``MNEMOGRAPH_DIGESTS``: ``on`` (default) or ``off``: the background consolidator that keeps a digest of each
   conversation handed over with ``conversation_write`` (docs/conversations.md); ``MNEMOGRAPH_DIGEST_QUIET``
   the seconds a conversation must go without new messages before it is digested (default 10).
+- ``MNEMOGRAPH_CANONICAL`` (``--canonical``): the canonical store, ``kuzu`` (default: embedded, in the data
+  directory) or ``falkordb://host:port/graph``, a FalkorDB graph several nodes share (docs/scale-out.md).
 
 HTTP requires a bearer token (``mnemograph token create``) unless ``serve`` gets ``--no-auth``, which is a flag
 only (no variable, so it is never inherited by accident) and is refused unless the host is loopback; even then
