@@ -113,5 +113,12 @@ class _State:
         # Lanes of one recall run side by side; sized for a few concurrent recalls.
         self._lane_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemograph-lane")
         self._lanes: list[Lane] = build_lanes(
-            LaneContext(self.graph, self.text, self.vectors, self.embedder, self.lexicon)
+            LaneContext(
+                self.graph,
+                self.text,
+                self.vectors,
+                self.embedder,
+                self.lexicon,
+                lambda: self.reconciler.committed_seq,
+            )
         )

@@ -195,6 +195,7 @@ class EntityLexicon:
         self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
         self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
         self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
+        self._version = 0  # bumped whenever counts may have fallen (clear, replace_with): see ``version``
         self._lock = threading.Lock()
 
     def mentioned(self, name: str, times: int = 1) -> None:
@@ -218,6 +219,13 @@ class EntityLexicon:
         with self._lock:
             return self._relations.get(_norm(name), 0)
 
+    @property
+    def version(self) -> int:
+        """Changes when the lexicon is cleared or replaced (an erasure, a restore): what was read of the graph
+        beside it, such as an entity's relations, may have lost edges since."""
+        with self._lock:
+            return self._version
+
     def add(self, name: str, aliases: Iterable[str] = ()) -> None:
         with self._lock:
             for alias in (name, *aliases):
@@ -238,6 +246,7 @@ class EntityLexicon:
             self._variants.clear()
             self._mentions.clear()
             self._relations.clear()
+            self._version += 1
 
     def replace_with(self, other: EntityLexicon) -> None:
         """Take ``other``'s contents in one step (``other`` must not be used afterwards)."""
@@ -245,6 +254,7 @@ class EntityLexicon:
             state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
         with self._lock:
             self._names, self._by_token, self._variants, self._mentions, self._relations = state
+            self._version += 1
 
     def __len__(self) -> int:
         """Names and aliases known."""

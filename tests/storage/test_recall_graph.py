@@ -158,3 +158,33 @@ def test_entities_mentioned_everywhere_only_lend_their_relations(trip: Engine) -
     assert BOOKED not in found  # mentioned only: left to BM25
     assert IN_CITY in found  # recorded a relation on a path
     assert IN_COUNTRY in found
+
+
+def test_a_hubs_relations_kept_between_recalls_follow_every_commit_and_erasure(
+    trip: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub's newest relations are kept between recalls (its edges are thousands in a large store): a relation
+    written after a recall is followed by the next one, and one whose memory is erased stops leading anywhere."""
+    hub = trip_recipe(max_mentions=1)  # Hotel Aria (two mentions) and Lisbon (two) are hubs under this rule
+    query = "Which country is Hotel Aria in?"
+
+    def statements() -> set[str]:
+        return {p for h in trip.recall(query, ["user:ana"], recipe=hub, k=10) for p in h.paths}
+
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in statements()
+    store = next(lane for lane in trip._lanes if lane.name == "graph").graph  # type: ignore[attr-defined]
+    reads: list[str] = []
+    read = store.relations
+    monkeypatch.setattr(store, "relations", lambda conn, e, **kw: reads.append(e) or read(conn, e, **kw))
+    assert statements() == statements()
+    assert reads == []  # nothing committed since: both walks followed what was kept
+    twin = trip.write(
+        "Lisbon is twinned with Rio de Janeiro.",
+        ["user:ana"],
+        relations=[RelationIn("Lisbon", "twinned_with", "Rio de Janeiro")],
+    )
+    assert "Hotel Aria —located_in→ Lisbon —twinned_with→ Rio de Janeiro" in statements()
+    trip.erase(twin.id, confirm=twin.id)
+    after = statements()
+    assert not any("Rio de Janeiro" in p for p in after)
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in after

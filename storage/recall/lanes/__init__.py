@@ -22,13 +22,16 @@ from storage.recall.query import Lane
 
 @dataclass(frozen=True, slots=True)
 class LaneContext:
-    """What a lane may be built from: the ports and the engine's in-memory entity lexicon."""
+    """What a lane may be built from: the ports, the engine's in-memory entity lexicon and ``head``, the number
+    of the last committed change (it grows with every commit, so a lane may key what it keeps of the store on
+    it)."""
 
     canonical: CanonicalStore
     text: TextSearch
     vectors: VectorSearch
     embedder: Embedder
     lexicon: EntityLexicon
+    head: Callable[[], int]
 
 
 LaneFactory = Callable[[LaneContext], Lane]
@@ -37,7 +40,7 @@ LaneFactory = Callable[[LaneContext], Lane]
 LANES: dict[str, LaneFactory] = {
     "bm25": lambda c: Bm25Lane(c.text),
     "vector": lambda c: VectorLane(c.vectors, c.embedder),
-    "graph": lambda c: GraphLane(c.canonical, c.lexicon),
+    "graph": lambda c: GraphLane(c.canonical, c.lexicon, head=c.head),
 }
 
 

@@ -17,6 +17,9 @@ on such a path are also reported with the path's length (``Found.statements``), 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -36,6 +39,8 @@ def _step(path: str, r: Relation) -> str:
 # Threads that read an entity's mentions and relations while the lane's own thread reads another's: the
 # queries of one walk stage are independent, and Kùzu releases the GIL while it runs one.
 _READERS = 2
+# Hubs whose newest relations are kept between recalls (a few relations each: well under 1 MB in all).
+_HUBS_KEPT = 256
 
 
 @dataclass
@@ -44,6 +49,14 @@ class GraphLane:
     lexicon: EntityLexicon
     name: str = "graph"
     executor: Executor | None = field(default=None, repr=False)
+    # The last committed change's number (``LaneContext.head``); without it nothing is kept between recalls.
+    head: Callable[[], int] | None = field(default=None, repr=False)
+    # A hub's newest relations, as read at a stamp (lexicon version, head): its edges are thousands and
+    # finding the newest is the lane's costliest read, while they change only with a commit or an erasure.
+    _hubs: OrderedDict[tuple[str, int], tuple[tuple[int, int], list[Relation]]] = field(
+        default_factory=OrderedDict, repr=False
+    )
+    _hubs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if self.executor is None:
@@ -57,10 +70,20 @@ class GraphLane:
         matches = self.lexicon.match(q.text, limit=rule.max_entities, fuzzy=rule.fuzzy)
         if not matches:
             return Found([])
+        # Taken before the store is read: a commit after it makes what this recall keeps stale at once.
+        stamp = (self.lexicon.version, self.head()) if self.head is not None else None
         with self.graph.read() as conn:
-            return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches})
+            return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches}, stamp)
 
-    def _walk(self, conn: Session, q: Query, depth: int, recipe: Recipe, seeds: dict[str, str]) -> Found:
+    def _walk(
+        self,
+        conn: Session,
+        q: Query,
+        depth: int,
+        recipe: Recipe,
+        seeds: dict[str, str],
+        stamp: tuple[int, int] | None,
+    ) -> Found:
         rule = recipe.graph
         rank: dict[str, tuple[float, int, int]] = {}  # id -> (distance, -query entities, -paths)
         paths: dict[str, list[str]] = {}
@@ -85,13 +108,20 @@ class GraphLane:
             """Read the mentions of ``mentioned`` (entity -> distance, limit, path) and the relations of
             ``related`` at once (one walk stage's queries are independent), then rank the mentions."""
             mention_list = list(mentioned)
+            fanout = {e: self._fanout(names[e], rule) for e in related}
+            hubs = {e for e in related if self._hub(names[e], rule)}
+            kept = {e: hit for e in hubs if (hit := self._kept(e, fanout[e], stamp)) is not None}
+            to_read = [e for e in related if e not in kept]
             items = [(q, rule, e, mentioned[e][1]) for e in mention_list] + [
-                (q, rule, e, -self._fanout(names[e], rule)) for e in related
+                (q, rule, e, -fanout[e]) for e in to_read
             ]
             got = self.graph.read_each(conn, self._read, items, self.executor) if items else []
             found = got[: len(mention_list)]
-            for e, rels in zip(related, got[len(mention_list) :], strict=True):
+            relations.update(kept)
+            for e, rels in zip(to_read, got[len(mention_list) :], strict=True):
                 relations[e] = [r for r in rels if isinstance(r, Relation)]
+                if e in hubs:
+                    self._keep(e, fanout[e], relations[e], stamp)
             for entity, ids in zip(mention_list, found, strict=True):
                 distance, limit, path = mentioned[entity]
                 mids = [m for m in ids if isinstance(m, str)]
@@ -157,7 +187,30 @@ class GraphLane:
         entity named by more than ``max_mentions`` memories). A hub's mentions are not read, so which of its
         edges the query may see is looked up edge by edge; its newest relations of thousands still lead on
         (Hotel Aria -> Lisbon -> Portugal), but fewer of them keep the lookups cheap."""
-        return rule.fanout if self.lexicon.mentions(name) <= rule.max_mentions else max(1, rule.fanout >> 2)
+        return max(1, rule.fanout >> 2) if self._hub(name, rule) else rule.fanout
+
+    def _hub(self, name: str, rule: GraphRule) -> bool:
+        return self.lexicon.mentions(name) > rule.max_mentions
+
+    def _kept(self, entity: str, limit: int, stamp: tuple[int, int] | None) -> list[Relation] | None:
+        """A hub's newest relations if read at ``stamp`` (nothing committed or erased since), else None."""
+        if stamp is None:
+            return None
+        with self._hubs_lock:
+            got = self._hubs.get((entity, limit))
+            if got is None or got[0] != stamp:
+                return None
+            self._hubs.move_to_end((entity, limit))
+            return got[1]
+
+    def _keep(self, entity: str, limit: int, rels: list[Relation], stamp: tuple[int, int] | None) -> None:
+        if stamp is None:
+            return
+        with self._hubs_lock:
+            self._hubs[(entity, limit)] = (stamp, rels)
+            self._hubs.move_to_end((entity, limit))
+            while len(self._hubs) > _HUBS_KEPT:
+                self._hubs.popitem(last=False)
 
     def _read(self, conn: Session, item: tuple[Query, GraphRule, str, int]) -> list[str] | list[Relation]:
         """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its relations (-1)."""
