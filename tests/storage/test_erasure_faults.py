@@ -114,3 +114,60 @@ def test_a_commit_whose_checkpoint_times_out_behind_a_long_read_is_kept_and_the_
         during.id,
         after.id,
     }
+
+
+@pytest.mark.parametrize("fault", ["rename", "sync"])
+def test_a_failure_at_the_switch_to_the_rewritten_file_loses_nothing(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The rewrite that removes erased bytes ends by renaming CURRENT to name the new file and syncing the
+    directory. An I/O error at either step must leave one database both the process and a restart use: the
+    writes acknowledged after it are there after a restart, and the erased bytes go at the next start."""
+    import errno
+
+    from storage.adapters.kuzu import store as kuzu_store
+
+    data = tmp_path / "data"
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    failed: list[str] = []
+    if fault == "rename":
+        replace = Path.replace
+
+        def flaky_replace(self: Path, target: str | os.PathLike[str]) -> Path:
+            if Path(target).name == "CURRENT" and not failed:
+                failed.append(str(target))
+                raise OSError(errno.EIO, "Input/output error")
+            return replace(self, target)
+
+        monkeypatch.setattr(Path, "replace", flaky_replace)
+    else:
+        sync = kuzu_store._fsync_dir
+
+        def flaky_sync(path: Path) -> None:
+            if not failed:
+                failed.append(str(path))
+                raise OSError(errno.EIO, "Input/output error")
+            sync(path)
+
+        monkeypatch.setattr(kuzu_store, "_fsync_dir", flaky_sync)
+    eng = Engine.open(data, embedder=embedder, warm=False)
+    try:
+        eng.write(f"The vault code is {canary}.", ["run:secret"])
+        keep = eng.write("The lobby opens at 8am.", ["user:ana"])
+        if fault == "rename":
+            with pytest.raises(StorageUnavailable, match="could not be rewritten"):
+                eng.purge("run:secret", confirm="run:secret")
+        else:
+            eng.purge("run:secret", confirm="run:secret")
+        assert failed, "the fault was never reached: the test no longer exercises the switch"
+        later = eng.write("The pool closes at 10pm.", ["user:ana"])  # the store still takes writes
+        assert {h.memory.id for h in eng.recall("lobby pool", ["user:ana"])} == {keep.id, later.id}
+    finally:
+        eng.close()
+    monkeypatch.undo()
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        assert eng.verify().ok
+        assert eng.read(later.id).memory.content == "The pool closes at 10pm."
+        assert eng.read(keep.id).memory.content == "The lobby opens at 8am."
+        assert eng.recall("vault code", ["run:secret"]) == []
+    assert files_containing(data, canary.encode()) == []

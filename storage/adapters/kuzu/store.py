@@ -62,6 +62,7 @@ class _Rewrite:
     conn: kuzu.Connection | None = None
     replayed: int = 0
     old: kuzu.Database | None = None
+    durable: bool = False  # the switch of CURRENT reached the disk (its directory was synced)
 
 
 def _replay(conn: kuzu.Connection, statements: Sequence[tuple[str, dict[str, Any]]]) -> None:
@@ -312,10 +313,12 @@ class GraphStore(_Exports, _Conversations):
                     raise _rebuild_failed(exc) from exc
                 raise
             # The old database is no longer reachable: close it (its checkpoint writes to a file about to go) and
-            # delete it, its WAL with it, outside every lock.
+            # delete it, its WAL with it, outside every lock. Kept while the switch may not be on disk: after a
+            # power cut CURRENT could still name it (the next open deletes whichever file CURRENT does not name).
             assert job.old is not None
             job.old.close()
-            self._cleanup_stale_files()
+            if job.durable:
+                self._cleanup_stale_files()
 
     def _rewrite_begin(self, job: _Rewrite) -> None:
         """Writes paused: open the snapshot the new file is built from and journal every commit after it."""
@@ -369,10 +372,25 @@ class GraphStore(_Exports, _Conversations):
             os.fsync(fh.fileno())
         with self._lock.exclusive():
             self._close_connections()
-            tmp.replace(self._dir / "CURRENT")
-            _fsync_dir(self._dir)
+            try:
+                tmp.replace(self._dir / "CURRENT")
+            except OSError:
+                self._writer = kuzu.Connection(self._db)  # not switched: the old file stays the store
+                raise
+            # Switched: from here on the new file is the store, whatever fails next. Taking it in memory at once
+            # keeps the process writing where a restart will read (an abort now would keep the old one open
+            # while CURRENT names the new one, and delete the old one's file under it).
             job.old, self._db, self._writer = self._db, job.fresh, job.conn
             job.fresh = job.conn = None
+        try:
+            _fsync_dir(self._dir)
+            job.durable = True
+        except OSError:
+            log.warning(
+                "could not sync the data directory after switching the canonical store's file; the old "
+                "file is kept until the next start",
+                exc_info=True,
+            )
 
     def _rewrite_abort(self, job: _Rewrite) -> None:
         """Leave the store as it was: stop journaling, drop the new file, checkpoint again as usual."""
@@ -391,7 +409,7 @@ class GraphStore(_Exports, _Conversations):
                 if native is not None:
                     ctypes.pythonapi.Py_IncRef(ctypes.py_object(native))
         job.snap = job.conn = job.fresh = None
-        if job.old is None:  # not switched: the live database is the old one
+        if job.old is None:  # not switched (``_rewrite_finish`` takes the new file in the step that switches)
             try:
                 # A setting of the database, not of the connection: any connection may restore it.
                 side = kuzu.Connection(self._db)
