@@ -172,7 +172,9 @@ class VectorIndex:
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
         """Rebuild from scratch (reindex), also when the directory was deleted or damaged under us."""
-        self.build(rows).switch()
+        staged = self.build(rows)
+        staged.switch()
+        staged.drop_old()
 
     def build(self, rows: Sequence[ProjectionRow]) -> StagedTable:
         """Write ``rows`` into a new table beside the live one (searches and ``apply`` go on meanwhile), compacted
@@ -324,6 +326,7 @@ class StagedTable:
         self._owner, self._db, self._table, self._name = owner, db, table, name
         self._index_type, self._has_scalar = index_type, has_scalar
         self._appends = 0
+        self._old: str | None = None  # the table ``switch`` replaced, for ``drop_old``
 
     def apply(self, upserts: Sequence[ProjectionRow], deletes: Sequence[str]) -> None:
         """As ``VectorIndex.apply`` (never ``fresh``: the table may hold any of these rows already)."""
@@ -336,25 +339,27 @@ class StagedTable:
             self._appends += 1
 
     def switch(self) -> None:
-        """Make this table the live one (``CURRENT``), waiting only for the searches under way; then drop every
-        other table, whose files go with it."""
+        """Make this table the live one (``CURRENT``), waiting only for the searches under way."""
         owner, name = self._owner, self._name
         tmp = owner._dir / "CURRENT.tmp"
         tmp.write_text(name)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         with owner._lock.exclusive():
-            old = owner._name
+            self._old = owner._name
             tmp.replace(owner._dir / "CURRENT")
             owner._db, owner._table, owner._name = self._db, self._table, name
             owner._index_type, owner._has_scalar = self._index_type, self._has_scalar
             owner._rows_since_build = 0
             owner._appends = self._appends
+
+    def drop_old(self) -> None:
+        """Drop every table but this one, whose files go with them."""
         for stale in self._db.list_tables().tables:
-            if stale != name:
+            if stale != self._name:
                 self._db.drop_table(stale)  # no search holds it any more: each takes the table under the lock
-        if old not in self._db.list_tables().tables:
-            shutil.rmtree(owner._dir / f"{old}.lance", ignore_errors=True)
+        if self._old and self._old not in self._db.list_tables().tables:
+            shutil.rmtree(self._owner._dir / f"{self._old}.lance", ignore_errors=True)
 
     def discard(self) -> None:
         """Drop the table (a rewrite that failed); the live one is untouched."""

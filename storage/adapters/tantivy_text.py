@@ -273,7 +273,9 @@ class TextIndex:
 
     def rebuild(self, rows: Iterable[ProjectionRow]) -> None:
         """Write every row into a new index directory, then switch to it and delete the old one."""
-        self.build(rows).switch()
+        staged = self.build(rows)
+        staged.switch()
+        staged.drop_old()
 
     def build(self, rows: Iterable[ProjectionRow]) -> StagedIndex:
         """Write every row into a new index directory beside the live one (searches and ``apply`` go on);
@@ -350,6 +352,8 @@ class StagedIndex:
         self, owner: TextIndex, name: str, index: tantivy.Index, writer: tantivy.IndexWriter
     ) -> None:
         self._owner, self._name, self._index, self._writer = owner, name, index, writer
+        self._old: str | None = None  # what ``switch`` replaced, for ``drop_old``
+        self._old_writer: tantivy.IndexWriter | None = None
 
     def apply(self, upserts: Sequence[ProjectionRow], deletes: Sequence[str]) -> None:
         for mid in [r.id for r in upserts] + list(deletes):
@@ -359,22 +363,29 @@ class StagedIndex:
         self._writer.commit()
 
     def switch(self) -> None:
-        """Make this index the live one (``CURRENT``), waiting only for the searches under way; the old
-        directory is deleted."""
+        """Make this index the live one (``CURRENT``), waiting only for the searches under way."""
         owner = self._owner
         with owner._lock.exclusive():
-            old = owner._current_name()
-            try:
-                with _guard():
-                    owner._writer.wait_merging_threads()
-            except _Damaged as exc:
-                log.warning("the replaced text index was damaged: %s", exc)
+            self._old = owner._current_name()
+            self._old_writer = owner._writer
             tmp = owner._dir / "CURRENT.tmp"
             tmp.write_text(self._name)
             tmp.replace(owner._dir / "CURRENT")
             owner._index, owner._writer = self._index, self._writer
             owner._index.reload()
-        shutil.rmtree(owner._dir / old, ignore_errors=True)
+
+    def drop_old(self) -> None:
+        """Let the replaced index's writer finish its merges (nothing else uses it since the switch), then delete
+        its directory."""
+        if self._old_writer is not None:
+            try:
+                with _guard():
+                    self._old_writer.wait_merging_threads()
+            except _Damaged as exc:
+                log.warning("the replaced text index was damaged: %s", exc)
+            self._old_writer = None
+        if self._old:
+            shutil.rmtree(self._owner._dir / self._old, ignore_errors=True)
 
     def discard(self) -> None:
         """Drop the new directory (a rewrite that failed); the live index is untouched."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from scopes import (
     LOCAL_PRINCIPAL,
@@ -20,6 +21,7 @@ from storage.engine.consistency import _Consistency
 from storage.engine.state import (
     VACUUM_MARKER,
     content_id,
+    log,
 )
 from storage.ports.canonical import Session
 from storage.ports.projection import StagedProjection
@@ -27,6 +29,9 @@ from storage.sync.reconciler import PROJECT_BATCH, Tx
 
 
 class _Erasure(_Consistency):
+    # Seconds per phase of the last rewrite after an erasure (the caller's wait, and the pauses others saw).
+    last_rewrite: dict[str, float] = {}  # noqa: RUF012  (replaced whole, never mutated)
+
     def purge(self, scope: str, *, confirm: str, principal: Principal = LOCAL_PRINCIPAL) -> PurgeReceipt:
         """Erase a scope for real: memories only in it are deleted from all three stores and their bytes
         removed from disk; memories shared with other scopes just lose this scope. Child scopes move up
@@ -254,9 +259,12 @@ class _Erasure(_Consistency):
                 )
             upto = self.reconciler.projected_seq
             self.reconciler.submit(lambda tx: self.graph.prune_changes(tx.conn, upto))
-            self.graph.rebuild(self.reconciler.on_writer)
+            phases: dict[str, float] = {}
+            started = time.perf_counter()
+            self.graph.rebuild(lambda fn: self._timed(phases, "writer paused", self.reconciler.on_writer, fn))
+            phases["canonical rewrite"] = time.perf_counter() - started
             try:
-                self._rewrite_projections()
+                self._rewrite_projections(phases)
                 with self.graph.read() as conn:
                     present = self.graph.all_ids(conn)
                 ref = self.audit.redact(present.__contains__)
@@ -271,15 +279,37 @@ class _Erasure(_Consistency):
                     "bytes is retried at the next erase or purge and at the next start (check free disk space)",
                 ) from exc
             self._drop_marker()
+            self.last_rewrite = phases
+            log.info("erasure rewrite: %s", ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in phases.items()))
             return ref
 
-    def _rewrite_projections(self) -> None:
+    @staticmethod
+    def _timed(
+        phases: dict[str, float], name: str, run: Callable[[Callable[[], None]], None], fn: Callable[[], None]
+    ) -> None:
+        """``run(fn)``, adding how long ``fn`` itself ran (the pause others see, less the wait for a turn) to
+        ``phases[name]`` and keeping the longest in ``phases[name + " (longest)"]``."""
+
+        def timed() -> None:
+            t = time.perf_counter()
+            try:
+                fn()
+            finally:
+                took = time.perf_counter() - t
+                phases[name] = phases.get(name, 0.0) + took
+                longest = f"{name} (longest)"
+                phases[longest] = max(phases.get(longest, 0.0), took)
+
+        run(timed)
+
+    def _rewrite_projections(self, phases: dict[str, float]) -> None:
         """Rebuild every projection from the canonical rows beside live traffic, then switch them in.
 
         Rewritten from the rows, not compacted: Lance's compaction keeps a fragment with few deleted rows (and
         the IVF index its copy of their vectors), and Tantivy keeps a deleted document until a merge it decides
         on its own. The rows are read after the change sequence they start from, so re-applying the changes
         past it (idempotent, from the current canonical rows) can only bring the new files up to date."""
+        t = time.perf_counter()
         with self.graph.read() as conn:
             start = self.graph.max_seq(conn)
             rows = list(self.graph.projection_rows(conn).values())
@@ -292,6 +322,7 @@ class _Erasure(_Consistency):
                 del rows
                 # Beside live traffic: what committed up to now (writes go on, so not "until none is left").
                 done = self._catch_up_staged(staged, start, self.reconciler.committed_seq)
+                phases["projections rebuilt"] = time.perf_counter() - t
 
                 def switch() -> None:
                     nonlocal switched
@@ -303,11 +334,16 @@ class _Erasure(_Consistency):
                     switched = True
                     self.reconciler.rebuilt()
 
-                self.reconciler.on_projector(switch)
+                self._timed(phases, "projector paused", self.reconciler.on_projector, switch)
             finally:
                 if not switched:
                     for new in staged:
                         new.discard()
+        # Here, not in the switch: recalls wait for the projector, and deleting a store's files takes a while.
+        t = time.perf_counter()
+        for new in staged:
+            new.drop_old()
+        phases["old files dropped"] = time.perf_counter() - t
 
     def _catch_up_staged(self, staged: Sequence[StagedProjection], after: int, upto: int) -> int:
         """Apply the changes past ``after`` up to ``upto`` to the staged projections; returns the last applied."""

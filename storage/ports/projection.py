@@ -38,7 +38,12 @@ class StagedProjection(Protocol):
         ...
 
     def switch(self) -> None:
-        """Make these files the live ones (waiting only for the searches under way) and delete the old ones."""
+        """Make these files the live ones, waiting only for the searches under way. Runs while recalls wait for
+        the projector: the old files are left for ``drop_old``."""
+        ...
+
+    def drop_old(self) -> None:
+        """After ``switch``, in any thread: delete the files it replaced (nothing searches them any more)."""
         ...
 
     def discard(self) -> None:

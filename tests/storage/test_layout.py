@@ -80,6 +80,9 @@ class StagedIds:
         self._owner._rows = self._rows
         self._owner._save()
 
+    def drop_old(self) -> None:
+        """The one file was rewritten in place."""
+
     def discard(self) -> None:
         """Nothing was written."""
 

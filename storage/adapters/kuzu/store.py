@@ -41,8 +41,8 @@ from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
 from storage.ports.canonical import Session
 
 # Journaled statements left for the final pause of a rewrite; more are replayed beside live traffic first. About
-# 0.1 ms each: 500 keep the pause near 50 ms.
-REPLAY_IN_PAUSE = 500
+# 0.1 ms each: 100 keep the pause near 10 ms (the catch-up beside live traffic runs up to 32 rounds to get there).
+REPLAY_IN_PAUSE = 100
 Paused = Callable[[Callable[[], None]], None]
 
 
@@ -351,7 +351,7 @@ class GraphStore(_Exports, _Conversations):
         shutil.rmtree(self._dir / job.export, ignore_errors=True)
         _exec(job.conn, "CHECKPOINT")
         # Catch up with the writes that committed meanwhile, until what is left fits in a short pause.
-        for _ in range(8):
+        for _ in range(32):
             with self._journal_lock:
                 todo = (self._journal or [])[job.replayed :]
             if len(todo) <= REPLAY_IN_PAUSE:
