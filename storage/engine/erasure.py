@@ -27,6 +27,9 @@ from storage.ports.canonical import Session
 from storage.ports.projection import StagedProjection
 from storage.sync.reconciler import PROJECT_BATCH, Tx
 
+# Changes past the staged projections' catch-up that may be left for the switch, which recalls wait for.
+SWITCH_BACKLOG = 32
+
 
 class _Erasure(_Consistency):
     # Seconds per phase of the last rewrite after an erasure (the caller's wait, and the pauses others saw).
@@ -320,8 +323,14 @@ class _Erasure(_Consistency):
                 for projection in self.stores.projections:
                     staged.append(projection.build(rows))
                 del rows
-                # Beside live traffic: what committed up to now (writes go on, so not "until none is left").
-                done = self._catch_up_staged(staged, start, self.reconciler.committed_seq)
+                # Beside live traffic: what committed up to now, again while the build took long enough for many
+                # commits to follow, so the switch (recalls wait for it) applies only a few. Writes go on: a
+                # bounded number of rounds, not "until none is left".
+                done = start
+                for _ in range(16):
+                    done = self._catch_up_staged(staged, done, self.reconciler.committed_seq)
+                    if self.reconciler.committed_seq - done <= SWITCH_BACKLOG:
+                        break
                 phases["projections rebuilt"] = time.perf_counter() - t
 
                 def switch() -> None:

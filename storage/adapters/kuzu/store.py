@@ -358,6 +358,12 @@ class GraphStore(_Exports, _Conversations):
                 break
             _replay(job.conn, todo)
             job.replayed += len(todo)
+        # The new CURRENT, ready to be renamed over the old one in the final pause (a crash before the rename
+        # leaves it to ``_cleanup_stale_files``).
+        tmp = self._dir / "CURRENT.tmp"
+        tmp.write_text(job.name)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
 
     def _rewrite_finish(self, job: _Rewrite) -> None:
         """Writes paused: replay the rest of the journal, then switch CURRENT and the connections."""
@@ -366,10 +372,7 @@ class GraphStore(_Exports, _Conversations):
         with self._journal_lock:
             todo, self._journal = (self._journal or [])[job.replayed :], None
         _replay(job.conn, todo)
-        tmp = self._dir / "CURRENT.tmp"
-        tmp.write_text(job.name)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        tmp = self._dir / "CURRENT.tmp"  # written and synced by ``_rewrite_build``, before the pause
         with self._lock.exclusive():
             self._close_connections()
             try:
