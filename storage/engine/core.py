@@ -9,6 +9,7 @@ erasure), each class extending the previous one; ``storage.compose.Engine`` open
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Sequence
 from typing import Self
@@ -57,6 +58,38 @@ class EngineCore(_Conversations):
         if time.monotonic() - self._lexicon_at >= LEXICON_EVERY_S:
             self._reload_lexicon()
             self._lexicon_at = time.monotonic()
+        if any(c.op == "delete" and c.memory_id not in self._erased_here for c in changes):
+            self._rewrite_after_remote_erasure()
+
+    def _rewrite_after_remote_erasure(self) -> None:
+        """Another node erased memories this node's projections held: applying the delete left their bytes in
+        this node's Lance fragments and Tantivy segments, so the projections are rewritten too, in a thread
+        of their own (the rewrite's switch runs in the projector, which calls this). Owed from now on: the
+        marker makes a start after a crash finish it."""
+        (self.data_dir / VACUUM_MARKER).touch()
+        self._remote_erasure.set()
+        with self._tree_lock:
+            if self._remote_rewriter is None:
+                self._remote_rewriter = threading.Thread(
+                    target=self._remote_rewrites, name="mnemograph-remote-erasure", daemon=True
+                )
+                self._remote_rewriter.start()
+
+    def _remote_rewrites(self) -> None:
+        while True:
+            self._remote_erasure.wait()
+            if self._closed:
+                return
+            self._remote_erasure.clear()
+            try:
+                with self._erasure_lock:
+                    self._rewrite_projections({})
+                self._drop_marker()
+            except Exception:
+                log.exception(
+                    "could not rewrite this node's search indexes after another node's erasure; retried at "
+                    "the next erasure and at the next start"
+                )
 
     def close(self) -> None:
         """Drain queued writes, flush projections and release the directory. Idempotent."""
@@ -64,6 +97,9 @@ class EngineCore(_Conversations):
             return
         self._closed = True
         self._stop_consolidator()
+        if self._remote_rewriter is not None:
+            self._remote_erasure.set()  # it sees _closed and ends, after a rewrite under way
+            self._remote_rewriter.join()
         if self.enricher is not None:
             self.enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()

@@ -59,6 +59,7 @@ class _Erasure(_Consistency):
             self.graph.unlink_all(tx.conn, str(sid), shared)
             entities = self.graph.delete_scope(tx.conn, str(sid), only)
             self._sources_erased(tx, touched)
+            self._erased_here.update(only)  # before the commit: the projector may see the delete at once
             for mid in only:
                 tx.record("delete", mid)
             for mid in shared:
@@ -115,6 +116,7 @@ class _Erasure(_Consistency):
             contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
             entities = self.graph.delete_memories(tx.conn, family)
             self._sources_erased(tx, touched)
+            self._erased_here.update(family)  # before the commit: the projector may see the delete at once
             for gone in family:
                 tx.record("delete", gone)
             return family, entities
@@ -233,6 +235,8 @@ class _Erasure(_Consistency):
     def _erasure_ends(self) -> None:
         with self._owed_lock:
             self._owed -= 1
+            if not self._owed:  # every delete of this node's erasures was projected before its rewrite
+                self._erased_here.clear()
 
     def _drop_marker(self) -> None:
         """Remove the marker unless another erasure is in flight: its delete may have committed after this

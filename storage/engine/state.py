@@ -106,6 +106,10 @@ class _State:
         self._erasure_lock = threading.Lock()
         self._owed_lock = threading.Lock()
         self._owed = 0  # erasures in flight that have not had their own rewrite yet (storage.engine.erasure)
+        # Ids this node is erasing: their deletes, seen again in a shared log, need no second rewrite (core.py).
+        self._erased_here: set[str] = set()
+        self._remote_erasure = threading.Event()
+        self._remote_rewriter: threading.Thread | None = None
         self._parents: dict[ScopeId, ScopeId] = {}
         self._scopes: set[str] = set()
         self._holders: Callable[[], Mapping[str, frozenset[str]]] = dict

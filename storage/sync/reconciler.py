@@ -294,6 +294,44 @@ class Reconciler:
         exc = self._projector_error
         return None if exc is None else f"{type(exc).__name__}: {exc}"
 
+    def _pruned_past(self, conn: Session, low: int, changes: list[Change]) -> bool:
+        """A shared log only: whether changes past ``low`` that this node never applied were pruned (by another
+        node's erasure, which must prune the entries naming the erased ids). Replaying what is left would then
+        miss them: an erased memory would stay in this node's files, a write made just before would never be
+        found. A first change right after ``low``, or an empty log no newer than ``low``, means none were."""
+        if changes and changes[0].seq == low + 1:
+            return False
+        oldest = self._graph.oldest_change(conn)
+        if oldest is not None:
+            return oldest > low + 1
+        return self._graph.max_seq(conn) > low
+
+    def _rebuild_behind_gap(self, low: int) -> None:
+        """Rebuild this node's projections from the canonical rows (new files: nothing pruned stays in them)."""
+        with self._graph.read() as conn:
+            head = self._graph.max_seq(conn)
+            rows = list(self._graph.projection_rows(conn).values())
+        log.warning(
+            "changes %d..%d of the shared log were pruned before this node applied them (another node's "
+            "erasure); rebuilding this node's search indexes from the canonical store (%d memories)",
+            low + 1,
+            head,
+            len(rows),
+        )
+        for projection in self._projections:
+            projection.replace_all(rows)
+            projection.watermark.set(head)
+        if self.on_changes is not None:
+            try:
+                self.on_changes([])
+            except Exception:
+                log.warning("could not refresh the engine's caches after a rebuild", exc_info=True)
+        with self._cond:
+            self._projected = max(self._projected, head)
+            self._committed = max(self._committed, head)
+            self._projector_error = None
+            self._cond.notify_all()
+
     def _catch_up(self, *, replay: bool, until: int | None = None) -> None:
         """Apply every change past the projections' watermarks (or at least up to ``until``), in batches."""
         while until is None or self._projected < until:
@@ -301,8 +339,13 @@ class Reconciler:
             low = min(marks, default=self._seq)
             with self._graph.read() as conn:
                 changes = self._graph.changes_since(conn, low, limit=PROJECT_BATCH)
-                if not changes:
-                    break
+                gap = self._graph.shared and self._pruned_past(conn, low, changes)
+            if gap:
+                self._rebuild_behind_gap(low)
+                continue
+            if not changes:
+                break
+            with self._graph.read() as conn:
                 ids = list(dict.fromkeys(c.memory_id for c in changes))
                 rows = self._graph.projection_rows(conn, ids)
             upserts = [rows[i] for i in ids if i in rows]

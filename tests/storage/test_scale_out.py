@@ -165,3 +165,45 @@ def test_a_conversation_is_refused_on_a_shared_store_and_changes_nothing(
     assert a.verify().ok
     assert a.recall("Where did I move?", ["user:ana"]) == []
     assert a.consolidate() == 0
+
+
+def _left(directory: Path, patterns: dict[str, bytes]) -> set[str]:
+    """Which of ``patterns`` (name -> bytes) some file under ``directory`` still holds."""
+    return {what for what, b in patterns.items() if files_containing(directory, b)}
+
+
+def test_an_erasure_on_one_node_leaves_no_byte_in_another_nodes_indexes(
+    node: Callable[[str], Engine], tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    a, b = node("a"), node("b")
+    secret = canary("LOCKER")
+    text = f"Dee's locker code is {secret}."
+    keep = b.write("The ferns need water on Fridays.", ["user:dee"])
+    gone = b.write(text, ["user:dee"])
+    # a projects both into its own files (a recall there syncs with the shared log first).
+    assert {h.memory.id for h in a.recall("locker code ferns", ["user:dee"], k=5)} >= {gone.id, keep.id}
+    patterns = needles(embedder.embed([text])[0], gone.id)
+    assert _left(tmp_path / "a", patterns), "a never held the memory: the test would prove nothing"
+    b.erase(gone.id, confirm=gone.id)
+    assert [h.memory.id for h in a.recall("locker code ferns", ["user:dee"])] == [keep.id]
+    wait_for(lambda: not _left(tmp_path / "a", patterns), timeout=60, what="a's files rewritten")
+    assert not files_containing(tmp_path / "a", secret.encode())
+    assert a.verify().ok
+
+
+def test_a_node_rebuilds_its_indexes_when_changes_it_never_applied_were_pruned(
+    node: Callable[[str], Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from storage.sync import reconciler
+
+    monkeypatch.setattr(reconciler, "FOLLOW_S", 3600.0)  # a follows the log only when it recalls
+    a, b = node("a"), node("b")
+    a.write("Bo waters the ferns.", ["user:bo"])
+    a.recall("ferns", ["user:bo"])
+    late = b.write("Bo repots the cactus on Sundays.", ["user:bo"])
+    gone = b.write("Bo's spare key is under the blue pot.", ["user:bo"])
+    b.erase(gone.id, confirm=gone.id)  # prunes the shared log past both writes: a applied neither
+    ids = [h.memory.id for h in a.recall("When does Bo repot the cactus?", ["user:bo"])]
+    assert ids[:1] == [late.id]
+    assert gone.id not in ids
+    assert a.verify().ok

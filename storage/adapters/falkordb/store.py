@@ -206,10 +206,14 @@ class FalkorStore(_Conversations):
             directory = Path(str(server.config_get("dir")["dir"]))
             rdb = directory / str(server.config_get("dbfilename")["dbfilename"])
             if rdb.exists():  # an older snapshot would still hold the erased rows
-                last = int(server.lastsave().timestamp())
-                server.execute_command("BGSAVE")
+                # Counted, not timed: a save in the same second as the last one, or one the server only
+                # scheduled (a replica's sync or another rewrite under way), would pass a time check at once.
+                # A save already under way began before the deletion: ours is the one after it.
+                now = server.info("persistence")
+                target = int(now.get("rdb_saves", 0)) + 1 + bool(now.get("rdb_bgsave_in_progress"))
+                server.execute_command("BGSAVE", "SCHEDULE")
                 self._wait(server, lambda p: not p.get("rdb_bgsave_in_progress")
-                           and int(p.get("rdb_last_save_time", 0)) >= last)  # fmt: skip
+                           and int(p.get("rdb_saves", 0)) >= target)  # fmt: skip
             aof = directory / str(server.config_get("appenddirname")["appenddirname"])
             self._wait_history_gone(aof)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
