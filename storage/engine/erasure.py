@@ -292,20 +292,21 @@ class _Erasure(_Consistency):
 
     @staticmethod
     def _timed(
-        phases: dict[str, float], name: str, run: Callable[[Callable[[], None]], None], fn: Callable[[], None]
+        phases: dict[str, float],
+        name: str,
+        run: Callable[[Callable[[], None]], None],
+        fn: Callable[[], None],
     ) -> None:
-        """``run(fn)``, adding how long ``fn`` itself ran (the pause others see, less the wait for a turn) to
-        ``phases[name]`` and keeping the longest in ``phases[name + " (longest)"]``."""
+        """``run(fn)``, keeping how long ``fn`` itself ran (the pause others see, less the wait for a turn) as
+        ``phases["<name> <n>"]``, n counting the calls."""
 
         def timed() -> None:
             t = time.perf_counter()
             try:
                 fn()
             finally:
-                took = time.perf_counter() - t
-                phases[name] = phases.get(name, 0.0) + took
-                longest = f"{name} (longest)"
-                phases[longest] = max(phases.get(longest, 0.0), took)
+                n = 1 + sum(k.startswith(f"{name} ") for k in phases)
+                phases[f"{name} {n}"] = time.perf_counter() - t
 
         run(timed)
 
