@@ -215,6 +215,10 @@ def main() -> None:
     ]
     variants = [v for v in variants if v[0] in a.variants.split(",")]
     kids = []
+    if a.reuse:
+        missing = [name for name, _, _ in variants if not (tmp / name).is_dir()]
+        if missing:  # opening would create an empty store, and its empty recalls would pass for fast ones
+            raise SystemExit(f"--reuse {tmp} has no store for {', '.join(missing)}; drop it from --variants")
     for name, checkout, runtime in variants:
         c = Child(name, checkout, runtime, a.python)
         log(f"{name}: storage from {c.hello['storage']}, runtime {c.hello['runtime']}")

@@ -107,10 +107,12 @@ def child(path: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     eng.erase(secret, confirm=secret)
     windows["erase"] = (t0, time.perf_counter())
+    phases = {"erase": dict(getattr(eng, "last_rewrite", {}))}  # timed by the code since 9629adc
     time.sleep(3)
     t0 = time.perf_counter()
     eng.purge("run:purge-me", confirm="run:purge-me")
     windows["purge"] = (t0, time.perf_counter())
+    phases["purge"] = dict(getattr(eng, "last_rewrite", {}))
     stop.set()
     for t in threads:
         t.join()
@@ -120,7 +122,7 @@ def child(path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"code": str(Path(storage.__file__).parents[1])}
     first = min(w[0] for w in windows.values())
     for op, (a, b) in windows.items():
-        out[op] = {"seconds": b - a}
+        out[op] = {"seconds": b - a, "phases_ms": {k: v * 1000 for k, v in phases[op].items()}}
         for kind, samples in log.items():
             during = [d for s, d in samples if s < b and s + d > a]
             before = [d for s, d in samples if s + d < first]
@@ -179,6 +181,23 @@ def table(results: dict[int, dict[str, dict[str, Any]]]) -> str:
                     f"{wr['max_ms']:.0f} ({wr['p50_ms']:.0f}) | "
                     f"{rec['baseline_max_ms']:.0f} / {wr['baseline_max_ms']:.0f} |"
                 )
+    phase_lines = [
+        f"| {n:,} | {name} | {op} | "
+        + ", ".join(f"{k} {v:.0f}" for k, v in res[op]["phases_ms"].items())
+        + " |"
+        for n, variants in results.items()
+        for name, res in variants.items()
+        if "timeout" not in res
+        for op in ("erase", "purge")
+        if res[op].get("phases_ms")
+    ]
+    if phase_lines:
+        lines += [
+            "",
+            "| memories | variant | op | phases of the rewrite (ms) |",
+            "|---:|---|---|---|",
+            *phase_lines,
+        ]
     return "\n".join(lines)
 
 
