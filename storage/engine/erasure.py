@@ -28,7 +28,7 @@ from storage.ports.projection import StagedProjection
 from storage.sync.reconciler import PROJECT_BATCH, Tx
 
 # Changes past the staged projections' catch-up that may be left for the switch, which recalls wait for.
-SWITCH_BACKLOG = 32
+SWITCH_BACKLOG = 8
 
 
 class _Erasure(_Consistency):
