@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from storage import Engine
+from storage.domain.models import MessageIn
 
 
 def _peak_kib() -> int:
@@ -52,6 +53,11 @@ def main(data_dir: str, what: str) -> None:
         _step("many_names", lambda: engine.write(names[:32_000], ["user:ana"]))
         # ... and a recall whose query is one 4,000-character word (the longest query there is).
         _step("long_query", lambda: engine.recall(word[:4_000], ["user:ana"]))
+        # ... and one conversation_write of 40 messages of 32,000 characters (all embedded in the one call).
+        talk = [
+            MessageIn("user", f"Message {i}: " + _prose(f"note {i} on the slow red cat")) for i in range(40)
+        ]
+        _step("long_conversation", lambda: engine.write_conversation("c1", talk, ["user:ana"]))
     engine.close()
 
 

@@ -17,6 +17,9 @@ from storage.language.extraction import FUZZY_MAX_CHARS, EntityLexicon, _after_s
 CHILD = Path(__file__).with_name("memory_child.py")
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET_KIB = 8 * 1024  # "a few MB" per hostile write beyond what ordinary prose of the same length costs
+# One conversation_write of 40 maximal messages (1.3 MB of text) beyond one such message: it held every message's
+# embedding activations at once (about 1.6 GB for 120 messages, attack8 F4), now one long message's at a time.
+CONVERSATION_BUDGET_KIB = 64 * 1024
 
 
 def _run(data: Path, what: str) -> dict[str, int]:
@@ -39,6 +42,10 @@ def test_a_hostile_write_grows_the_process_by_a_few_mb_now_and_at_every_start(tm
         assert over <= BUDGET_KIB, (
             f"{step} grew the peak resident memory {over:,} KiB more than prose: {grown}"
         )
+    over = grown["long_conversation"] - max(grown["prose"], 0)
+    assert over <= CONVERSATION_BUDGET_KIB, (
+        f"a long conversation_write grew the peak by {over:,} KiB: {grown}"
+    )
     _run(plain, "plain")
     # At start the entity lexicon is rebuilt from the store: the hostile store may cost only a few MB more.
     at_start, plain_start = _run(hostile, "open")["open"], _run(plain, "open")["open"]
