@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """Alias oracle: an alias known only from another team's memory resolves, in the attacker's recall, to an entity
 the attacker's own memories mention, revealing which of its candidate names the foreign alias stands for."""
 
@@ -14,7 +15,11 @@ async def main() -> None:
     async with fresh_store() as store:
         vic = token(store, "victim", "team:secret=w")
         att = token(store, "attacker", "team:att=w")
-        async with http_server(store, auth=True) as srv, as_token(srv.url, vic) as v, as_token(srv.url, att) as a:
+        async with (
+            http_server(store, auth=True) as srv,
+            as_token(srv.url, vic) as v,
+            as_token(srv.url, att) as a,
+        ):
             ok, r = await call(
                 v,
                 "memory_write",
@@ -28,7 +33,9 @@ async def main() -> None:
             candidates = ["Operation Falcon", "Operation Nightjar", "Operation Heron", "Operation Osprey"]
             ids = {}
             for name in candidates:
-                ok, w = await call(a, "memory_write", {"content": f"{name} is on our watch list.", "scopes": ["team:att"]})
+                ok, w = await call(
+                    a, "memory_write", {"content": f"{name} is on our watch list.", "scopes": ["team:att"]}
+                )
                 ids[w["id"]] = name
                 ok, mr = await call(a, "memory_read", {"id": w["id"]})
                 log("attacker's own read", name, json.dumps(mr["memory"]["entities"]))

@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """A long amend chain of large, near-identical versions: owner RSS and time per amend, then memory_read."""
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ OP = sys.argv[3] if len(sys.argv) > 3 else "memory_read"
 async def main() -> None:
     async with fresh_store() as store:
         t = token(store, "t", "team:r=admin")
-        async with http_server(store, auth=True, env={"MNEMOGRAPH_DIGESTS": "off"}) as srv, as_token(srv.url, t) as c:
-            ok, w = await call(c, "memory_write", {"content": "Version 0 " + "x" * SIZE, "scopes": ["team:r"]})
+        async with (
+            http_server(store, auth=True, env={"MNEMOGRAPH_DIGESTS": "off"}) as srv,
+            as_token(srv.url, t) as c,
+        ):
+            ok, w = await call(
+                c, "memory_write", {"content": "Version 0 " + "x" * SIZE, "scopes": ["team:r"]}
+            )
             pid = store.owner_pid()
             assert pid
             mid = w["id"]
@@ -38,7 +44,9 @@ async def main() -> None:
             except Exception as e:  # the owner died under us
                 log(f"{OP}: {time.perf_counter() - t0:.2f}s FAILED {type(e).__name__}: {e}")
                 return
-            log(f"{OP}: {time.perf_counter() - t0:.2f}s ok={ok} {str(r)[:200]} rss {rss(pid):.0f} hwm {hwm(pid):.0f}")
+            log(
+                f"{OP}: {time.perf_counter() - t0:.2f}s ok={ok} {str(r)[:200]} rss {rss(pid):.0f} hwm {hwm(pid):.0f}"
+            )
 
 
 if __name__ == "__main__":

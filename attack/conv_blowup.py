@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """conversation_write of messages full of would-be names: owner RSS and time per call, growing message counts.
 A watchdog SIGKILLs the owner past 4 GiB so the shared machine survives."""
 
@@ -6,7 +7,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import string
 import sys
 import threading
 import time
@@ -33,7 +33,10 @@ async def main() -> None:
     rnd = random.Random(8)
     async with fresh_store() as store:
         t = token(store, "t", "team:r=admin")
-        async with http_server(store, auth=True, env={"MNEMOGRAPH_DIGESTS": "off"}) as srv, as_token(srv.url, t) as c:
+        async with (
+            http_server(store, auth=True, env={"MNEMOGRAPH_DIGESTS": "off"}) as srv,
+            as_token(srv.url, t) as c,
+        ):
             await call(c, "memory_write", {"content": "warm up", "scopes": ["team:r"]})
             pid = store.owner_pid()
             assert pid
@@ -53,12 +56,25 @@ async def main() -> None:
             log(f"{KIND}: start rss {rss(pid):.0f}")
             t0 = time.perf_counter()
             ok, r = await call(c, "memory_write", {"content": text(32000, rnd), "scopes": ["team:r"]})
-            log(f"memory_write 1x32000 {KIND}: {time.perf_counter() - t0:.1f}s rss {rss(pid):.0f} hwm {hwm(pid):.0f} ok={ok}")
+            log(
+                f"memory_write 1x32000 {KIND}: {time.perf_counter() - t0:.1f}s rss {rss(pid):.0f} hwm {hwm(pid):.0f} ok={ok}"
+            )
             for n in COUNTS:
-                msgs = [{"role": "user", "content": text(32000, rnd), "time": f"2024-05-01T10:{i // 60:02d}:{i % 60:02d}Z"} for i in range(n)]
+                msgs = [
+                    {
+                        "role": "user",
+                        "content": text(32000, rnd),
+                        "time": f"2024-05-01T10:{i // 60:02d}:{i % 60:02d}Z",
+                    }
+                    for i in range(n)
+                ]
                 t0 = time.perf_counter()
-                ok, r = await call(c, "conversation_write", {"conversation": f"c{n}", "scopes": ["team:r"], "messages": msgs})
-                log(f"conversation_write {n}x32000 {KIND}: {time.perf_counter() - t0:.1f}s rss {rss(pid):.0f} hwm {hwm(pid):.0f} ok={ok}")
+                ok, _r = await call(
+                    c, "conversation_write", {"conversation": f"c{n}", "scopes": ["team:r"], "messages": msgs}
+                )
+                log(
+                    f"conversation_write {n}x32000 {KIND}: {time.perf_counter() - t0:.1f}s rss {rss(pid):.0f} hwm {hwm(pid):.0f} ok={ok}"
+                )
 
 
 if __name__ == "__main__":

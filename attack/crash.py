@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """SIGKILL of the owner mid-write, mid-erase and mid-purge; then restart: acknowledged writes present, erased
 data absent (bytes), store opens and verifies."""
 
@@ -19,13 +20,25 @@ async def main() -> None:
             async with as_token(srv.url, t) as c:
                 await call(c, "memory_write", {"content": "warm", "scopes": ["team:c"]})
                 for i in range(40):
-                    await call(c, "memory_write", {"content": f"Purge me {i}: Zebulon-{i} hid the map.", "scopes": ["team:p"]})
-                ok, victim = await call(c, "memory_write", {"content": "Erase me: Quillon Vantablack owes 7733 dollars.", "scopes": ["team:c"]})
+                    await call(
+                        c,
+                        "memory_write",
+                        {"content": f"Purge me {i}: Zebulon-{i} hid the map.", "scopes": ["team:p"]},
+                    )
+                ok, victim = await call(
+                    c,
+                    "memory_write",
+                    {"content": "Erase me: Quillon Vantablack owes 7733 dollars.", "scopes": ["team:c"]},
+                )
 
                 async def writer() -> None:
                     for i in range(200):
                         try:
-                            ok, r = await call(c, "memory_write", {"content": f"Acked write {i} about kites.", "scopes": ["team:c"]})
+                            ok, r = await call(
+                                c,
+                                "memory_write",
+                                {"content": f"Acked write {i} about kites.", "scopes": ["team:c"]},
+                            )
                             if ok:
                                 acked.append(r["id"])
                         except Exception as e:  # outcome unknown: not acknowledged
@@ -43,8 +56,12 @@ async def main() -> None:
                     tg.start_soon(writer)
                     tg.start_soon(killer)
             # mid-erase and mid-purge kills
-            for op, args in (("erase", {"id": victim["id"], "confirm": victim["id"]}), ("purge", {"scope": "team:p", "confirm": "team:p"})):
+            for op, args in (
+                ("erase", {"id": victim["id"], "confirm": victim["id"]}),
+                ("purge", {"scope": "team:p", "confirm": "team:p"}),
+            ):
                 async with as_token(srv.url, t) as c:
+
                     async def do() -> None:
                         try:
                             log(op, await call(c, op, args))
@@ -70,14 +87,18 @@ async def main() -> None:
                 log("acked", len(acked), "missing after kills", len(missing))
                 ok, r = await call(c, "memory_read", {"id": victim["id"]})
                 log("victim after erase+kill", ok, str(r)[:150])
-                ok, r = await call(c, "recall", {"query": "Zebulon map", "scopes": ["team:c"], "descendants": True})
+                ok, r = await call(
+                    c, "recall", {"query": "Zebulon map", "scopes": ["team:c"], "descendants": True}
+                )
                 log("purge scope recall", ok, str(r)[:200])
                 ok, r = await call(c, "list_scopes", {})
                 log("scopes", r)
         store.stop_owner()
         v = cli(store, "verify", check=False)
         log("verify", v.returncode, v.stdout.strip()[-300:])
-        hits = scan(store.data_dir, {"victim": b"Quillon", "victim-id": victim["id"].encode(), "purged": b"Zebulon"})
+        hits = scan(
+            store.data_dir, {"victim": b"Quillon", "victim-id": victim["id"].encode(), "purged": b"Zebulon"}
+        )
         log("byte hits after restart:", hits)
 
 

@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """Erasure byte scan: erase a chain, erase a conversation message (digest source), purge a scope; then scan every
 byte under the data dir (and backups taken before/after) for content, vectors, ids, aliases, types, hashes."""
 
@@ -7,7 +8,6 @@ import hashlib
 import json
 import struct
 import sys
-from pathlib import Path
 
 import anyio
 
@@ -41,19 +41,29 @@ async def main() -> None:
         env = {"MNEMOGRAPH_DIGEST_QUIET": "1"}
         async with http_server(store, auth=True, env=env) as srv, as_token(srv.url, adm) as c:
             for i in range(30):
-                await call(c, "memory_write", {"content": f"Filler memory number {i} about gardens.", "scopes": ["team:k"]})
+                await call(
+                    c,
+                    "memory_write",
+                    {"content": f"Filler memory number {i} about gardens.", "scopes": ["team:k"]},
+                )
             ok, m1 = await call(
                 c,
                 "memory_write",
                 {
                     "content": "Xantippe Quorlax keeps the spare key under the blue flowerpot.",
                     "scopes": ["team:e"],
-                    "entities": [{"name": "Xantippe Quorlax", "type": "zzsecrettype", "aliases": ["Xqalias"]}],
+                    "entities": [
+                        {"name": "Xantippe Quorlax", "type": "zzsecrettype", "aliases": ["Xqalias"]}
+                    ],
                     "metadata": {"tag": "zzmetavalue"},
                 },
             )
             assert ok, m1
-            ok, m2 = await call(c, "amend", {"id": m1["id"], "content": "Xantippe Quorlax moved the spare key to the mailbox."})
+            ok, m2 = await call(
+                c,
+                "amend",
+                {"id": m1["id"], "content": "Xantippe Quorlax moved the spare key to the mailbox."},
+            )
             assert ok, m2
             ok, conv = await call(
                 c,
@@ -62,8 +72,18 @@ async def main() -> None:
                     "conversation": "zzconv-erase",
                     "scopes": ["team:e"],
                     "messages": [
-                        {"role": "user", "content": "My bank PIN is 90210 and I bank at Plovdiv Credit.", "time": "2024-05-01T10:00:00Z", "speaker": "Ana", "id": "zzmsgid1"},
-                        {"role": "assistant", "content": "I will remember you bank at Plovdiv Credit.", "time": "2024-05-01T10:01:00Z"},
+                        {
+                            "role": "user",
+                            "content": "My bank PIN is 90210 and I bank at Plovdiv Credit.",
+                            "time": "2024-05-01T10:00:00Z",
+                            "speaker": "Ana",
+                            "id": "zzmsgid1",
+                        },
+                        {
+                            "role": "assistant",
+                            "content": "I will remember you bank at Plovdiv Credit.",
+                            "time": "2024-05-01T10:01:00Z",
+                        },
                     ],
                 },
             )
@@ -75,18 +95,32 @@ async def main() -> None:
                     "conversation": "zzconv-whole",
                     "scopes": ["team:e"],
                     "messages": [
-                        {"role": "user", "content": "Grunthos the Flatulent recited poetry on Tuesday.", "time": "2024-06-01T10:00:00Z", "id": "zzmsgid2"},
+                        {
+                            "role": "user",
+                            "content": "Grunthos the Flatulent recited poetry on Tuesday.",
+                            "time": "2024-06-01T10:00:00Z",
+                            "id": "zzmsgid2",
+                        },
                     ],
                 },
             )
-            ok, p1 = await call(c, "memory_write", {"content": "Purgeable secret: the llama is named Ozymandias-77.", "scopes": ["team:p"]})
+            ok, p1 = await call(
+                c,
+                "memory_write",
+                {"content": "Purgeable secret: the llama is named Ozymandias-77.", "scopes": ["team:p"]},
+            )
             await anyio.sleep(6)  # digests
-            ok, r = await call(c, "recall", {"query": "Plovdiv Credit PIN", "kinds": ["summary"], "scopes": ["team:e"]})
+            ok, r = await call(
+                c, "recall", {"query": "Plovdiv Credit PIN", "kinds": ["summary"], "scopes": ["team:e"]}
+            )
             log("digest before", r)
             digest = r["results"][0] if r["results"] else None
             cli(store, "backup", str(store.data_dir.parent / "backup-before"))
             cli(store, "export", "--vectors", "-o", str(store.data_dir.parent / "export-before.jsonl"))
-            rows = [json.loads(line) for line in (store.data_dir.parent / "export-before.jsonl").read_text().splitlines()]
+            rows = [
+                json.loads(line)
+                for line in (store.data_dir.parent / "export-before.jsonl").read_text().splitlines()
+            ]
             vecs = {}
             for row in rows:
                 if isinstance(row, dict):
@@ -135,7 +169,9 @@ async def main() -> None:
             ok, e4 = await call(c, "purge", {"scope": "team:p", "confirm": "team:p"})
             log("purge", ok, e4)
             await anyio.sleep(6)
-            ok, r = await call(c, "recall", {"query": "Plovdiv Credit", "scopes": ["team:e"], "explain": True})
+            ok, r = await call(
+                c, "recall", {"query": "Plovdiv Credit", "scopes": ["team:e"], "explain": True}
+            )
             log("after recall", json.dumps(r)[:1500])
             for res in r["results"]:
                 ok, mm = await call(c, "memory_read", {"id": res["id"]})

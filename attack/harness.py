@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """Attack harness (session 8): a fresh store, tokens from the CLI, an HTTP server, SDK clients.
 
 Run scripts from the worktree root: ``PYTHONPATH=. .venv/bin/python attack/<script>.py``.
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.conftest import MNEMOGRAPH, Store, _store, http_server
 
-__all__ = ["MNEMOGRAPH", "Store", "http_server", "fresh_store", "token", "as_token", "call", "scan"]
+__all__ = ["MNEMOGRAPH", "Store", "as_token", "call", "fresh_store", "http_server", "scan", "token"]
 
 
 @asynccontextmanager
@@ -32,10 +33,8 @@ async def fresh_store(base: str | None = None) -> AsyncIterator[Store]:
     try:
         yield store
     finally:
-        try:
+        with suppress(StopIteration):
             next(gen)
-        except StopIteration:
-            pass
 
 
 def cli(store: Store, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -1,3 +1,4 @@
+# ruff: noqa  (attack harness scripts: throwaway probes, not product code)
 """Cross-scope oracles: a token reading team:att/team:shared probes what the victim keeps in team:secret."""
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ async def main() -> None:
         att = token(store, "attacker", "team:att=admin", "team:shared=w")
         both = token(store, "bridge", "team:secret=admin", "team:shared=admin")
         env = {"MNEMOGRAPH_DIGEST_QUIET": "1"}
-        async with http_server(store, auth=True, env=env) as srv, as_token(srv.url, vic) as v, as_token(
-            srv.url, att
-        ) as a, as_token(srv.url, both) as b:
+        async with (
+            http_server(store, auth=True, env=env) as srv,
+            as_token(srv.url, vic) as v,
+            as_token(srv.url, att) as a,
+            as_token(srv.url, both) as b,
+        ):
             S = ["team:secret"]
             ok, w1 = await call(v, "memory_write", {"content": "Ana Lima lives in Lisbon.", "scopes": S})
             log("w1", w1)
-            ok, w2 = await call(v, "memory_write", {"content": "Ana Lima works at Zorblax Bank.", "scopes": S})
+            ok, _w2 = await call(
+                v, "memory_write", {"content": "Ana Lima works at Zorblax Bank.", "scopes": S}
+            )
             ok, w3 = await call(
                 v,
                 "memory_write",
@@ -35,35 +41,59 @@ async def main() -> None:
                     "content": "Project Quetzal ships from Marrakesh.",
                     "scopes": S,
                     "entities": [{"name": "Project Quetzal", "type": "codename", "aliases": ["PQX"]}],
-                    "relations": [{"subject": "Project Quetzal", "predicate": "ships_from", "object": "Marrakesh"}],
+                    "relations": [
+                        {"subject": "Project Quetzal", "predicate": "ships_from", "object": "Marrakesh"}
+                    ],
                 },
             )
             log("w3", w3)
-            ok, w4 = await call(v, "memory_write", {"content": "The vault code is 4417, Vortigern knows it.", "scopes": S})
-            ok, am = await call(b, "amend", {"id": w4["id"], "content": "The vault code was rotated last week."})
+            ok, w4 = await call(
+                v, "memory_write", {"content": "The vault code is 4417, Vortigern knows it.", "scopes": S}
+            )
+            ok, am = await call(
+                b, "amend", {"id": w4["id"], "content": "The vault code was rotated last week."}
+            )
             log("amend", ok, am)
             ok, lk = await call(b, "link_memory", {"id": am["id"], "scope": "team:shared"})
             log("link", ok, lk)
 
             # attacker side
-            await call(a, "memory_write", {"content": "Ana Lima is my colleague and friend.", "scopes": ["team:att"]})
-            ok, r = await call(a, "memory_write", {"content": "Ana Lima moved to Porto.", "scopes": ["team:att"]})
+            await call(
+                a, "memory_write", {"content": "Ana Lima is my colleague and friend.", "scopes": ["team:att"]}
+            )
+            ok, r = await call(
+                a, "memory_write", {"content": "Ana Lima moved to Porto.", "scopes": ["team:att"]}
+            )
             leaks("receipt moved", r)
             ok, r = await call(a, "memory_write", {"content": "PQX is delayed.", "scopes": ["team:att"]})
             leaks("receipt alias PQX", r)
-            ok, r = await call(a, "memory_write", {"content": "Project Quetzal is delayed again.", "scopes": ["team:att"]})
+            ok, r = await call(
+                a, "memory_write", {"content": "Project Quetzal is delayed again.", "scopes": ["team:att"]}
+            )
             leaks("receipt name", r)
-            for q in ("where does Ana Lima live", "where does Ana Lima work", "Project Quetzal ships from", "PQX"):
+            for q in (
+                "where does Ana Lima live",
+                "where does Ana Lima work",
+                "Project Quetzal ships from",
+                "PQX",
+            ):
                 ok, r = await call(a, "recall", {"query": q, "explain": True, "k": 20})
                 leaks(f"recall {q}", r)
             ok, r = await call(
-                a, "recall", {"query": "vault code 4417 Vortigern", "scopes": ["team:shared"], "explain": True}
+                a,
+                "recall",
+                {"query": "vault code 4417 Vortigern", "scopes": ["team:shared"], "explain": True},
             )
             leaks("recall via", r)
             ok, r = await call(
                 a,
                 "recall",
-                {"query": "vault code 4417 Vortigern", "scopes": ["team:shared"], "explain": True, "include_history": True},
+                {
+                    "query": "vault code 4417 Vortigern",
+                    "scopes": ["team:shared"],
+                    "explain": True,
+                    "include_history": True,
+                },
             )
             leaks("recall via hist", r)
             ok, r = await call(a, "memory_read", {"id": am["id"]})
@@ -91,8 +121,17 @@ async def main() -> None:
                     "conversation": "conv-1",
                     "scopes": S,
                     "messages": [
-                        {"role": "user", "content": "I love pineapple pizza from Marrakesh.", "time": "2024-05-01T10:00:00Z", "speaker": "Ana Lima"},
-                        {"role": "assistant", "content": "Noted: pineapple pizza.", "time": "2024-05-01T10:01:00Z"},
+                        {
+                            "role": "user",
+                            "content": "I love pineapple pizza from Marrakesh.",
+                            "time": "2024-05-01T10:00:00Z",
+                            "speaker": "Ana Lima",
+                        },
+                        {
+                            "role": "assistant",
+                            "content": "Noted: pineapple pizza.",
+                            "time": "2024-05-01T10:01:00Z",
+                        },
                     ],
                 },
             )
@@ -103,7 +142,9 @@ async def main() -> None:
                 {
                     "conversation": "conv-1",
                     "scopes": ["team:att"],
-                    "messages": [{"role": "user", "content": "What pizza do I like?", "time": "2024-05-02T10:00:00Z"}],
+                    "messages": [
+                        {"role": "user", "content": "What pizza do I like?", "time": "2024-05-02T10:00:00Z"}
+                    ],
                 },
             )
             leaks("att conv", r)
