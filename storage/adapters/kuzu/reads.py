@@ -243,6 +243,18 @@ class _Reads:
         )
         return [r[0] for r in rows]
 
+    def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = _rows(
+            conn,
+            # Entity first, then WITH, as in ``mentioning``: only the entity's mentions are read.
+            "MATCH (e:Entity {id: $e})<-[r:MENTIONS]-(m:Memory) WITH r, m "
+            "WHERE r.aliases IS NOT NULL AND size(r.aliases) > 0 "
+            "AND size(list_distinct(list_concat(m.scopes, $ss))) < size(m.scopes) + size($ss) "
+            "RETURN r.aliases",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {a for (aliases,) in rows for a in aliases or ()}
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
