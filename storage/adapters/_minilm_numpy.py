@@ -25,6 +25,7 @@ F32 = npt.NDArray[np.float32]
 
 _LAYERS, _HEADS, _HIDDEN = 6, 12, 384
 _MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model, not the tokenizer file's 128
+_BATCH_TOKENS = 1024  # padded tokens per forward pass (a batch's first text is its longest)
 _LN_EPS = np.float32(1e-12)
 _DTYPES = {"F32": np.float32, "I64": np.int64}
 
@@ -100,9 +101,15 @@ class NumpyMiniLM:
         # Longest first, as sentence-transformers does, so each batch pads little.
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out = np.empty((len(ids), _HIDDEN), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
+        start = 0
+        while start < len(order):
+            # At most batch_size texts and _BATCH_TOKENS padded tokens a batch: the attention scores of a batch
+            # take texts x 12 heads x length^2 floats, so 64 texts of 256 tokens took about 1 GB at once (one
+            # conversation_write of long messages; attack8 F4); 1,024 tokens keep a batch near 100 MB.
+            fit = max(1, min(batch_size, _BATCH_TOKENS // max(1, len(ids[order[start]]))))
+            chunk = order[start : start + fit]
             out[chunk] = self._forward([ids[i] for i in chunk])
+            start += fit
         return out
 
     def _forward(self, batch: list[list[int]]) -> F32:
