@@ -138,7 +138,11 @@ def merge(file: ClientFile, name: str, entry: dict[str, Any]) -> Merge:
 
 def write(result: Merge) -> Path | None:
     """Write a changed file atomically (same mode as before, 0600 when new); returns the backup made of the
-    old file, if there was one."""
+    old file, if there was one.
+
+    A file that will hold a bearer token loses its group and other permissions (clients create theirs 0644,
+    and any local account could then use the token over the loopback port), and backups are always 0600:
+    the old file may hold an earlier token that is still live."""
     path = result.file.path
     backup = None
     mode = 0o600
@@ -149,7 +153,14 @@ def write(result: Merge) -> Path | None:
         while backup.exists():
             n += 1
             backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}.bak")
-        shutil.copy2(path, backup)
+        # Created private, then filled: the copy is never readable by others, not even for a moment.
+        fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(fd, "wb") as copy, path.open("rb") as old:
+            shutil.copyfileobj(old, copy)
+        shutil.copystat(path, backup)
+        os.chmod(backup, 0o600)
+    if _BEARER.search(result.text):
+        mode &= 0o700
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.mnemograph-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -161,6 +172,9 @@ def write(result: Merge) -> Path | None:
     tmp.replace(path)
     return backup
 
+
+# An Authorization header carrying a bearer token, in any entry of the file.
+_BEARER = re.compile(r"Bearer\s+\S", re.IGNORECASE)
 
 _JSONC_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)
 

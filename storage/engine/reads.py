@@ -198,6 +198,7 @@ class _Reads(_Access):
             token_budget=budget,
             known_at=v.when(known_at, "known_at"),
             cut_chars=cut_chars,
+            restricted=not principal.unrestricted,
         )
         # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
         if not self.graph.shared:

@@ -211,12 +211,20 @@ class _Writes(_Scopes):
         tree = self._tree()
         scopes = [str(s) for s in readable(principal.grants or (), tree)]
         hidden = set()
+        said = f" {_norm(text)} "
         with self.graph.read() as conn:
             for e in suspects:
-                if not scopes or not self.graph.mentioning(
-                    conn, entity_key(e.name), scopes=scopes, live_only=False, limit=1
-                ):
+                if not scopes:
                     hidden.add(e.name)
+                elif f" {_norm(e.name)} " in said:  # another capitalisation: a readable memory must name it
+                    if not self.graph.mentioning(
+                        conn, entity_key(e.name), scopes=scopes, live_only=False, limit=1
+                    ):
+                        hidden.add(e.name)
+                else:  # matched by an alias: one that a memory in a readable scope gave, and the text holds
+                    aliases = self.graph.aliases_given(conn, entity_key(e.name), scopes=scopes)
+                    if not any(f" {_norm(a)} " in said for a in aliases):
+                        hidden.add(e.name)
         return [e for e in found if e.name not in hidden]
 
     def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:

@@ -160,6 +160,7 @@ class EntityMatch:
     name: str
     how: Literal["exact", "alias", "token", "fuzzy"]
     text: str
+    key: str = ""  # the lexicon key that matched: the name's own, or one of its aliases (normalised)
 
 
 _HOW_ORDER = {"exact": 0, "alias": 1, "token": 2, "fuzzy": 3}
@@ -275,7 +276,7 @@ class EntityLexicon:
                     name = self._names.get(key)
                     if name is not None:
                         how: Literal["exact", "alias"] = "exact" if key == _norm(name) else "alias"
-                        found.setdefault(name, EntityMatch(name, how, key))
+                        found.setdefault(name, EntityMatch(name, how, key, key))
                         break
         return list(found.values())
 
@@ -321,7 +322,7 @@ class EntityLexicon:
                     continue
                 typo = any(k not in query for k in key_words)
                 said = " ".join(near.get(k, k) for k in key_words)
-                found[name] = EntityMatch(name, "fuzzy" if typo else "token", said)
+                found[name] = EntityMatch(name, "fuzzy" if typo else "token", said, key)
         ranked = sorted(found.values(), key=lambda m: (_HOW_ORDER[m.how], -len(m.text), m.name))
         return ranked[:limit]
 
@@ -355,6 +356,11 @@ def _one_edit(a: str, b: str) -> bool:
     short, long_ = (a, b) if len(a) < len(b) else (b, a)
     i = next((i for i in range(len(short)) if short[i] != long_[i]), len(short))
     return short[i:] == long_[i + 1 :]
+
+
+def name_key(name: str) -> str:
+    """The lexicon's key for a name or alias (case-folded words, edge punctuation stripped)."""
+    return _norm(name)
 
 
 def _norm(name: str) -> str:

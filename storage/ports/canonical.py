@@ -141,6 +141,11 @@ class CanonicalReads(Protocol):
         Its cost must grow with the entity's mentions, not with the store."""
         ...
 
+    def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        """The aliases that memories in any of ``scopes`` gave the entity (by id), as each memory's MENTIONS
+        edge records them: an alias learnt only from other scopes must not resolve for a reader of these."""
+        ...
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:

@@ -31,6 +31,8 @@ class Query:
     token_budget: int | None = None
     known_at: datetime | None = None  # transaction time: what the store believed at this instant
     cut_chars: int | None = None  # the caller shows at most this many characters of each result
+    # A principal with grants: names and aliases resolve only from what its scopes hold (the graph lane).
+    restricted: bool = False
     # The query's embedding, once the vector lane has prepared it.
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 

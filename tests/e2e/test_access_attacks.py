@@ -250,3 +250,54 @@ async def test_guessed_words_lead_to_no_other_version_and_erase_names_no_foreign
         assert "team:b" not in text
         # B, who may read both versions, still sees the link.
         assert (await call(cb, "memory_read", {"id": new["id"]}))["memory"]["supersedes"] == old["id"]
+
+
+async def test_an_alias_given_in_another_teams_scope_resolves_nothing_for_a_token(store: Store) -> None:
+    """attack8 F1: recall's entity lookup used every scope's aliases, so a token could learn which of its own
+    candidate names another team's alias stands for (its memory came back through the graph lane); a write
+    naming the alias learnt the name too, once a readable memory mentioned it."""
+    victim = await make_token(store, "victim", "team:secret=w")
+    attacker = await make_token(store, "attacker", "team:att=w")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, victim) as vi,
+        as_token(server.url, attacker) as at,
+    ):
+        secret = await call(
+            vi,
+            "memory_write",
+            {
+                "content": "Operation Nightjar launches in March.",
+                "scopes": ["team:secret"],
+                "entities": [{"name": "Operation Nightjar", "type": "codename", "aliases": ["ONJ7"]}],
+            },
+        )
+        ids = {}
+        for name in ("Operation Falcon", "Operation Nightjar", "Operation Heron"):
+            written = await call(
+                at, "memory_write", {"content": f"{name} is on our watch list.", "scopes": ["team:att"]}
+            )
+            ids[written["id"]] = name
+        found = await call(at, "recall", {"query": "ONJ7 launch date", "explain": True, "k": 10})
+        graph = [
+            ids.get(hit["id"], hit["id"]) for hit in found["results"] if "graph" in hit["explain"]["lanes"]
+        ]
+        assert graph == []
+        receipt = await call(at, "memory_write", {"content": "ONJ7 slipped a week.", "scopes": ["team:att"]})
+        assert "Operation Nightjar" not in receipt["entities"]
+
+        # The alias still works where it was given: for the victim, and for the attacker once its own scope
+        # gives the same alias.
+        own = await call(vi, "recall", {"query": "ONJ7", "explain": True})
+        assert [h["id"] for h in own["results"] if "graph" in h["explain"]["lanes"]] == [secret["id"]]
+        await call(
+            at,
+            "memory_write",
+            {
+                "content": "Operation Heron is our code name for the audit.",
+                "scopes": ["team:att"],
+                "entities": [{"name": "Operation Heron", "aliases": ["OH3"]}],
+            },
+        )
+        mine = await call(at, "recall", {"query": "OH3", "explain": True, "k": 10})
+        assert any("graph" in h["explain"]["lanes"] for h in mine["results"])

@@ -273,3 +273,41 @@ async def test_setup_refuses_a_broken_file_and_changes_nothing(store: Store, tmp
     assert "fix or move it" in err
     assert home.cursor.read_text() == '{"mcpServers": {"a": '
     assert not _backups(home.cursor)
+
+
+async def test_a_client_file_that_receives_a_token_is_private_and_so_are_its_backups(
+    store: Store, tmp_path: Path
+) -> None:
+    """attack8 F2: clients create their files 0644; `setup http --for` wrote a live token into such a file and
+    kept it (and its backups) readable by every local account, who could then use it on the loopback port."""
+    home = Home(tmp_path / "home", store)
+    home.seed()
+    for path in (home.claude, home.cursor, home.vscode):
+        path.chmod(0o644)
+    for client, path in (("claude-code", home.claude), ("cursor", home.cursor), ("vscode", home.vscode)):
+        for name in (
+            "first",
+            "second",
+        ):  # the second run backs up a file holding the first, still live, token
+            status, _, err = await home.run(
+                "setup",
+                "http",
+                "--for",
+                client,
+                "--grant",
+                f"team:{name}=r",
+                "--token-name",
+                f"{client}-{name}",
+            )
+            assert status == 0, err
+        assert "Bearer mg_" in path.read_text()
+        assert path.stat().st_mode & 0o777 == 0o600, path
+        backups = _backups(path)
+        assert len(backups) == 2
+        assert any("Bearer mg_" in b.read_text() for b in backups)
+        assert {b.stat().st_mode & 0o777 for b in backups} == {0o600}, backups
+    # A file that holds no token keeps its mode: a stdio entry carries no secret.
+    home.desktop.chmod(0o644)
+    status, _, err = await home.run("setup", "claude-desktop")
+    assert status == 0, err
+    assert home.desktop.stat().st_mode & 0o777 == 0o644

@@ -138,6 +138,14 @@ class _Reads:
         )
         return [r[0] for r in rows]
 
+    def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = session(conn).rows(
+            f"MATCH (e:Entity {{id: $e}})<-[r:MENTIONS]-(m:Memory) WHERE {_SHARES} "
+            "AND r.aliases IS NOT NULL AND size(r.aliases) > 0 RETURN r.aliases",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {a for (aliases,) in rows for a in aliases or ()}
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:

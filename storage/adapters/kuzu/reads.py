@@ -153,7 +153,12 @@ class _Reads:
         """Ids of every version connected to memory_id by SUPERSEDES, oldest first."""
         rows = _rows(
             conn,
-            "MATCH (a:Memory {id: $id})-[:SUPERSEDES*1..30]-(b:Memory) RETURN DISTINCT b.id, b.recorded_at",
+            # SHORTEST: one breadth-first search, one path per version. Kùzu's default semantic for a variable
+            # length pattern is WALK, and undirected walks go back and forth along the chain: their number grows
+            # exponentially with its length before DISTINCT (six versions took over 4 GB and minutes).
+            # The start is added back (the walk used to reach it through a neighbour), as FalkorDB's adapter does.
+            "MATCH (a:Memory {id: $id})-[:SUPERSEDES* SHORTEST 1..30]-(b:Memory) WITH a, collect(DISTINCT b) AS bs "
+            "UNWIND list_concat(bs, [a]) AS x RETURN DISTINCT x.id, x.recorded_at ORDER BY x.recorded_at, x.id",
             {"id": memory_id},
         )
         return [r[0] for r in rows]
@@ -237,6 +242,18 @@ class _Reads:
             params,
         )
         return [r[0] for r in rows]
+
+    def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = _rows(
+            conn,
+            # Entity first, then WITH, as in ``mentioning``: only the entity's mentions are read.
+            "MATCH (e:Entity {id: $e})<-[r:MENTIONS]-(m:Memory) WITH r, m "
+            "WHERE r.aliases IS NOT NULL AND size(r.aliases) > 0 "
+            "AND size(list_distinct(list_concat(m.scopes, $ss))) < size(m.scopes) + size($ss) "
+            "RETURN r.aliases",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {a for (aliases,) in rows for a in aliases or ()}
 
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime

@@ -24,7 +24,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from storage.domain.records import Relation, entity_key
-from storage.language.extraction import EntityLexicon
+from storage.language.extraction import EntityLexicon, EntityMatch, name_key
 from storage.ports.canonical import CanonicalStore, Session
 from storage.recall.query import Found, Query, visible
 from storage.recall.recipes import GraphRule, Recipe
@@ -73,7 +73,21 @@ class GraphLane:
         # Taken before the store is read: a commit after it makes what this recall keeps stale at once.
         stamp = (self.lexicon.version, self.head()) if self.head is not None else None
         with self.graph.read() as conn:
+            if q.restricted:
+                matches = [m for m in matches if self._alias_known(conn, m, q.scopes)]
+                if not matches:
+                    return Found([])
             return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches}, stamp)
+
+    def _alias_known(self, conn: Session, m: EntityMatch, scopes: tuple[str, ...]) -> bool:
+        """Whether a match may stand for a principal with grants: by the entity's own name, or by an alias a
+        memory in its scopes gave. The lexicon holds every scope's aliases; resolving one learnt only from
+        another team's memory would tell the caller which of its entities that alias stands for."""
+        if not m.key or m.key == name_key(m.name):
+            return True
+        return m.key in {
+            name_key(a) for a in self.graph.aliases_given(conn, entity_key(m.name), scopes=scopes)
+        }
 
     def _walk(
         self,

@@ -205,3 +205,22 @@ def test_reads_in_parallel_answer_as_reads_in_turn(
 def _known(canonical: CanonicalStore) -> list:
     with canonical.read() as s:
         return list(canonical.known_entities(s))
+
+
+def test_aliases_given_are_those_of_mentions_in_the_scopes_asked(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``aliases_given`` answers from the MENTIONS edges of memories in the given scopes only: an alias another
+    team gave an entity must not resolve for a reader of this team's scopes (attack8 F1)."""
+    _insert(canonical, embedder, "Nightjar launches in March.", ["team:secret"], 1,
+            (EntityIn("Operation Nightjar", aliases=("ONJ7",)),))  # fmt: skip
+    _insert(
+        canonical, embedder, "Nightjar is on our list.", ["team:att"], 2, (EntityIn("Operation Nightjar"),)
+    )
+    _insert(canonical, embedder, "Nightjar, or OpN.", ["team:att", "team:b"], 3,
+            (EntityIn("Operation Nightjar", aliases=("OpN",)),))  # fmt: skip
+    key = next(e.id for e in _known(canonical) if e.name == "Operation Nightjar")
+    with canonical.read() as s:
+        assert canonical.aliases_given(s, key, scopes=["team:att"]) == {"OpN"}
+        assert canonical.aliases_given(s, key, scopes=["team:secret", "team:b"]) == {"ONJ7", "OpN"}
+        assert canonical.aliases_given(s, key, scopes=["team:none"]) == set()
