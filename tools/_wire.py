@@ -5,6 +5,7 @@ Descriptions here are read by the calling model; they say what to send and what 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -70,6 +71,26 @@ ScopeIdStr = Annotated[
     Field(json_schema_extra={"pattern": f"^({_KINDS}):.+$", "examples": ["user:ana", "project:website"]}),
 ]
 """A scope id ``kind:name``; the kinds are user, agent, app, run, project, team, org."""
+
+
+SHORT_ID_CHARS = 12
+"""Hex characters of a memory id that tools show by default (docs/mcp.md, "Memory ids").
+
+48 bits: among a million memories the chance that a given id's prefix is shared by another is 1e6 / 2**48
+(about 4 in a billion), and the chance that any two of them share one is about 1e12 / 2 / 2**48 (0.2%). Every
+tool takes the prefix back; one that has come to match two memories the caller may read is refused (naming
+both full ids), never guessed. 12 hex characters cost about 7 tokens where the full 32 cost about 20.
+"""
+
+
+def short_id(mid: str) -> str:
+    """The id as tools show it: its first ``SHORT_ID_CHARS`` characters (the full id with ``explain=true``, in
+    ``memory_read`` and in ``erase``)."""
+    return mid[:SHORT_ID_CHARS]
+
+
+def short_ids(ids: Iterable[str]) -> list[str]:
+    return [short_id(i) for i in ids]
 
 
 class WireModel(BaseModel):
