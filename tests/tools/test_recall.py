@@ -136,7 +136,7 @@ async def test_results_show_graph_paths_and_collapsed_twins(client: Client) -> N
 
 async def test_recall_in_an_empty_scope_returns_no_results(client: Client) -> None:
     empty = await ok(client, "recall", {"query": "anything", "scopes": ["project:empty"]})
-    assert empty == {"results": [], "stale": False, "warning": None}
+    assert empty == {"results": []}  # stale and warning only when the indexes lag
 
 
 @pytest.mark.parametrize(
