@@ -133,7 +133,8 @@ class MemoryView(BaseModel):
     """A memory as stored: its content never changes, only its validity and status do."""
 
     id: str = Field(
-        description="The memory's id (32 hex characters); pass it to amend, retire or memory_read."
+        description="The memory's full id (32 hex characters; other tools show its first 12). Pass either to "
+        "amend, retire or memory_read; erase's confirm needs this one."
     )
     content: str
     kind: MemoryKind
