@@ -10,7 +10,8 @@ model reads (the tool result's text) are counted. Beside it, in the same run, th
 issue 14 is rebuilt from ``Engine.recall`` hits with the old wire shape (``Legacy*`` below: every field, full
 scores, whole content): for the old defaults (``k`` results, no relevance rule, no budget) and for exactly
 the results of the new default answer ("same results"). ``explain=true`` is measured too, and the new answer
-with every id in full (32 hex characters, as at 289c7c4), to show what the 12-character ids save.
+with every id in full (32 hex characters), then also with ``"stale":false,"warning":null`` as every answer
+carried them (both as at 289c7c4), to show what each saving is worth.
 
 Cross-scope latency: ``user:ana`` holds ``--n`` memories; recall there is timed (p50/p95 over the questions)
 before and after one memory with ``metadata.session`` is written in ``user:bob`` (before issue 14 that one
@@ -179,7 +180,8 @@ async def answer_bytes(e: Engine, questions: Sequence[str]) -> dict[str, list[in
         "same": [],
         "compact": [],
         "explain": [],
-        "full_ids": [],  # the new answer with 32-character ids (289c7c4's compact answer)
+        "full_ids": [],  # the new answer with 32-character ids
+        "at_289c7c4": [],  # and with "stale":false,"warning":null, as every answer had them
         "n_today": [],
         "n_new": [],
         "cut": [],  # 1 when the answer holds a long memory cut short (0 otherwise)
@@ -197,6 +199,7 @@ async def answer_bytes(e: Engine, questions: Sequence[str]) -> dict[str, list[in
             )
             assert [h.memory.id[: len(i)] for h, i in zip(hits, ids, strict=True)] == ids, "tool != engine"
             out["full_ids"].append(with_full_ids(text, [h.memory.id for h in hits]))
+            out["at_289c7c4"].append(with_full_ids(text, [h.memory.id for h in hits], stale_fields=True))
             old = await anyio.to_thread.run_sync(
                 lambda q=q: e.recall(
                     q, ["user:bytes"], k=10, recipe=RECIPES["default"].with_(relevance_floor=0.0)
@@ -212,11 +215,14 @@ async def answer_bytes(e: Engine, questions: Sequence[str]) -> dict[str, list[in
     return out
 
 
-def with_full_ids(text: str, full: Sequence[str]) -> int:
-    """Bytes of the answer ``text`` with each result's short id (and those quoted in its ``why``) in full."""
+def with_full_ids(text: str, full: Sequence[str], stale_fields: bool = False) -> int:
+    """Bytes of the answer ``text`` with each result's short id in full (and, with ``stale_fields``, the
+    ``stale`` and ``warning`` fields every answer used to carry)."""
     data = json.loads(text)
     for r, f in zip(data["results"], full, strict=True):
         r["id"] = f
+    if stale_fields:
+        data = {"results": data["results"], "stale": data.get("stale", False), "warning": data.get("warning")}
     out = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     # (ids quoted in a reason, an earlier version's or a digest's, were 8 characters at 289c7c4: left as shown)
     return len(out.encode())
@@ -300,8 +306,10 @@ def report(
         f"{med['today'] / med['same']:.2f} | {med['n_today']:.0f} |",
         f"| old shape, the same results as the new default | {med['same']:,.0f} | 1.00 | {med['n_new']:.0f} |",
         f"| **new default (compact)** | **{med['compact']:,.0f}** | **{ratio:.2f}** | {med['n_new']:.0f} |",
-        f"| new, with 32-character ids (the compact answer at 289c7c4) | {med['full_ids']:,.0f} | "
-        f"{med['full_ids'] / med['same']:.2f} | {med['n_new']:.0f} |",
+        f"| the compact answer at 289c7c4: 32-character ids, `stale`/`warning` always sent | "
+        f"{med['at_289c7c4']:,.0f} | {med['at_289c7c4'] / med['same']:.2f} | {med['n_new']:.0f} |",
+        f"| new, but with 32-character ids | {med['full_ids']:,.0f} | {med['full_ids'] / med['same']:.2f} | "
+        f"{med['n_new']:.0f} |",
         f"| new, `explain=true` (full ids) | {med['explain']:,.0f} | {med['explain'] / med['same']:.2f} | "
         f"{med['n_new']:.0f} |",
         "",
