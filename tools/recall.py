@@ -243,11 +243,17 @@ class RecallOut(BaseModel):
     stale: bool = Field(
         default=False,
         description="True when the search indexes lagged behind the store, so the newest writes may be "
-        "missing from results; warning says more.",
+        "missing from results; warning says more. Absent (false) otherwise.",
     )
     warning: str | None = Field(
         default=None, description="Set when stale: what may be missing and what to do about it."
     )
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An answer from up-to-date indexes says nothing about staleness (29 bytes less for every answer).
+        data = handler(self)
+        return {k: v for k, v in data.items() if k == "results" or v}
 
 
 def _stale_warning(behind: int) -> str:
