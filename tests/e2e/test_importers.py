@@ -108,7 +108,7 @@ async def test_the_mcp_memory_servers_graph_imports_into_a_scope_once(store: Sto
     assert len(await listed(store, "--scope", "user:ana")) == 7
     async with Client(store.stdio(), mode="legacy") as client:
         found = await call(client, "recall", {"query": "where does Ana work", "scopes": ["user:ana"], "k": 3})
-        assert works["id"] in [h["id"] for h in found["results"]]
+        assert short_id(works["id"]) in [h["id"] for h in found["results"]]  # works: from the CLI, full
 
 
 # Mem0's documented get_all() answer (docs.mem0.ai, "Get All Memories"): a list under "results".
