@@ -249,6 +249,13 @@ class RecallOut(BaseModel):
         default=None, description="Set when stale: what may be missing and what to do about it."
     )
 
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # The answer's models leave empty fields out through wrap serializers, which would publish the output
+        # schema as a bare object; the validation-mode schema describes every field (empty ones not required).
+        kwargs["mode"] = "validation"
+        return super().model_json_schema(*args, **kwargs)
+
     @model_serializer(mode="wrap")
     def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # An answer from up-to-date indexes says nothing about staleness (29 bytes less for every answer).

@@ -161,3 +161,15 @@ async def test_bad_recall_arguments_are_refused(
     code, text = await fails(client, "recall", arguments)
     assert code == "invalid_arguments"
     assert expected in text
+
+
+async def test_recall_publishes_every_field_of_its_compact_answer(client: Client) -> None:
+    """The answer leaves empty fields out; its published output schema still names every field."""
+    schema = {t.name: t for t in (await client.list_tools()).tools}["recall"].output_schema
+    assert schema is not None
+    item = schema["$defs"]["RecallItem"]
+    assert set(item["properties"]) == {"id", "content", "kind", "when", "status", "scopes", "why", "explain"}
+    assert set(item["required"]) == {"id", "content", "kind", "when", "why"}
+    assert "12 hex characters" in item["properties"]["id"]["description"]
+    assert set(schema["properties"]) == {"results", "stale", "warning"}
+    assert schema["required"] == ["results"]
