@@ -46,6 +46,7 @@ from server.app import build_server
 from storage import Engine, MiniLMEmbedder, content_id
 from storage.domain.models import MAX_CONTENT_CHARS, MAX_K, MAX_MESSAGES, MAX_TOKEN_BUDGET
 from storage.recall.recipes import RECIPES, Recipe
+from tools._wire import short_id
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks" / "longmemeval.md"
 CACHE = Path.home() / ".cache" / "mnemograph-bench"
@@ -86,7 +87,7 @@ class Asked:
 
     q: Question
     lists: dict[str, list[str]]
-    sessions_of: dict[str, list[str]]  # memory id -> session ids (a text can recur in two sessions)
+    sessions_of: dict[str, list[str]]  # short memory id -> session ids (a text can recur in two sessions)
     turns_of: dict[str, list[str]]  # memory id -> "session#turn" keys
     role_of: dict[str, str]  # memory id -> user | assistant
     session_time: dict[str, datetime]
@@ -262,7 +263,7 @@ def ask(
     turns_of: dict[str, list[str]] = {}
     role_of: dict[str, str] = {}
     for u in us:
-        mid = content_id(u.content)
+        mid = short_id(content_id(u.content))  # ids as the tools show them (12 hex characters)
         sid = q.session_ids[u.session]
         if sid not in sessions_of.setdefault(mid, []):
             sessions_of[mid].append(sid)
@@ -290,7 +291,7 @@ def ask(
                     lists[name] = await _recall_tool(c, q, group_by)
                 else:
                     hits = e.recall(q.text, [scope(q)], k=MAX_K, recipe=recipe, now=q.date, group_by=group_by)
-                    lists[name] = [h.memory.id for h in hits]
+                    lists[name] = [short_id(h.memory.id) for h in hits]
             spent[1] = time.perf_counter() - start
 
     conv = {n: v for n, v in variants.items() if v[1] in (CONV, CONV_RAW)}

@@ -5,6 +5,7 @@ Descriptions here are read by the calling model; they say what to send and what 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -72,6 +73,26 @@ ScopeIdStr = Annotated[
 """A scope id ``kind:name``; the kinds are user, agent, app, run, project, team, org."""
 
 
+SHORT_ID_CHARS = 12
+"""Hex characters of a memory id that tools show by default (docs/mcp.md, "Memory ids").
+
+48 bits: among a million memories the chance that a given id's prefix is shared by another is 1e6 / 2**48
+(about 4 in a billion), and the chance that any two of them share one is about 1e12 / 2 / 2**48 (0.2%). Every
+tool takes the prefix back; one that has come to match two memories the caller may read is refused (naming
+both full ids), never guessed. 12 hex characters cost about 7 tokens where the full 32 cost about 20.
+"""
+
+
+def short_id(mid: str) -> str:
+    """The id as tools show it: its first ``SHORT_ID_CHARS`` characters (the full id with ``explain=true``, in
+    ``memory_read`` and in ``erase``)."""
+    return mid[:SHORT_ID_CHARS]
+
+
+def short_ids(ids: Iterable[str]) -> list[str]:
+    return [short_id(i) for i in ids]
+
+
 class WireModel(BaseModel):
     """Base of every tool input: unknown fields are refused, so a misspelt argument is never silently dropped."""
 
@@ -112,7 +133,8 @@ class MemoryView(BaseModel):
     """A memory as stored: its content never changes, only its validity and status do."""
 
     id: str = Field(
-        description="The memory's id (32 hex characters); pass it to amend, retire or memory_read."
+        description="The memory's full id (32 hex characters; other tools show its first 12). Pass either to "
+        "amend, retire or memory_read; erase's confirm needs this one."
     )
     content: str
     kind: MemoryKind

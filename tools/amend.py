@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from storage.domain.models import MAX_CONTENT_CHARS, MAX_REASON_CHARS
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, WireModel
+from tools._wire import IsoTime, WireModel, short_id
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -32,7 +32,7 @@ class AmendIn(WireModel):
 
 
 class AmendOut(BaseModel):
-    id: str = Field(description="The id of the new version.")
+    id: str = Field(description="The id of the new version (its first 12 hex characters).")
     supersedes: str = Field(description="The id of the version it replaced (now superseded).")
     scopes: list[str] = Field(description="The scopes of the new version (those of the old one).")
     valid_from: datetime = Field(description="When the new version took effect (effective_at, or now).")
@@ -49,8 +49,8 @@ async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
         principal=caller.principal,
     )
     return AmendOut(
-        id=receipt.id,
-        supersedes=receipt.supersedes,
+        id=short_id(receipt.id),
+        supersedes=short_id(receipt.supersedes),
         scopes=list(receipt.scopes),
         valid_from=receipt.valid_from,
     )

@@ -15,7 +15,7 @@ from storage.domain.models import (
     MessageIn,
 )
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, ScopeIdStr, WireModel
+from tools._wire import IsoTime, ScopeIdStr, WireModel, short_id
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -64,7 +64,9 @@ class ConversationWriteIn(WireModel):
 
 
 class MessageReceipt(BaseModel):
-    id: str = Field(description="The message's memory id; pass it to memory_read, retire or erase.")
+    id: str = Field(
+        description="The message's memory id (its first 12 hex characters); pass it to memory_read or retire."
+    )
     status: Literal["added", "duplicate", "linked"] = Field(
         description="added: stored now; duplicate: this message of this conversation was already stored."
     )
@@ -93,7 +95,7 @@ async def conversation_write(
     )
     return ConversationWriteOut(
         conversation=receipt.conversation,
-        messages=[MessageReceipt(id=r.id, status=r.status) for r in receipt.messages],
+        messages=[MessageReceipt(id=short_id(r.id), status=r.status) for r in receipt.messages],
         added=sum(r.status == "added" for r in receipt.messages),
         digest=receipt.digest,
     )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import ScopeIdStr, WireModel
+from tools._wire import ScopeIdStr, WireModel, short_id
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -27,13 +27,13 @@ class LinkOut(BaseModel):
 async def link_memory(engine: Engine, caller: Caller, args: LinkIn) -> LinkOut:
     """Add the memory to the scope; it is the same memory in both, not a copy."""
     r = await blocking(engine.link, args.id, args.scope, principal=caller.principal)
-    return LinkOut(id=r.id, scopes=list(r.scopes), changed=r.changed)
+    return LinkOut(id=short_id(r.id), scopes=list(r.scopes), changed=r.changed)
 
 
 async def unlink_memory(engine: Engine, caller: Caller, args: LinkIn) -> LinkOut:
     """Remove the memory from the scope; it stays in its other scopes."""
     r = await blocking(engine.unlink, args.id, args.scope, principal=caller.principal)
-    return LinkOut(id=r.id, scopes=list(r.scopes), changed=r.changed)
+    return LinkOut(id=short_id(r.id), scopes=list(r.scopes), changed=r.changed)
 
 
 LINK = ToolSpec(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class MemoryReadIn(WireModel):
-    id: str = Field(description="A memory id, or its first 8 or more characters.")
+    id: str = Field(description="A memory id as a tool showed it (12 characters), in full, or its first 8+.")
 
 
 class MemoryReadOut(BaseModel):

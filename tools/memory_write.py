@@ -17,7 +17,7 @@ from storage.domain.models import (
     RelationIn,
 )
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import EntityArg, IsoTime, RelationArg, ScopeIdStr, WireModel
+from tools._wire import EntityArg, IsoTime, RelationArg, ScopeIdStr, WireModel, short_id, short_ids
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -69,7 +69,9 @@ class MemoryWriteIn(WireModel):
 
 
 class MemoryWriteOut(BaseModel):
-    id: str = Field(description="The memory's id; pass it to amend, retire or memory_read.")
+    id: str = Field(
+        description="The memory's id (its first 12 hex characters); pass it to amend, retire or memory_read."
+    )
     status: Literal["added", "duplicate", "linked"] = Field(
         description="added: a new memory; duplicate: identical content was already stored in these scopes; "
         "linked: identical content existed elsewhere and now also belongs to these scopes."
@@ -115,16 +117,16 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         principal=caller.principal,
     )
     return MemoryWriteOut(
-        id=receipt.id,
+        id=short_id(receipt.id),
         status=receipt.status,
         scopes=list(receipt.scopes),
         entities=list(receipt.entities),
         event_time=receipt.event_time,
         relations=list(receipt.relations),
-        supersedes=list(receipt.supersedes),
-        superseded_by=receipt.superseded_by,
-        contradicts=list(receipt.contradicts),
-        duplicates=list(receipt.duplicates),
+        supersedes=short_ids(receipt.supersedes),
+        superseded_by=short_id(receipt.superseded_by) if receipt.superseded_by else None,
+        contradicts=short_ids(receipt.contradicts),
+        duplicates=short_ids(receipt.duplicates),
     )
 
 

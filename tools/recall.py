@@ -25,7 +25,15 @@ from storage.domain.models import (
     TimeMatch,
 )
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, LocalIsoTime, ProvenanceView, ScopeIdStr, WireModel
+from tools._wire import (
+    SHORT_ID_CHARS,
+    IsoTime,
+    LocalIsoTime,
+    ProvenanceView,
+    ScopeIdStr,
+    WireModel,
+    short_id,
+)
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -102,7 +110,8 @@ class RecallIn(WireModel):
     explain: bool = Field(
         default=False,
         description="Add the full explanation to each result: score, each search lane's rank, time rule, "
-        "entity-graph paths, matched earlier versions, folded near-duplicates, provenance and time axes.",
+        "entity-graph paths, matched earlier versions, folded near-duplicates, provenance and time axes; "
+        "ids are then given in full (32 hex characters).",
     )
 
 
@@ -175,7 +184,10 @@ class Explanation(BaseModel):
 
 
 class RecallItem(BaseModel):
-    id: str = Field(description="The memory's id; pass it to memory_read, amend or retire.")
+    id: str = Field(
+        description=f"The memory's id, its first {SHORT_ID_CHARS} hex characters (all 32 with explain=true); "
+        "pass it to memory_read, amend, retire or link_memory."
+    )
     content: str = Field(
         description=f"The memory. Content over {CUT_CHARS} characters is cut, ending with a note on how many "
         "characters were left out: call memory_read with the id for the whole text."
@@ -211,7 +223,7 @@ class RecallItem(BaseModel):
         searched does not repeat it."""
         m = hit.memory
         return cls(
-            id=m.id,
+            id=m.id if explain else short_id(m.id),
             content=_cut(m.content),
             kind=m.kind,
             when=when(m),
@@ -231,11 +243,24 @@ class RecallOut(BaseModel):
     stale: bool = Field(
         default=False,
         description="True when the search indexes lagged behind the store, so the newest writes may be "
-        "missing from results; warning says more.",
+        "missing from results; warning says more. Absent (false) otherwise.",
     )
     warning: str | None = Field(
         default=None, description="Set when stale: what may be missing and what to do about it."
     )
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        # The answer's models leave empty fields out through wrap serializers, which would publish the output
+        # schema as a bare object; the validation-mode schema describes every field (empty ones not required).
+        kwargs["mode"] = "validation"
+        return super().model_json_schema(*args, **kwargs)
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # An answer from up-to-date indexes says nothing about staleness (29 bytes less for every answer).
+        data = handler(self)
+        return {k: v for k, v in data.items() if k == "results" or v}
 
 
 def _stale_warning(behind: int) -> str:
@@ -289,10 +314,10 @@ def reason(hit: Hit, digest: bool = False) -> str:
     if hit.via:
         old = hit.via[0]
         parts.append(
-            f"matched earlier version {old.id[:8]} ('{_snippet(old.content)}'), now replaced by this"
+            f"matched earlier version {short_id(old.id)} ('{_snippet(old.content)}'), now replaced by this"
         )
     if hit.digest:
-        parts.append(f"its conversation's digest {hit.digest[:8]} matched")
+        parts.append(f"its conversation's digest {short_id(hit.digest)} matched")
     if digest:  # the engine's own record, not metadata a writer could set
         parts.append(
             f"digest built by Mnemograph from {hit.memory.metadata.get('messages', '?')} messages (the sources "

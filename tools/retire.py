@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from storage.domain.models import MAX_REASON_CHARS
 from tools._spec import Caller, Hints, ToolSpec, blocking
-from tools._wire import IsoTime, WireModel
+from tools._wire import IsoTime, WireModel, short_id
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -38,7 +38,7 @@ async def retire(engine: Engine, caller: Caller, args: RetireIn) -> RetireOut:
     receipt = await blocking(
         engine.retire, args.id, reason=args.reason, at=args.effective_at, principal=caller.principal
     )
-    return RetireOut(id=receipt.id, retired_at=receipt.retired_at, valid_to=receipt.valid_to)
+    return RetireOut(id=short_id(receipt.id), retired_at=receipt.retired_at, valid_to=receipt.valid_to)
 
 
 SPEC = ToolSpec(

@@ -15,7 +15,7 @@ from scopes import (
     readable,
 )
 from storage.domain import validation as v
-from storage.domain.errors import InvalidInput, NotFound
+from storage.domain.errors import Ambiguous, InvalidInput, NotFound
 from storage.domain.models import (
     Memory,
     MemoryRecord,
@@ -34,6 +34,14 @@ from storage.recall.query import Query
 from storage.recall.recipes import Recipe, resolve
 from storage.recall.understanding import analyse
 
+_AMBIGUOUS_NAMED = 5  # candidates an ambiguous id's error names
+_GIST_CHARS = 50
+
+
+def _gist(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= _GIST_CHARS else line[: _GIST_CHARS - 1] + "…"
+
 
 class _Reads(_Access):
     # -- reads -------------------------------------------------------------------------------------
@@ -44,17 +52,27 @@ class _Reads(_Access):
         Memories it may not read are not candidates: a prefix of one answers exactly like an unknown id (the
         text repeats what was sent, never a full id), and does not make a readable match ambiguous.
         """
+        found: dict[str, Memory] = {}
         with self.graph.read() as conn:
             matches = self.graph.ids_with_prefix(conn, id_or_prefix, limit=_PREFIX_CANDIDATES)
+            if matches and (len(matches) > 1 or not principal.unrestricted):
+                found = self.graph.fetch(conn, matches)
             if not principal.unrestricted and matches:
                 tree = self._tree()
-                found = self.graph.fetch(conn, matches)
                 matches = [i for i in matches if i in found and self._can_read(principal, found[i], tree)]
         if not matches:
             raise NotFound(f"no memory with id {id_or_prefix}", hint="call recall to find it")
         if len(matches) > 1:
-            raise InvalidInput(
-                f"id prefix {id_or_prefix} matches several memories", hint="send more characters"
+            # Tools show ids short (12 hex characters); one that has come to match a second memory is refused,
+            # never guessed. Only memories the caller may read are named, with their full ids, so it can choose.
+            named = ", ".join(
+                f"{i} ({_gist(found[i].content)!r})" if i in found else i for i in matches[:_AMBIGUOUS_NAMED]
+            )
+            more = f" and {len(matches) - _AMBIGUOUS_NAMED} more" if len(matches) > _AMBIGUOUS_NAMED else ""
+            raise Ambiguous(
+                f"id {id_or_prefix} matches {len(matches)} memories you can read: {named}{more}; nothing was "
+                "changed",
+                hint="send the full 32-character id of the one you mean (memory_read shows a memory's full id)",
             )
         return matches[0]
 

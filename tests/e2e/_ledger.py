@@ -20,6 +20,7 @@ from mcp import Client
 
 from storage import content_id
 from tests.e2e.conftest import MNEMOGRAPH, Store
+from tools._wire import short_id
 
 SHARED = "team:shared"
 LINKED = "team:linked"
@@ -185,14 +186,19 @@ def check_store(store: Store, ledger: Ledger, workers: list[Worker]) -> dict[str
     )
     report = json.loads(verify.stdout)
     assert report["ok"], f"drift: { {k: v[:5] for k, v in report['drift'].items() if v} }"
-    memories = {m["id"]: m for m in stored_memories(store)}
+    stored = stored_memories(store)
+    # Tools acknowledge ids as they show them (their first 12 hex characters); the export has full ids.
+    memories = {short_id(m["id"]): m for m in stored}
+    assert len(memories) == len(stored), "two stored memories share a short id"
     lost = sorted(set(ledger.contents) - set(memories))
     assert not lost, f"{len(lost)} acknowledged writes lost, e.g. {lost[:3]}"
     for mid, content in ledger.contents.items():
         assert memories[mid]["content"] == content, f"{mid}: content changed"
     for new, old in ledger.supersedes.items():
-        assert memories[old]["superseded_by"] == new, f"acknowledged amend {old} -> {new} lost"
-        assert memories[new]["supersedes"] == old
+        assert short_id(memories[old]["superseded_by"] or "") == new, (
+            f"acknowledged amend {old} -> {new} lost"
+        )
+        assert short_id(memories[new]["supersedes"] or "") == old
     for mid in ledger.retired:
         assert memories[mid]["retired_at"] is not None, f"acknowledged retire of {mid} lost"
     for mid, scopes in ledger.linked.items():
@@ -205,7 +211,7 @@ def check_store(store: Store, ledger: Ledger, workers: list[Worker]) -> dict[str
     # Nothing foreign or half-written: every stored memory is content that was sent, stored exactly once, with
     # its scopes; one that was never acknowledged is complete (it was committed whole) or absent.
     sent_ids = {content_id(c) for c in ledger.sent}
-    assert set(memories) <= sent_ids, "a memory nobody sent appeared"
+    assert {m["id"] for m in stored} <= sent_ids, "a memory nobody sent appeared"
     counts = Counter(m["content"] for m in memories.values())
     assert max(counts.values(), default=1) == 1, "a write was stored twice"
     assert all(m["scopes"] for m in memories.values())

@@ -10,6 +10,7 @@ from mcp import Client
 
 from tests.e2e.conftest import Store, call, http_server
 from tests.e2e.test_auth import as_token, cli, fails, make_token
+from tools._wire import short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -237,7 +238,7 @@ async def test_guessed_words_lead_to_no_other_version_and_erase_names_no_foreign
         assert old["id"] not in json.dumps(record)
         assert new["id"] not in json.dumps(record)
         assert record["memory"]["supersedes"] is None
-        assert [v["id"] for v in record["versions"]] == [guessed["id"]]
+        assert [short_id(v["id"]) for v in record["versions"]] == [guessed["id"]]
 
         # Shared into team:a by someone who may (C), B's current version is readable by A; its earlier version
         # is not. Reading it must not lead there, and its erase is refused without naming team:b.
@@ -245,11 +246,14 @@ async def test_guessed_words_lead_to_no_other_version_and_erase_names_no_foreign
         shared = await call(ca, "memory_read", {"id": new["id"]})
         assert old["id"] not in json.dumps(shared)
         assert shared["memory"]["supersedes"] is None
-        code, text = await fails(ca, "erase", {"id": new["id"], "confirm": new["id"]})
+        full = shared["memory"]["id"]  # erase's confirm needs the full id, which memory_read gives
+        code, text = await fails(ca, "erase", {"id": new["id"], "confirm": full})
         assert code == "scope_denied"
         assert "team:b" not in text
         # B, who may read both versions, still sees the link.
-        assert (await call(cb, "memory_read", {"id": new["id"]}))["memory"]["supersedes"] == old["id"]
+        assert (
+            short_id((await call(cb, "memory_read", {"id": new["id"]}))["memory"]["supersedes"]) == old["id"]
+        )
 
 
 async def test_an_alias_given_in_another_teams_scope_resolves_nothing_for_a_token(store: Store) -> None:
@@ -280,7 +284,9 @@ async def test_an_alias_given_in_another_teams_scope_resolves_nothing_for_a_toke
             ids[written["id"]] = name
         found = await call(at, "recall", {"query": "ONJ7 launch date", "explain": True, "k": 10})
         graph = [
-            ids.get(hit["id"], hit["id"]) for hit in found["results"] if "graph" in hit["explain"]["lanes"]
+            ids.get(short_id(hit["id"]), hit["id"])
+            for hit in found["results"]
+            if "graph" in hit["explain"]["lanes"]
         ]
         assert graph == []
         receipt = await call(at, "memory_write", {"content": "ONJ7 slipped a week.", "scopes": ["team:att"]})
@@ -289,7 +295,9 @@ async def test_an_alias_given_in_another_teams_scope_resolves_nothing_for_a_toke
         # The alias still works where it was given: for the victim, and for the attacker once its own scope
         # gives the same alias.
         own = await call(vi, "recall", {"query": "ONJ7", "explain": True})
-        assert [h["id"] for h in own["results"] if "graph" in h["explain"]["lanes"]] == [secret["id"]]
+        assert [short_id(h["id"]) for h in own["results"] if "graph" in h["explain"]["lanes"]] == [
+            secret["id"]
+        ]
         await call(
             at,
             "memory_write",

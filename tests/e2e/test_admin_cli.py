@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from storage import Engine
+from storage import Engine, content_id
 from tests.conftest import files_containing
 from tests.e2e.conftest import MNEMOGRAPH, Store, call
 
@@ -45,11 +45,11 @@ async def test_erase_export_import_backup_while_an_owner_serves(store: Store, tm
         refused = await _cli("erase", secret["id"], "--confirm", "nope", "--data-dir", data)
         assert refused.returncode == 2
         assert b"confirm must equal" in refused.stderr
-        erased = await _cli(
-            "erase", secret["id"][:8], "--confirm", secret["id"], "--json", "--data-dir", data
-        )
+        full = content_id(f"Door code {canary}.")  # the receipt's id is short; erase confirms the full one
+        assert full.startswith(secret["id"])
+        erased = await _cli("erase", secret["id"][:8], "--confirm", full, "--json", "--data-dir", data)
         assert erased.returncode == 0, erased.stderr
-        assert json.loads(erased.stdout)["erased"] == [secret["id"]]
+        assert json.loads(erased.stdout)["erased"] == [full]
         assert files_containing(store.data_dir, canary.encode()) == []
 
         exported = await _cli("export", "--vectors", "--data-dir", data)

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.e2e.conftest import MNEMOGRAPH, Store, _alive, await_for, call, free_port, wait_for
+from tools._wire import short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -44,12 +45,12 @@ async def test_list_show_search_forget_through_the_owner_and_without_one(store: 
         status, out, err = await run(store, "list", "--json", "--limit", "2", *_d(store))
         assert status == 0, err
         page = json.loads(out)
-        assert [m["id"] for m in page["memories"]] == [moved["id"], second["id"]]
+        assert [short_id(m["id"]) for m in page["memories"]] == [moved["id"], second["id"]]
         assert (page["total"], page["next_offset"]) == (3, 2)
         status, out, _ = await run(store, "list", "--json", "--limit", "2", "--page", "2", *_d(store))
-        assert [m["id"] for m in json.loads(out)["memories"]] == [first["id"]]
+        assert [short_id(m["id"]) for m in json.loads(out)["memories"]] == [first["id"]]
         status, out, _ = await run(store, "list", "--json", "--kind", "event", *_d(store))
-        assert [m["id"] for m in json.loads(out)["memories"]] == [second["id"]]
+        assert [short_id(m["id"]) for m in json.loads(out)["memories"]] == [second["id"]]
         status, out, _ = await run(
             store, *_d(store), "list", "--scope", "user:ana"
         )  # --data-dir first works too
@@ -67,12 +68,12 @@ async def test_list_show_search_forget_through_the_owner_and_without_one(store: 
         assert third["id"][:12] in out
         status, out, _ = await run(store, "show", moved["id"], "--json", *_d(store))
         shown = json.loads(out)
-        assert [v["id"] for v in shown["versions"]] == [third["id"], moved["id"]]
+        assert [short_id(v["id"]) for v in shown["versions"]] == [third["id"], moved["id"]]
 
         # Search explains itself.
         status, out, _ = await run(store, "search", "who", "is", "Ana's", "dentist", "--json", *_d(store))
         results = json.loads(out)["results"]
-        assert results[0]["id"] == first["id"]
+        assert short_id(results[0]["id"]) == first["id"]  # the CLI shows full ids, the tools 12 characters
         assert results[0]["lanes"]
         status, out, _ = await run(store, "search", "dentist", *_d(store))
         assert "found by" in out
@@ -88,9 +89,9 @@ async def test_list_show_search_forget_through_the_owner_and_without_one(store: 
     # No owner: the CLI opens the store itself, sees the same, and leaves no owner behind.
     status, out, err = await run(store, "list", "--json", *_d(store))
     assert status == 0, err
-    assert [m["id"] for m in json.loads(out)["memories"]] == [moved["id"], second["id"]]
+    assert [short_id(m["id"]) for m in json.loads(out)["memories"]] == [moved["id"], second["id"]]
     status, out, _ = await run(store, "list", "--json", "--all", *_d(store))
-    assert {m["id"] for m in json.loads(out)["memories"]} == {
+    assert {short_id(m["id"]) for m in json.loads(out)["memories"]} == {
         first["id"],
         second["id"],
         third["id"],

@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 from tests.e2e.conftest import MNEMOGRAPH, Store, call
+from tools._wire import short_ids
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -54,7 +55,10 @@ async def test_a_conversation_over_stdio_is_recallable_at_once_and_digested_on_r
         assert digest["kind"] == "summary"
         assert "digest built by Mnemograph from 3 messages" in digest["why"]
         read = await call(client, "memory_read", {"id": digest["id"]})
-        assert sorted(read["memory"]["metadata"]["sources"]) == sorted(m["id"] for m in out["messages"])
+        # The digest's metadata names its sources by full id; the receipts showed their first 12 characters.
+        assert sorted(short_ids(read["memory"]["metadata"]["sources"])) == sorted(
+            m["id"] for m in out["messages"]
+        )
     store.kill_owner(signal.SIGTERM)
     # Without an owner the command opens the store itself.
     again = await anyio.run_process([MNEMOGRAPH, "digests", "--data-dir", str(store.data_dir)], check=False)

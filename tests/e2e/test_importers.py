@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.e2e.conftest import MNEMOGRAPH, Store, call
+from tools._wire import short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -89,7 +90,7 @@ async def test_the_mcp_memory_servers_graph_imports_into_a_scope_once(store: Sto
     assert "imported 6 memories" in out
     assert "6 new" in out
     contents = {m["content"]: m for m in await listed(store, "--scope", "user:ana")}
-    assert mine["id"] in [m["id"] for m in contents.values()]
+    assert mine["id"] in [short_id(m["id"]) for m in contents.values()]  # the CLI lists full ids
     assert "Ana_Lima: Prefers morning meetings" in contents
     assert "Lisbon is a city." in contents
     works = contents["Ana_Lima works at Acme_Robotics."]
@@ -107,7 +108,7 @@ async def test_the_mcp_memory_servers_graph_imports_into_a_scope_once(store: Sto
     assert len(await listed(store, "--scope", "user:ana")) == 7
     async with Client(store.stdio(), mode="legacy") as client:
         found = await call(client, "recall", {"query": "where does Ana work", "scopes": ["user:ana"], "k": 3})
-        assert works["id"] in [h["id"] for h in found["results"]]
+        assert short_id(works["id"]) in [h["id"] for h in found["results"]]  # works: from the CLI, full
 
 
 # Mem0's documented get_all() answer (docs.mem0.ai, "Get All Memories"): a list under "results".

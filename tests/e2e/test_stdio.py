@@ -7,6 +7,7 @@ from mcp import Client, MCPError
 
 from tests.e2e.conftest import Store, call, error_text
 from tools import ALL_TOOLS
+from tools._wire import short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -32,7 +33,7 @@ async def test_every_tool_over_stdio(shared_store: Store, mode: str) -> None:
             {"id": written["id"], "content": "Ada Lovelace published the first program in 1843."},
         )
         record = await call(client, "memory_read", {"id": amended["id"]})
-        assert [v["id"] for v in record["versions"]] == [written["id"], amended["id"]]
+        assert [short_id(v["id"]) for v in record["versions"]] == [written["id"], amended["id"]]
         assert record["memory"]["provenance"]["client"] == "mcp"  # the SDK client's clientInfo name
         retired = await call(client, "retire", {"id": other["id"]})
         assert retired["id"] == other["id"]
@@ -40,7 +41,7 @@ async def test_every_tool_over_stdio(shared_store: Store, mode: str) -> None:
         assert {"id": scope, "parent": None, "memories": 1} in scopes["scopes"]
 
         failed = await client.call_tool("amend", {"id": written["id"], "content": "Again."})
-        assert f"amend {amended['id']} instead" in error_text(failed)
+        assert f"amend {record['memory']['id']} instead" in error_text(failed)  # errors name full ids
         bad = await client.call_tool("recall", {"query": "x", "k": "many"})
         assert "k: Input should be a valid integer" in error_text(bad)
         with pytest.raises(MCPError, match="unknown tool"):

@@ -81,7 +81,8 @@ async def seed(server: HttpServer, token: str) -> dict[str, str]:
             ("door", "The office door code is 4711.", {}),
         ):
             written = await call(client, "memory_write", {"content": content, "scopes": ["team:t"], **extra})
-            ids[key] = written["id"]
+            # The UI addresses memories by full id (a person types it to erase); the tool showed the first 12.
+            ids[key] = (await call(client, "memory_read", {"id": written["id"]}))["memory"]["id"]
         return ids
 
 

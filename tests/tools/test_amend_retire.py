@@ -6,6 +6,7 @@ import pytest
 from mcp import Client
 
 from tests.tools.conftest import fails, ok
+from tools._wire import short_id
 
 pytestmark = pytest.mark.anyio
 
@@ -17,7 +18,7 @@ async def test_amend_supersedes_and_keeps_the_scopes(client: Client) -> None:
     assert new["scopes"] == ["user:ana"]
     # A short prefix of the id is enough.
     read = await ok(client, "memory_read", {"id": new["id"][:10]})
-    assert [v["id"] for v in read["versions"]] == [old["id"], new["id"]]
+    assert [short_id(v["id"]) for v in read["versions"]] == [old["id"], new["id"]]
 
 
 async def test_amending_a_superseded_memory_points_to_its_successor(client: Client) -> None:
@@ -25,8 +26,9 @@ async def test_amending_a_superseded_memory_points_to_its_successor(client: Clie
     new = await ok(client, "amend", {"id": old["id"], "content": "The launch is on Tuesday."})
     code, text = await fails(client, "amend", {"id": old["id"], "content": "The launch is on Wednesday."})
     assert code == "conflict"
-    assert f"superseded by {new['id']}" in text
-    assert f"amend {new['id']} instead" in text
+    full = (await ok(client, "memory_read", {"id": new["id"]}))["memory"]["id"]  # errors name full ids
+    assert f"superseded by {full}" in text
+    assert f"amend {full} instead" in text
 
 
 async def test_unknown_and_malformed_ids_say_how_to_find_the_memory(client: Client) -> None:

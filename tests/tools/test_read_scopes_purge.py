@@ -6,6 +6,7 @@ import pytest
 from mcp import Client
 
 from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, fails, ok
+from tools._wire import short_id
 
 pytestmark = pytest.mark.anyio
 
@@ -14,11 +15,13 @@ async def test_memory_read_shows_provenance_and_the_version_chain(client: Client
     first = await ok(client, "memory_write", {"content": "Cleo's birthday is 3 May.", "kind": "fact"})
     second = await ok(client, "amend", {"id": first["id"], "content": "Cleo's birthday is 4 May."})
     record = await ok(client, "memory_read", {"id": first["id"]})
-    assert record["memory"]["id"] == first["id"]
+    # memory_read shows full ids (32 hex characters); other tools show their first 12.
+    assert len(record["memory"]["id"]) == 32
+    assert short_id(record["memory"]["id"]) == first["id"]
     assert record["memory"]["status"] == "superseded"
-    assert record["memory"]["superseded_by"] == second["id"]
+    assert short_id(record["memory"]["superseded_by"]) == second["id"]
     assert record["memory"]["provenance"] == {"principal": "local", "client": CLIENT_NAME, "source": ""}
-    assert [(v["id"], v["status"]) for v in record["versions"]] == [
+    assert [(short_id(v["id"]), v["status"]) for v in record["versions"]] == [
         (first["id"], "superseded"),
         (second["id"], "current"),
     ]

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.tools.conftest import fails, ok
+from tools._wire import short_id, short_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -61,7 +62,7 @@ async def test_a_session_metadata_key_does_not_switch_grouping_on(client: Client
     ids = [r["id"] for r in plain["results"]]
     assert ids.count(a["id"]) + ids.count(b["id"]) == 1, "near-duplicates must fold without group_by"
     plain = await ok(client, "recall", {"query": "when does our flight to Lisbon leave", "explain": True})
-    assert plain["results"][0]["explain"]["collapsed"] in ([a["id"]], [b["id"]])
+    assert short_ids(plain["results"][0]["explain"]["collapsed"]) in ([a["id"]], [b["id"]])
     grouped = await ok(
         client, "recall", {"query": "when does our flight to Lisbon leave", "group_by": "session"}
     )
@@ -161,11 +162,11 @@ async def test_a_query_matching_an_earlier_version_finds_the_current_one(client:
     assert plain["results"][0]["id"] == third["id"], [r["content"] for r in plain["results"]]
     out = await ok(client, "recall", {"query": "Where do I work?", "explain": True})
     top = out["results"][0]
-    assert top["id"] == third["id"]
+    assert short_id(top["id"]) == third["id"]  # explain=true gives full ids
     assert "earlier version" in top["why"]
-    assert set(top["explain"]["via"]) <= {first["id"], second["id"]}
+    assert set(short_ids(top["explain"]["via"])) <= {first["id"], second["id"]}
     assert top["explain"]["via"]
-    assert [r["id"] for r in out["results"]].count(third["id"]) == 1
+    assert short_ids(r["id"] for r in out["results"]).count(third["id"]) == 1
 
 
 # -- 4. relations reach two hops -----------------------------------------------------------------------------
@@ -198,7 +199,7 @@ async def test_two_hop_relations_reach_the_answer(client: Client) -> None:
     assert state["id"] in [r["id"] for r in plain["results"][:5]], [r["content"] for r in plain["results"]]
     out = await ok(client, "recall", {"query": "Which state is the Grand Palm hotel in?", "explain": True})
     top5 = out["results"][:5]
-    hit = next((r for r in top5 if r["id"] == state["id"]), None)
+    hit = next((r for r in top5 if short_id(r["id"]) == state["id"]), None)
     assert hit is not None, [r["content"] for r in out["results"]]
     assert any("Udaipur" in p and "Rajasthan" in p for p in hit["explain"]["paths"])
     assert "Rajasthan" in hit["why"]
@@ -221,7 +222,7 @@ async def test_facts_are_not_boosted_by_a_time_in_the_query(client: Client) -> N
     plain = await ok(client, "recall", asked)
     assert plain["results"][0]["id"] == run["id"], [r["content"] for r in plain["results"]]
     out = await ok(client, "recall", {**asked, "explain": True})
-    assert out["results"][0]["id"] == run["id"]
+    assert short_id(out["results"][0]["id"]) == run["id"]
     assert out["results"][0]["when"] == happened.strftime("%Y-%m-%dT%H:%MZ")
     assert out["results"][0]["explain"]["time"]["rule"] == "in_interval"
     facts = [r for r in out["results"] if r["kind"] in ("fact", "preference")]
