@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.e2e.conftest import Store, call
+from tools._wire import short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -46,19 +47,21 @@ async def test_reading_recalling_and_erasing_an_amended_memory_costs_what_its_ve
         before = peak_mib(pid)
 
         read = await call(client, "memory_read", {"id": ids[-1]})
-        assert [v["id"] for v in read["versions"]] == ids  # oldest first, every version once
+        # memory_read gives full ids, the write and amend receipts short ones (docs/mcp.md, "Memory ids").
+        assert [short_id(v["id"]) for v in read["versions"]] == ids  # oldest first, every version once
         older = await call(client, "memory_read", {"id": ids[2]})
-        assert [v["id"] for v in older["versions"]] == ids
+        assert [short_id(v["id"]) for v in older["versions"]] == ids
         history = await call(
             client, "recall", {"query": "office plant watered", "include_history": True, "k": 20}
         )
-        assert set(ids) <= {hit["id"] for hit in history["results"]}
+        assert set(ids) <= {short_id(hit["id"]) for hit in history["results"]}
         assert peak_mib(pid) - before < BUDGET_MIB
 
         # An erasure rewrites the stores (a cost of its own, the same for one version); what matters here is
         # that it returns, having erased every version (the starting commit's owner died in it).
-        erased = await call(client, "erase", {"id": ids[-1], "confirm": ids[-1]})
-        assert sorted(erased["erased"]) == sorted(ids)
+        full = read["versions"][-1]["id"]
+        erased = await call(client, "erase", {"id": ids[-1], "confirm": full})
+        assert sorted(short_id(e) for e in erased["erased"]) == sorted(ids)
         for mid in ids:
             result = await client.call_tool("memory_read", {"id": mid})
             assert result.is_error
