@@ -53,6 +53,14 @@ async def await_for(predicate: Callable[[], bool], *, within: float, what: str) 
     pytest.fail(f"timed out after {within:g}s waiting for {what}")
 
 
+def peak_mib(pid: int) -> float:
+    """The peak resident memory (``VmHWM``) of process ``pid`` so far, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

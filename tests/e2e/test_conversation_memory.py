@@ -9,12 +9,11 @@ exhaust the owner. Measured from the attacker's side: a real client over stdio a
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
-from tests.e2e.conftest import Store, call
+from tests.e2e.conftest import Store, call, peak_mib
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -22,13 +21,6 @@ MESSAGES = 40
 # What the call may add to the owner's peak memory: its embedding batches (about 100 MB), the stores' own
 # buffers and allocator slack. The starting commit took over 1 GB more for these 40 messages.
 BUDGET_MIB = 450
-
-
-def peak_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM in /proc")
 
 
 def long_message(rnd: random.Random) -> str:

@@ -8,12 +8,10 @@ resident memory (``VmHWM``) of the real owner process.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from mcp import Client
 
-from tests.e2e.conftest import Store, call
+from tests.e2e.conftest import Store, call, peak_mib
 from tools._wire import short_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -22,13 +20,6 @@ SCOPE = "team:chain"
 # What one read of a few short versions may add to the owner's peak memory: generous against allocator noise,
 # far below the gigabytes the walk took (past 4 GB at six versions, on the starting commit).
 BUDGET_MIB = 96
-
-
-def peak_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM in /proc")
 
 
 async def test_reading_recalling_and_erasing_an_amended_memory_costs_what_its_versions_hold(
