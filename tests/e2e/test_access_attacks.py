@@ -309,3 +309,36 @@ async def test_an_alias_given_in_another_teams_scope_resolves_nothing_for_a_toke
         )
         mine = await call(at, "recall", {"query": "OH3", "explain": True, "k": 10})
         assert any("graph" in h["explain"]["lanes"] for h in mine["results"])
+
+
+async def test_another_teams_alias_equal_to_my_entity_name_leaves_my_graph_lane_alone(store: Store) -> None:
+    """attack8b F1: the lexicon keeps the first entity a phrase was given to. Another team's alias equal to this
+    team's entity name took the phrase, and the alias filter then dropped it: the graph lane went dark for the
+    team's own entity, which both switched off its recall and told it the phrase is someone's alias."""
+    victim = await make_token(store, "victim", "team:secret=w")
+    attacker = await make_token(store, "attacker", "team:att=w")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, victim) as vi,
+        as_token(server.url, attacker) as at,
+    ):
+        await call(
+            vi,
+            "memory_write",
+            {
+                "content": "Operation Nightjar launches in March.",
+                "scopes": ["team:secret"],
+                "entities": [{"name": "Operation Nightjar", "type": "project", "aliases": ["Falcon Brakes"]}],
+            },
+        )
+        mine = set()
+        for content in (
+            "Falcon Brakes is our supplier in Porto.",
+            "Falcon Brakes ships rotor parts on Fridays.",
+        ):
+            written = await call(at, "memory_write", {"content": content, "scopes": ["team:att"]})
+            mine.add(written["id"])
+        found = await call(at, "recall", {"query": "Falcon Brakes", "explain": True, "k": 5})
+        graph = {short_id(h["id"]) for h in found["results"] if "graph" in h["explain"]["lanes"]}
+        assert graph == mine
+        assert "Nightjar" not in json.dumps(found)

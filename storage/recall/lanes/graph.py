@@ -74,7 +74,8 @@ class GraphLane:
         stamp = (self.lexicon.version, self.head()) if self.head is not None else None
         with self.graph.read() as conn:
             if q.restricted:
-                matches = [m for m in matches if self._alias_known(conn, m, q.scopes)]
+                kept = [m if self._alias_known(conn, m, q.scopes) else self._own_name(m) for m in matches]
+                matches = [m for m in kept if m is not None]
                 if not matches:
                     return Found([])
             return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches}, stamp)
@@ -88,6 +89,14 @@ class GraphLane:
         return m.key in {
             name_key(a) for a in self.graph.aliases_given(conn, entity_key(m.name), scopes=scopes)
         }
+
+    def _own_name(self, m: EntityMatch) -> EntityMatch | None:
+        """The entity whose own name is the phrase an unknown alias matched, if one was recorded. The lexicon
+        keeps the first name a phrase was given to: another team's alias equal to this caller's entity name
+        would otherwise switch off the caller's graph lane for it, and show that the phrase is someone's alias."""
+        if not m.key or self.lexicon.mentions(m.key) == 0:
+            return None
+        return EntityMatch(m.key, m.how, m.text, m.key)
 
     def _walk(
         self,
