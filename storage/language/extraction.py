@@ -192,6 +192,9 @@ class EntityLexicon:
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}  # normalised name or alias -> recorded name
+        # The same phrase given to other entities since (a name, or another team's alias): matching picks the
+        # first, and a caller who may not learn that one's alias is matched to these instead (``claimants``).
+        self._also: dict[str, list[str]] = {}
         self._by_token: dict[str, set[str]] = {}  # word -> normalised keys containing it
         self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
         self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
@@ -231,7 +234,13 @@ class EntityLexicon:
         with self._lock:
             for alias in (name, *aliases):
                 key = _norm(alias)
-                if not key or len(key.split()) > MAX_NGRAM or key in self._names:
+                if not key or len(key.split()) > MAX_NGRAM:
+                    continue
+                held = self._names.get(key)
+                if held is not None:
+                    also = self._also.setdefault(key, [])
+                    if name != held and name not in also and len(also) < _MAX_POSTINGS:
+                        also.append(name)
                     continue
                 self._names[key] = name
                 for word in key.split():
@@ -243,6 +252,7 @@ class EntityLexicon:
     def clear(self) -> None:
         with self._lock:
             self._names.clear()
+            self._also.clear()
             self._by_token.clear()
             self._variants.clear()
             self._mentions.clear()
@@ -253,9 +263,17 @@ class EntityLexicon:
         """Take ``other``'s contents in one step (``other`` must not be used afterwards)."""
         with other._lock:
             state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
+            also = other._also
         with self._lock:
             self._names, self._by_token, self._variants, self._mentions, self._relations = state
+            self._also = also
             self._version += 1
+
+    def claimants(self, key: str) -> list[str]:
+        """Every entity the phrase ``key`` (normalised) was given to, as name or alias, the one matched first."""
+        with self._lock:
+            held = self._names.get(key)
+            return [] if held is None else [held, *self._also.get(key, ())]
 
     def __len__(self) -> int:
         """Names and aliases known."""

@@ -342,3 +342,37 @@ async def test_another_teams_alias_equal_to_my_entity_name_leaves_my_graph_lane_
         graph = {short_id(h["id"]) for h in found["results"] if "graph" in h["explain"]["lanes"]}
         assert graph == mine
         assert "Nightjar" not in json.dumps(found)
+
+
+async def test_whether_my_alias_resolves_does_not_tell_what_other_teams_named(store: Store) -> None:
+    """attack8b F4: the lexicon gave a phrase to the first entity named by it. A token giving its own entity an
+    alias equal to a name another team uses got no graph lane for it: an oracle for any team's entity names."""
+    victim = await make_token(store, "victim", "team:secret=w")
+    attacker = await make_token(store, "attacker", "team:att=w")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, victim) as vi,
+        as_token(server.url, attacker) as at,
+    ):
+        await call(
+            vi,
+            "memory_write",
+            {
+                "content": "Project Tiger is the secret acquisition.",
+                "scopes": ["team:secret"],
+                "entities": [{"name": "Project Tiger", "type": "project"}],
+            },
+        )
+        mine = await call(
+            at,
+            "memory_write",
+            {
+                "content": "Operation Heron is our audit.",
+                "scopes": ["team:att"],
+                "entities": [{"name": "Operation Heron", "aliases": ["Project Tiger"]}],
+            },
+        )
+        found = await call(at, "recall", {"query": "Project Tiger", "explain": True, "k": 5})
+        graph = [short_id(h["id"]) for h in found["results"] if "graph" in h["explain"]["lanes"]]
+        assert graph == [mine["id"]]
+        assert "acquisition" not in json.dumps(found)

@@ -74,8 +74,7 @@ class GraphLane:
         stamp = (self.lexicon.version, self.head()) if self.head is not None else None
         with self.graph.read() as conn:
             if q.restricted:
-                kept = [m if self._alias_known(conn, m, q.scopes) else self._own_name(m) for m in matches]
-                matches = [m for m in kept if m is not None]
+                matches = [c for m in matches for c in self._known_claimants(conn, m, q.scopes)]
                 if not matches:
                     return Found([])
             return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches}, stamp)
@@ -90,13 +89,17 @@ class GraphLane:
             name_key(a) for a in self.graph.aliases_given(conn, entity_key(m.name), scopes=scopes)
         }
 
-    def _own_name(self, m: EntityMatch) -> EntityMatch | None:
-        """The entity whose own name is the phrase an unknown alias matched, if one was recorded. The lexicon
-        keeps the first name a phrase was given to: another team's alias equal to this caller's entity name
-        would otherwise switch off the caller's graph lane for it, and show that the phrase is someone's alias."""
-        if not m.key or self.lexicon.mentions(m.key) == 0:
-            return None
-        return EntityMatch(m.key, m.how, m.text, m.key)
+    def _known_claimants(self, conn: Session, m: EntityMatch, scopes: tuple[str, ...]) -> list[EntityMatch]:
+        """The entities the matched phrase may stand for to a principal with grants. The lexicon matches a phrase
+        to the first entity it was given to; others given it later (another team's alias, or a name equal to
+        someone's alias) are tried too, so whether one's own alias or name resolves never depends on (and so
+        never tells) what other teams called their entities."""
+        out = []
+        for name in self.lexicon.claimants(m.key) if m.key else [m.name]:
+            c = EntityMatch(name, m.how, m.text, m.key)
+            if self._alias_known(conn, c, scopes):
+                out.append(c)
+        return out
 
     def _walk(
         self,
