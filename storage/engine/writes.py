@@ -37,6 +37,7 @@ from storage.engine.state import (
 from storage.enrich import Enriched, enrich, llm, speaker_of
 from storage.enrich.reconcile import Access, reconcile
 from storage.language.extraction import _norm, extract
+from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 
@@ -225,7 +226,28 @@ class _Writes(_Scopes):
                     aliases = self.graph.aliases_given(conn, entity_key(e.name), scopes=scopes)
                     if not any(f" {_norm(a)} " in said for a in aliases):
                         hidden.add(e.name)
-        return [e for e in found if e.name not in hidden]
+            extra = self._other_claimants(conn, text, hidden, scopes) if hidden and scopes else []
+        return [e for e in found if e.name not in hidden] + extra
+
+    def _other_claimants(
+        self, conn: Session, text: str, hidden: set[str], scopes: builtins.list[str]
+    ) -> builtins.list[EntityIn]:
+        """For a phrase matched to a hidden entity, the entity the principal may know it by instead: one named
+        so in a readable memory, or given it as an alias there. The lexicon matches a phrase to the first entity
+        given it; without this, another team's alias would take the principal's own entity out of its write."""
+        out: builtins.list[EntityIn] = []
+        for m in self.lexicon.match(text, limit=v.MAX_ENTITIES, fuzzy=False):
+            if m.name not in hidden or not m.key:
+                continue
+            for name in self.lexicon.claimants(m.key)[1:]:
+                key = entity_key(name)
+                if (
+                    _norm(name) == m.key
+                    and self.graph.mentioning(conn, key, scopes=scopes, live_only=False, limit=1)
+                ) or any(_norm(a) == m.key for a in self.graph.aliases_given(conn, key, scopes=scopes)):
+                    out.append(EntityIn(name))
+                    break
+        return out
 
     def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:
         def intent(tx: Tx) -> WriteReceipt:

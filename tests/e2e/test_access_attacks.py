@@ -376,3 +376,34 @@ async def test_whether_my_alias_resolves_does_not_tell_what_other_teams_named(st
         graph = [short_id(h["id"]) for h in found["results"] if "graph" in h["explain"]["lanes"]]
         assert graph == [mine["id"]]
         assert "acquisition" not in json.dumps(found)
+
+
+async def test_another_teams_alias_does_not_take_my_entity_out_of_my_write(store: Store) -> None:
+    """attack8b F3: a lower-case mention of a token's own entity, when another team had given that phrase as an
+    alias first, was matched to the other team's entity, hidden, and the write kept no entity at all."""
+    victim = await make_token(store, "victim", "team:secret=w")
+    attacker = await make_token(store, "attacker", "team:att=w")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, victim) as vi,
+        as_token(server.url, attacker) as at,
+    ):
+        await call(
+            vi,
+            "memory_write",
+            {
+                "content": "Operation Nightjar launches in March.",
+                "scopes": ["team:secret"],
+                "entities": [{"name": "Operation Nightjar", "type": "project", "aliases": ["Falcon Brakes"]}],
+            },
+        )
+        await call(
+            at, "memory_write", {"content": "Falcon Brakes is our supplier in Porto.", "scopes": ["team:att"]}
+        )
+        later = await call(
+            at,
+            "memory_write",
+            {"content": "we called falcon brakes about the rotor parts.", "scopes": ["team:att"]},
+        )
+        assert later["entities"] == ["Falcon Brakes"]
+        assert "Nightjar" not in json.dumps(await call(at, "memory_read", {"id": later["id"]}))
