@@ -23,6 +23,7 @@ longmemeval_<split>.png unless ``--out`` says otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import shlex
 import shutil
@@ -444,8 +445,15 @@ def run(args: argparse.Namespace) -> Run:
     r.described = {name: what for name, (what, _) in table.items()}
     root = Path(tempfile.mkdtemp(prefix="lme-", dir=args.work))
     saved: list[Asked] = []
+    journal = Journal.open(Path(args.journal), args.split, list(table)) if args.journal else None
+    todo_qs = scored
+    if journal:
+        todo_qs = [q for q in scored if q.id not in journal.done]
+        journal.restore(r, scored)
+        log(f"journal {args.journal}: {len(journal.done)} questions already scored, {len(todo_qs)} to go")
     try:
-        for q in tqdm(scored, desc=f"questions ({args.split})", unit="q"):
+        for q in tqdm(todo_qs, desc=f"questions ({args.split})", unit="q"):
+            q_start = time.perf_counter()
             a = ask(q, cache, root, wanted)
             r.write_s += a.write_s
             r.recall_s += a.recall_s
@@ -465,12 +473,74 @@ def run(args: argparse.Namespace) -> Run:
                     line = failure_line(a, ranked)
                     if line:
                         r.failures.append(line)
+            if journal:
+                journal.add(q, r, a, time.perf_counter() - q_start)
     finally:
         shutil.rmtree(root, ignore_errors=True)
         if args.save_lists:
             Path(args.save_lists).write_bytes(pickle.dumps(saved))
-    r.wall_s = time.perf_counter() - start
+    r.wall_s = time.perf_counter() - start + (journal.earlier_wall_s if journal else 0.0)
     return r
+
+
+@dataclass
+class Journal:
+    """One JSON line per scored question, appended as the run goes, so a long run (the reporting split takes
+    hours on two shared cores) can stop and go on later with the same command: questions already in the
+    journal are not asked again, and the report covers all of them."""
+
+    path: Path
+    rows: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def done(self) -> set[str]:
+        return set(self.rows)
+
+    @property
+    def earlier_wall_s(self) -> float:
+        return sum(row["wall_s"] for row in self.rows.values())
+
+    @classmethod
+    def open(cls, path: Path, split_name: str, variants: list[str]) -> Journal:
+        j = cls(path)
+        if path.exists():
+            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            head, rows = lines[0], lines[1:]
+            if head != {"split": split_name, "variants": variants}:
+                raise SystemExit(f"{path} was written for {head}; use another --journal for this run")
+            j.rows = {row["q"]: row for row in rows}
+        else:
+            path.write_text(json.dumps({"split": split_name, "variants": variants}) + "\n")
+        return j
+
+    def restore(self, r: Run, scored: list[Question]) -> None:
+        for q in scored:
+            row = self.rows.get(q.id)
+            if row is None:
+                continue
+            for name, values in row["scores"].items():
+                r.scores[name].append((q, Scores(values)))
+            r.failures.extend(row["failures"])
+            r.write_s += row["write_s"]
+            r.recall_s += row["recall_s"]
+            r.digest_s += row["digest_s"]
+            r.units += row["units"]
+
+    def add(self, q: Question, r: Run, a: Asked, wall_s: float) -> None:
+        row = {
+            "q": q.id,
+            "scores": {name: dict(r.scores[name][-1][1].values) for name in r.scores},
+            "failures": [line for line in r.failures if line.startswith(f"| {q.id} |")],
+            "write_s": a.write_s,
+            "recall_s": a.recall_s,
+            "digest_s": a.digest_s,
+            "units": sum(1 for _ in a.sessions_of),
+            "wall_s": wall_s,
+        }
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+        self.rows[q.id] = row
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -487,6 +557,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--no-write", action="store_true", help="print the tables only")
     p.add_argument(
         "--save-lists", default="", help="pickle every question's unit lists here (offline tuning)"
+    )
+    p.add_argument(
+        "--journal",
+        default="",
+        help="append each question's scores here and skip questions already in it (stop and go on later)",
     )
     args = p.parse_args(argv)
     cmd = "python bench/longmemeval.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
