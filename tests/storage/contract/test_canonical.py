@@ -224,3 +224,22 @@ def test_aliases_given_are_those_of_mentions_in_the_scopes_asked(
         assert canonical.aliases_given(s, key, scopes=["team:att"]) == {"OpN"}
         assert canonical.aliases_given(s, key, scopes=["team:secret", "team:b"]) == {"ONJ7", "OpN"}
         assert canonical.aliases_given(s, key, scopes=["team:none"]) == set()
+
+
+def test_aliases_merge_into_an_existing_entity_write_after_write(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """Memory after memory naming the same entities with new aliases: each write merges its aliases into the
+    entity's, and the store keeps answering. On FalkorDB the merge's fold once shadowed the write's own
+    ``UNWIND ... AS x`` and the server died with a segmentation fault after about sixty such writes."""
+    for i in range(120):
+        given = (f"A{i}",) if i % 3 == 0 else ()
+        names = ("Globex", "Porto", f"Site {i % 7}")
+        _insert(canonical, embedder, f"{', '.join(names)}: note {i}.", ["user:a"], 10 + i,
+                tuple(EntityIn(n, aliases=given) for n in names))  # fmt: skip
+    known = {e.name: e for e in _known(canonical)}
+    every = {f"A{i}" for i in range(0, 120, 3)}
+    assert set(known["Globex"].aliases) == set(known["Porto"].aliases) == every
+    assert set(known["Site 0"].aliases) == {f"A{i}" for i in range(0, 120, 21)}
+    with canonical.read() as s:
+        assert canonical.aliases_given(s, known["Globex"].id, scopes=["user:a"]) == every
