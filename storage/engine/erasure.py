@@ -12,7 +12,7 @@ from scopes import (
     ScopeId,
 )
 from storage.domain import validation as v
-from storage.domain.errors import InvalidInput, NotFound, ScopeDenied, StorageUnavailable
+from storage.domain.errors import Closed, InvalidInput, NotFound, ScopeDenied, StorageUnavailable
 from storage.domain.models import (
     EraseReceipt,
     PurgeReceipt,
@@ -337,19 +337,32 @@ class _Erasure(_Consistency):
                     if self.reconciler.committed_seq - done <= SWITCH_BACKLOG:
                         break
                 phases["projections rebuilt"] = time.perf_counter() - t
+                # The last changes reach the new files in the projector thread, right after it applies them to
+                # the live ones (and wakes their readers), so that the switch itself applies none: a staged
+                # commit inside the switch (50-100 ms of Tantivy, 20-40 of Lance) made every recall wait.
+                followed = _Follow(self, staged, done)
+                self.reconciler.on_projector(lambda: self.reconciler.follow(followed))
+                following = True
 
                 def switch() -> None:
-                    nonlocal switched
+                    nonlocal switched, following
                     # In the projector thread: the live projections have applied every commit, nothing applies
                     # meanwhile, and the next catch-up re-applies what these files may already hold.
-                    self._catch_up_staged(staged, done, self.reconciler.projected_seq)
+                    self.reconciler.follow(None)
+                    following = False
+                    followed.check()
+                    # Nothing left unless no batch came since following began (then nobody waits for one).
+                    self._catch_up_staged(staged, followed.done, self.reconciler.projected_seq)
                     for new in staged:
                         new.switch()
                     switched = True
                     self.reconciler.rebuilt()
 
                 self._timed(phases, "projector paused", self.reconciler.on_projector, switch)
+                phases["projector followed (in its batches)"] = followed.seconds
             finally:
+                if following:
+                    self._stop_following()
                 if not switched:
                     for new in staged:
                         new.discard()
@@ -358,6 +371,14 @@ class _Erasure(_Consistency):
         for new in staged:
             new.drop_old()
         phases["old files dropped"] = time.perf_counter() - t
+
+    def _stop_following(self) -> None:
+        """Stop the projector applying batches to staged files about to be discarded; from its own thread, so
+        that no batch is being applied to them when they go (directly if the projector is gone)."""
+        try:
+            self.reconciler.on_projector(lambda: self.reconciler.follow(None))
+        except Closed:
+            self.reconciler.follow(None)
 
     def _catch_up_staged(self, staged: Sequence[StagedProjection], after: int, upto: int) -> int:
         """Apply the changes past ``after`` up to ``upto`` to the staged projections; returns the last applied."""
@@ -376,3 +397,30 @@ class _Erasure(_Consistency):
                 new.apply(upserts, deletes)
             after = changes[-1].seq
         return after
+
+
+class _Follow:
+    """What the projector calls after each batch while an erasure's rebuilt projections wait for their switch:
+    apply the changes they lack, up to the batch. A failure is kept for the switch to raise (the erasure then
+    reports it and retries later); the live projections are never held up by it."""
+
+    def __init__(self, owner: _Erasure, staged: Sequence[StagedProjection], done: int) -> None:
+        self.owner, self.staged, self.done = owner, staged, done
+        self.error: BaseException | None = None
+        self.batches = 0
+        self.seconds = 0.0
+
+    def __call__(self, upto: int) -> None:
+        if self.error is not None:
+            return
+        t = time.perf_counter()
+        try:
+            self.done = self.owner._catch_up_staged(self.staged, self.done, upto)
+        except Exception as exc:  # what Lance, Tantivy or the store raise: reported by ``check``
+            self.error = exc
+        self.batches += 1
+        self.seconds += time.perf_counter() - t
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error

@@ -98,6 +98,11 @@ class Reconciler:
         # With a shared store: called in the projector thread with each batch of changes before readers waiting
         # for them are woken (the engine refreshes what it caches of the canonical state: scopes, lexicon).
         self.on_changes: Callable[[list[Change]], None] | None = None
+        # While set (``follow``): called in the projector thread after each batch it applies, once readers
+        # waiting for that batch are woken, with the batch's last seq (an erasure's rebuilt projections follow).
+        self._follower_fn: Callable[[int], None] | None = None
+        self._wake_lock = threading.Lock()
+        self._wake_queued = False  # a wake-up waits in the projector's queue
         self._follow_stop = threading.Event()
         self._follower = threading.Thread(target=self._follow_loop, name="mnemograph-follower", daemon=True)
         self._writer = threading.Thread(target=self._write_loop, name="mnemograph-writer", daemon=True)
@@ -252,6 +257,16 @@ class Reconciler:
                 intent.future.set_exception(error)
             else:
                 intent.future.set_result(value)
+        self._wake_projector()
+
+    def _wake_projector(self) -> None:
+        """Queue one wake-up of the projector unless one is already waiting: a wake-up catches up with every
+        commit made before the projector takes it, so one per commit only lengthened the queue, and a job
+        queued behind it (an erasure's switch) waited for a catch-up per commit before it."""
+        with self._wake_lock:
+            if self._wake_queued:
+                return
+            self._wake_queued = True
         self._projector_jobs.put(_WAKE)
 
     def _alloc(self) -> int:
@@ -265,10 +280,13 @@ class Reconciler:
             job = self._projector_jobs.get()
             if job is None:
                 return
+            if job is _WAKE:
+                with self._wake_lock:
+                    self._wake_queued = False  # a commit from here on queues the next one
             try:
                 # Up to the commits made before this job, not "until none is left": under a stream of writes
                 # that never pauses that never ended, and a job queued behind it (the switch of an erasure's
-                # rewrite) never ran. Each commit queues a wake-up of its own, so nothing is left behind.
+                # rewrite) never ran. A commit queues a wake-up unless one waits, so nothing is left behind.
                 self._catch_up(replay=self._replay_next, until=self._committed)
                 self._replay_next = False
             except Exception as exc:
@@ -373,6 +391,9 @@ class Reconciler:
                 self._projected = top
                 self._projector_error = None
                 self._cond.notify_all()
+            follower = self._follower_fn
+            if follower is not None:
+                follower(top)
         pending = self._pending_maintenance()
         if pending >= self._maintain_after and (
             self._projected - self._last_maintained >= MAINTAIN_EVERY or pending >= self.maintain_fragments
@@ -441,6 +462,13 @@ class Reconciler:
         finally:
             self._keep_after = None
 
+    def follow(self, fn: Callable[[int], None] | None) -> None:
+        """Call ``fn(seq)`` after each batch of changes the projector applies (None: stop). Set and cleared
+        from projector jobs (``on_projector``), so no batch is half followed. ``fn`` runs after the readers
+        waiting for the batch are woken: what it costs delays the next batch, never this one's readers; it
+        must not raise."""
+        self._follower_fn = fn
+
     def rebuilt(self) -> None:
         """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""
         self._replay_next = True
@@ -457,7 +485,7 @@ class Reconciler:
             moved = head > self._committed
             self._committed = max(self._committed, head)
         if moved:
-            self._projector_jobs.put(_WAKE)
+            self._wake_projector()
 
     def _follow_loop(self) -> None:
         """Keep a node's projections near the shared log while nobody reads (a recall syncs anyway)."""

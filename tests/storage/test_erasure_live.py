@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from storage import CachedEmbedder, Engine, EntityIn, WriteItem
+from tests.conftest import files_containing
 
 FILLER = [
     f"Note {i}: the {topic} review moved to room {i % 17} on floor {i % 5}."
@@ -188,3 +189,41 @@ def test_writes_and_recalls_complete_while_an_erasure_rewrites_the_canonical_sto
     assert recalled[0] >= 1
     assert engine.read(written[0]).memory.content == "Written while the store was being rewritten."
     assert engine.verify().ok
+
+
+def test_writes_committed_while_the_rebuilt_indexes_wait_for_their_switch_are_found_after_it(
+    engine: Engine, data_dir: Path
+) -> None:
+    """Between the rebuild of the search indexes and their switch, the projector applies each new batch of
+    changes to the live indexes and then to the rebuilt ones, so that the switch itself applies nothing (a
+    staged commit inside it made every recall wait). Writes made in that stretch are found once the erasure
+    returns, by words and by meaning, and the erased memory is in no file."""
+    secret = engine.write(f"The vault code is {uuid.uuid4().hex}.", ["user:ana"])
+    engine.write("Ana's desk is by the window.", ["user:ana"])
+    rec = engine.reconciler
+    original = rec.follow
+    written: list[str] = []
+
+    def follow(fn: object) -> None:
+        original(fn)  # type: ignore[arg-type]
+        if fn is not None and not written:  # in the projector thread: a client writes meanwhile
+            box: list[str] = []
+            t = threading.Thread(
+                target=lambda: box.append(
+                    engine.write("Bruno parks his bicycle in the courtyard.", ["user:ana"]).id
+                )
+            )
+            t.start()
+            t.join(60)
+            written.extend(box)
+
+    rec.follow = follow  # type: ignore[method-assign]
+    engine.erase(secret.id, confirm=secret.id)
+    assert len(written) == 1, "no write was made while the rebuilt indexes followed: the test proved nothing"
+    by_words = engine.recall("bicycle courtyard", ["user:ana"], recipe="bm25")
+    by_meaning = engine.recall("where does Bruno keep his bike", ["user:ana"], recipe="vector")
+    assert written[0] in {h.memory.id for h in by_words}
+    assert written[0] in {h.memory.id for h in by_meaning}
+    assert secret.id not in {h.memory.id for h in engine.recall("vault code", ["user:ana"])}
+    assert engine.verify().ok
+    assert files_containing(data_dir, secret.id.encode()) == []
