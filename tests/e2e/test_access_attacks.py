@@ -4,6 +4,8 @@ findings 1 and 6): scope squatting, re-parenting, and oracles that leak what liv
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import pytest
 from mcp import Client
@@ -15,6 +17,15 @@ from tools._wire import short_id
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 OPERATOR = "user:operator"  # the local user's default scope in these tests
+
+
+@asynccontextmanager
+async def _clients(store: Store, *tokens: tuple[str, ...]) -> AsyncIterator[list[Client]]:
+    """One HTTP server with auth on, and a connected SDK client per token (its name, then its grants), each
+    token made by the CLI as an operator would."""
+    made = [await make_token(store, name, *grants) for name, *grants in tokens]
+    async with http_server(store, auth=True) as server, AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(as_token(server.url, t)) for t in made]
 
 
 async def test_a_token_cannot_squat_names_others_hold(store: Store) -> None:
@@ -95,15 +106,12 @@ async def test_a_token_cannot_squat_names_others_hold(store: Store) -> None:
 
 
 async def test_create_never_moves_and_a_move_needs_admin_on_both_parents(store: Store) -> None:
-    ta = await make_token(store, "ta", "team:a=admin")
-    tb = await make_token(store, "tb", "team:b=admin")
-    both = await make_token(store, "both", "team:a=admin", "team:b=admin")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, ta) as ca,
-        as_token(server.url, tb) as cb,
-        as_token(server.url, both) as cboth,
-    ):
+    async with _clients(
+        store,
+        ("ta", "team:a=admin"),
+        ("tb", "team:b=admin"),
+        ("both", "team:a=admin", "team:b=admin"),
+    ) as (ca, cb, cboth):
         await call(ca, "create_scope", {"scope": "project:x", "parent": "team:a"})
         await call(ca, "memory_write", {"content": "Project X ships in May.", "scopes": ["project:x"]})
         # tb cannot read project:x: the same refusal as for a reserved name, which says nothing of where it is.
@@ -150,13 +158,7 @@ async def _tools(store: Store) -> list:  # type: ignore[type-arg]
 
 
 async def test_receipts_name_no_entity_learnt_from_another_team(store: Store) -> None:
-    a = await make_token(store, "A", "team:a=admin")
-    b = await make_token(store, "B", "team:b=admin")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, a) as ca,
-        as_token(server.url, b) as cb,
-    ):
+    async with _clients(store, ("A", "team:a=admin"), ("B", "team:b=admin")) as (ca, cb):
         # Team B knows "Bobby" as an alias of Robert Smith; team A must not learn that real name from a receipt.
         await call(
             cb,
@@ -187,13 +189,7 @@ async def test_receipts_name_no_entity_learnt_from_another_team(store: Store) ->
 
 
 async def test_no_full_id_for_a_prefix_of_a_memory_one_cannot_read(store: Store) -> None:
-    a = await make_token(store, "A", "team:a=admin")
-    b = await make_token(store, "B", "team:b=admin")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, a) as ca,
-        as_token(server.url, b) as cb,
-    ):
+    async with _clients(store, ("A", "team:a=admin"), ("B", "team:b=admin")) as (ca, cb):
         # A prefix of a memory A cannot read answers exactly like an unknown prefix: never with the full id.
         old = await call(cb, "memory_write", {"content": "The salary band is 250k.", "scopes": ["team:b"]})
         new = await call(cb, "amend", {"id": old["id"], "content": "The salary band is 260k."})
@@ -217,15 +213,12 @@ async def test_no_full_id_for_a_prefix_of_a_memory_one_cannot_read(store: Store)
 
 
 async def test_guessed_words_lead_to_no_other_version_and_erase_names_no_foreign_scope(store: Store) -> None:
-    a = await make_token(store, "A", "team:a=admin")
-    b = await make_token(store, "B", "team:b=admin")
-    both = await make_token(store, "C", "team:a=w", "team:b=w")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, a) as ca,
-        as_token(server.url, b) as cb,
-        as_token(server.url, both) as cc,
-    ):
+    async with _clients(
+        store,
+        ("A", "team:a=admin"),
+        ("B", "team:b=admin"),
+        ("C", "team:a=w", "team:b=w"),
+    ) as (ca, cb, cc):
         old = await call(cb, "memory_write", {"content": "The salary band is 250k.", "scopes": ["team:b"]})
         new = await call(cb, "amend", {"id": old["id"], "content": "The salary band is 260k."})
 
@@ -260,13 +253,7 @@ async def test_an_alias_given_in_another_teams_scope_resolves_nothing_for_a_toke
     """attack8 F1: recall's entity lookup used every scope's aliases, so a token could learn which of its own
     candidate names another team's alias stands for (its memory came back through the graph lane); a write
     naming the alias learnt the name too, once a readable memory mentioned it."""
-    victim = await make_token(store, "victim", "team:secret=w")
-    attacker = await make_token(store, "attacker", "team:att=w")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, victim) as vi,
-        as_token(server.url, attacker) as at,
-    ):
+    async with _clients(store, ("victim", "team:secret=w"), ("attacker", "team:att=w")) as (vi, at):
         secret = await call(
             vi,
             "memory_write",
@@ -315,13 +302,7 @@ async def test_another_teams_alias_equal_to_my_entity_name_leaves_my_graph_lane_
     """attack8b F1: the lexicon keeps the first entity a phrase was given to. Another team's alias equal to this
     team's entity name took the phrase, and the alias filter then dropped it: the graph lane went dark for the
     team's own entity, which both switched off its recall and told it the phrase is someone's alias."""
-    victim = await make_token(store, "victim", "team:secret=w")
-    attacker = await make_token(store, "attacker", "team:att=w")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, victim) as vi,
-        as_token(server.url, attacker) as at,
-    ):
+    async with _clients(store, ("victim", "team:secret=w"), ("attacker", "team:att=w")) as (vi, at):
         await call(
             vi,
             "memory_write",
@@ -347,13 +328,7 @@ async def test_another_teams_alias_equal_to_my_entity_name_leaves_my_graph_lane_
 async def test_whether_my_alias_resolves_does_not_tell_what_other_teams_named(store: Store) -> None:
     """attack8b F4: the lexicon gave a phrase to the first entity named by it. A token giving its own entity an
     alias equal to a name another team uses got no graph lane for it: an oracle for any team's entity names."""
-    victim = await make_token(store, "victim", "team:secret=w")
-    attacker = await make_token(store, "attacker", "team:att=w")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, victim) as vi,
-        as_token(server.url, attacker) as at,
-    ):
+    async with _clients(store, ("victim", "team:secret=w"), ("attacker", "team:att=w")) as (vi, at):
         await call(
             vi,
             "memory_write",
@@ -381,13 +356,7 @@ async def test_whether_my_alias_resolves_does_not_tell_what_other_teams_named(st
 async def test_another_teams_alias_does_not_take_my_entity_out_of_my_write(store: Store) -> None:
     """attack8b F3: a lower-case mention of a token's own entity, when another team had given that phrase as an
     alias first, was matched to the other team's entity, hidden, and the write kept no entity at all."""
-    victim = await make_token(store, "victim", "team:secret=w")
-    attacker = await make_token(store, "attacker", "team:att=w")
-    async with (
-        http_server(store, auth=True) as server,
-        as_token(server.url, victim) as vi,
-        as_token(server.url, attacker) as at,
-    ):
+    async with _clients(store, ("victim", "team:secret=w"), ("attacker", "team:att=w")) as (vi, at):
         await call(
             vi,
             "memory_write",
