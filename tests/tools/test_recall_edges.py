@@ -107,3 +107,25 @@ async def test_a_budget_smaller_than_the_best_result_shows_it_cut_to_fit(client:
     # memory_read with the id shown gives it all.
     read = await ok(client, "memory_read", {"id": notes["id"]})
     assert read["memory"]["content"].startswith("Quarterly roadmap meeting notes. Item 0")
+
+
+async def test_a_write_receipt_gives_an_event_time_only_to_what_happened_at_one(client: Client) -> None:
+    """The receipt of a fact used to show its write time as "the event time stored for the memory", which
+    a model reads as when it happened; facts and preferences have no event time (docs/recall.md)."""
+    fact = await ok(client, "memory_write", {"content": "I work as an engineer at Initech.", "kind": "fact"})
+    taste = await ok(client, "memory_write", {"content": "I prefer aisle seats.", "kind": "preference"})
+    note = await ok(client, "memory_write", {"content": "The wifi password is on the fridge."})
+    assert fact["event_time"] is None
+    assert taste["event_time"] is None
+    assert note["event_time"] is None
+    event = await ok(
+        client,
+        "memory_write",
+        {"content": "Ran the Leeds half marathon.", "kind": "event", "event_time": "2024-05-12T09:00:00Z"},
+    )
+    assert event["event_time"] == "2024-05-12T09:00:00Z"
+    dated = await ok(client, "memory_write", {"content": "The boiler was serviced on 3 March 2024."})
+    assert dated["event_time"].startswith("2024-03-03")
+    again = await ok(client, "memory_write", {"content": "I work as an engineer at Initech.", "kind": "fact"})
+    assert again["status"] == "duplicate"
+    assert again["event_time"] is None
