@@ -147,6 +147,10 @@ class _Versions(_Writes):
                     f"effective_at ({end.isoformat()}) is in the future",
                     hint="retire when it stops being true, or write the plan as an event memory",
                 )
+            if when is None and end < m.valid_from:
+                # A plan valid only from a later date, cancelled: it never held (an empty validity), and as_of
+                # never finds it. An effective_at before the start is the caller's mistake, refused below.
+                end = m.valid_from
             if end < m.valid_from:
                 raise InvalidInput(
                     f"effective_at ({end.isoformat()}) is before the memory became valid "

@@ -129,3 +129,19 @@ async def test_a_write_receipt_gives_an_event_time_only_to_what_happened_at_one(
     again = await ok(client, "memory_write", {"content": "I work as an engineer at Initech.", "kind": "fact"})
     assert again["status"] == "duplicate"
     assert again["event_time"] is None
+
+
+async def test_a_plan_not_yet_valid_can_be_retired_when_it_is_cancelled(client: Client) -> None:
+    """retire's own example is "a cancelled plan"; a memory valid only from a later date used to be refused
+    (its end, now, came before its start). Retired now, it never held: as_of its start finds nothing."""
+    plan = await ok(
+        client,
+        "memory_write",
+        {"content": "Sam will manage the Berlin office.", "kind": "fact", "valid_from": "2030-01-01"},
+    )
+    out = await ok(client, "retire", {"id": plan["id"], "reason": "the office was not opened"})
+    assert out["valid_to"].startswith("2030-01-01")
+    read = await ok(client, "memory_read", {"id": plan["id"]})
+    assert read["memory"]["status"] == "retired"
+    later = await ok(client, "recall", {"query": "who manages the Berlin office", "as_of": "2030-06-01"})
+    assert later["results"] == []
