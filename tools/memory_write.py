@@ -78,7 +78,11 @@ class MemoryWriteOut(BaseModel):
     )
     scopes: list[str] = Field(description="Every scope the memory now belongs to.")
     entities: list[str] = Field(description="The entities recorded as mentioned.")
-    event_time: datetime = Field(description="The event time stored for the memory.")
+    event_time: datetime | None = Field(
+        default=None,
+        description="When it happened, for events, messages and notes dated by you or their content; null for "
+        "facts, preferences and undated notes, which hold over their validity instead.",
+    )
     relations: list[str] = Field(
         default_factory=list, description="Statements recorded from it, e.g. 'Ana —lives_in→ Porto'."
     )

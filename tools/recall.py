@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TOKEN_BUDGET = 2_000  # about 8,000 characters of content: ten short memories, or a few long ones cut
 CUT_CHARS = 1_000  # longer content is cut here (about 250 tokens), with a pointer to memory_read
+CHARS_PER_TOKEN = 4  # the engine's token estimate (storage/recall/pipeline.py, kept off the handshake path)
 SNIPPET_CHARS = 60  # of an earlier version quoted in a reason
 WHY_RANKS = 10  # a lane is named in a reason when it ranked the result at least this high
 
@@ -82,7 +83,9 @@ class RecallIn(WireModel):
     )
     kinds: list[MemoryKind] | None = Field(default=None, description="Only these kinds of memory.")
     since: IsoTime | None = Field(
-        default=None, description="Only memories whose event time is at or after this."
+        default=None,
+        description="Only memories whose event time (events, messages, dated notes; facts and preferences "
+        "have none, use as_of for them) is at or after this.",
     )
     until: IsoTime | None = Field(default=None, description="Only memories whose event time is before this.")
     now: LocalIsoTime | None = Field(
@@ -97,8 +100,9 @@ class RecallIn(WireModel):
         ge=1,
         le=MAX_TOKEN_BUDGET,
         description="At most this many tokens of memory content in the results (characters / 4; a long "
-        f"memory counts as its first {CUT_CHARS} characters, which is all that is shown). Results that do "
-        "not fit are left out, best ones kept.",
+        f"memory counts as its first {CUT_CHARS} characters, which is all that is shown, or fewer when the "
+        "budget is smaller: the best result is always shown, cut to fit). Results that do not fit are left "
+        "out, best ones kept.",
     )
     group_by: str | None = Field(
         default=None,
@@ -217,14 +221,19 @@ class RecallItem(BaseModel):
 
     @classmethod
     def of(
-        cls, hit: Hit, explain: bool, searched: list[str] | None = None, digest: bool = False
+        cls,
+        hit: Hit,
+        explain: bool,
+        searched: list[str] | None = None,
+        digest: bool = False,
+        cut: int = CUT_CHARS,
     ) -> RecallItem:
         """``searched``: the scopes the call named (or its session default); a memory only in the one scope
-        searched does not repeat it."""
+        searched does not repeat it. ``cut``: content longer than this many characters is cut."""
         m = hit.memory
         return cls(
             id=m.id if explain else short_id(m.id),
-            content=_cut(m.content),
+            content=_cut(m.content, cut),
             kind=m.kind,
             when=when(m),
             status=None if m.status == Status.CURRENT else m.status,
@@ -271,10 +280,17 @@ def _stale_warning(behind: int) -> str:
     )
 
 
-def _cut(text: str) -> str:
-    if len(text) <= CUT_CHARS:
+def _cut(text: str, cut: int = CUT_CHARS) -> str:
+    if len(text) <= cut:
         return text
-    return f"{text[:CUT_CHARS]}… [{len(text) - CUT_CHARS:,} more characters: memory_read this id for all]"
+    return f"{text[:cut]}… [{len(text) - cut:,} more characters: memory_read this id for all]"
+
+
+def _cut_chars(token_budget: int) -> int:
+    """Where content is cut: at ``CUT_CHARS``, or sooner when the whole budget is smaller, so that any one
+    result fits the budget and the best one is never left out for being long (a budget below one long
+    memory used to answer nothing although memories matched)."""
+    return max(1, min(CUT_CHARS, token_budget * CHARS_PER_TOKEN))
 
 
 def _t(t: datetime) -> str:
@@ -356,6 +372,7 @@ def _explanation(hit: Hit) -> Explanation:
 async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     """Search; current memories only unless ``include_history``, ``as_of`` or ``known_at`` asks for the past."""
     searched = caller.read_scopes(args.scopes)
+    cut = _cut_chars(args.token_budget)
     hits = await blocking(
         engine.recall,
         args.query,
@@ -370,13 +387,13 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
         descendants=args.descendants,
         now=args.now,
         token_budget=args.token_budget,
-        cut_chars=CUT_CHARS,
+        cut_chars=cut,
         group_by=args.group_by,
         principal=caller.principal,
     )
     behind = hits.behind
     return RecallOut(
-        results=[RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id)) for h in hits],
+        results=[RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id), cut) for h in hits],
         stale=behind > 0,
         warning=_stale_warning(behind) if behind else None,
     )

@@ -121,15 +121,25 @@ class Memory:
         """Whether something happened at ``event_time``: events and messages always; notes and summaries when
         the caller or the content gave the time. Facts and preferences hold over a validity interval instead;
         their ``event_time`` is only when they were written, and time expressions in a query never boost them."""
-        if self.kind in (MemoryKind.EVENT, MemoryKind.MESSAGE):
-            return True
-        if self.kind in (MemoryKind.FACT, MemoryKind.PREFERENCE):
-            return False
-        return self.event_time_source != "recorded"
+        return dated(self.kind, self.event_time_source)
+
+    @property
+    def dated_at(self) -> datetime | None:
+        """``event_time`` when the memory has one (``has_event_time``), else None."""
+        return self.event_time if self.has_event_time else None
 
     def valid_at(self, t: datetime) -> bool:
         """True when the memory's valid-time interval [valid_from, valid_to) contains ``t``."""
         return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
+
+
+def dated(kind: MemoryKind | str, event_time_source: str) -> bool:
+    """``Memory.has_event_time`` for a memory not read back yet (a write's receipt)."""
+    if kind in (MemoryKind.EVENT, MemoryKind.MESSAGE):
+        return True
+    if kind in (MemoryKind.FACT, MemoryKind.PREFERENCE):
+        return False
+    return event_time_source != "recorded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +152,7 @@ class WriteReceipt:
     status: WriteStatus
     scopes: tuple[str, ...]
     entities: tuple[str, ...]
-    event_time: datetime
+    event_time: datetime | None  # None: a fact, preference or undated note
     relations: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     superseded_by: str | None = None

@@ -140,9 +140,22 @@ class _Versions(_Writes):
             if m.retired_at is not None:
                 raise Conflict(f"memory {mid} was already retired at {m.retired_at.isoformat()}")
             end = when or tx.now
+            # The same rules as amend's effective_at: retiring says when it stopped being true, which has
+            # happened (a planned end is an event memory, and a future valid_to would be retired now anyway).
+            if end > tx.now:
+                raise InvalidInput(
+                    f"effective_at ({end.isoformat()}) is in the future",
+                    hint="retire when it stops being true, or write the plan as an event memory",
+                )
+            if when is None and end < m.valid_from:
+                # A plan valid only from a later date, cancelled: it never held (an empty validity), and as_of
+                # never finds it. An effective_at before the start is the caller's mistake, refused below.
+                end = m.valid_from
             if end < m.valid_from:
                 raise InvalidInput(
-                    f"at ({end.isoformat()}) is before the memory became valid ({m.valid_from.isoformat()})"
+                    f"effective_at ({end.isoformat()}) is before the memory became valid "
+                    f"({m.valid_from.isoformat()})",
+                    hint="pass a later effective_at, or amend the memory if it was never true",
                 )
             self.graph.retire(tx.conn, mid, at=tx.now, valid_to=end, reason=why)
             tx.record("retire", mid)

@@ -24,6 +24,7 @@ from storage.domain.models import (
     RelationIn,
     WriteItem,
     WriteReceipt,
+    dated,
 )
 from storage.domain.records import NewMemory, entity_key
 from storage.engine.scopes import _Scopes
@@ -267,13 +268,13 @@ class _Writes(_Scopes):
                 missing = [s for s in p.scopes if s not in existing.scopes]
                 if not missing:
                     return WriteReceipt(
-                        cur, "duplicate", existing.scopes, existing.entities, existing.event_time
+                        cur, "duplicate", existing.scopes, existing.entities, existing.dated_at
                     )
                 self.graph.ensure_scopes(tx.conn, missing, tx.now)
                 self.graph.link(tx.conn, cur, missing, tx.now)
                 tx.record("link", cur)
                 all_scopes = tuple(sorted({*existing.scopes, *missing}))
-                return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.event_time)
+                return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.dated_at)
             vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
                 vec = [float(x) for x in self.embedder.embed([p.content])[0]]
@@ -293,7 +294,8 @@ class _Writes(_Scopes):
             since = {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
             self._insert(tx, new, p.scopes, p.entities, p.relations, since)
             names = tuple(sorted(e.name for e in p.entities))
-            receipt = WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, p.event_time)
+            event_time = p.event_time if dated(p.kind, p.event_time_source) else None
+            receipt = WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, event_time)
             return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
 
         return intent

@@ -112,10 +112,17 @@ def _believed(m: Memory, known: datetime, valid: datetime, replaced_at: datetime
 
 
 def admissible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
-    """The canonical filter on results: visible, of a requested kind, inside the event-time window."""
+    """The canonical filter on results: visible, of a requested kind, inside the event-time window (only memories
+    with an event time are inside one)."""
     if not visible(m, q, replaced_at):
         return False
     if q.kinds and m.kind not in q.kinds:
+        return False
+    if q.since is None and q.until is None:
+        return True
+    # The window is on event time, which facts, preferences and undated notes do not have (their stored
+    # event_time is only when they were written): they are in no window, rather than dated by their write.
+    if not m.has_event_time:
         return False
     if q.since is not None and m.event_time < q.since:
         return False

@@ -49,10 +49,15 @@ def test_event_time_from_caller_from_content_or_write_time(engine: Engine) -> No
     assert engine.write("Moved the server to Frankfurt.", ["user:ana"], event_time=given).event_time == given
     before = datetime.now(UTC)
     plain = engine.write("Likes jazz.", ["user:ana"])
-    assert before <= plain.event_time <= datetime.now(UTC)
+    assert plain.event_time is None  # an undated note has no event time: the receipt does not invent one
+    stored = engine.read(plain.id).memory
+    assert before <= stored.event_time <= datetime.now(UTC)
+    assert stored.event_time_source == "recorded"
     dated = engine.write("Ana started her new job on March 3, 2021.", ["user:ana"])
+    assert dated.event_time is not None
     assert dated.event_time.date() == datetime(2021, 3, 3).date()
     relative = engine.write("Ana ran a half marathon yesterday.", ["user:ana"])
+    assert relative.event_time is not None
     assert relative.event_time.date() == (datetime.now(UTC) - timedelta(days=1)).date()
     assert engine.read(relative.id).memory.event_time_source == "content"
 
