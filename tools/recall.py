@@ -255,7 +255,9 @@ class RecallOut(BaseModel):
         "missing from results; warning says more. Absent (false) otherwise.",
     )
     warning: str | None = Field(
-        default=None, description="Set when stale: what may be missing and what to do about it."
+        default=None,
+        description="Set when stale (what may be missing and what to do about it), or when group_by named a "
+        "metadata key that no result has.",
     )
 
     @classmethod
@@ -392,10 +394,21 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
         principal=caller.principal,
     )
     behind = hits.behind
+    warnings = [_stale_warning(behind)] if behind else []
+    if args.group_by and hits and not any(args.group_by in h.memory.metadata for h in hits):
+        warnings.append(_ungrouped_warning(args.group_by))
     return RecallOut(
         results=[RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id), cut) for h in hits],
         stale=behind > 0,
-        warning=_stale_warning(behind) if behind else None,
+        warning=" ".join(warnings) or None,
+    )
+
+
+def _ungrouped_warning(key: str) -> str:
+    # A misspelt key groups nothing: every memory is then its own group, which changes the ranking silently.
+    return (
+        f"No result has the metadata key {key!r} given as group_by, so each memory was ranked on its own. "
+        "Check the key's spelling (it is a key of the metadata you wrote with memory_write) or leave group_by out."
     )
 
 

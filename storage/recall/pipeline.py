@@ -128,8 +128,12 @@ def run(
     with graph.read() as conn:
         fused, lifted, stand_in = _lift(fused, q, graph, conn, digests)
         if recipe.group.key is not None:
+            via: dict[str, list[Memory]] = {}
+            if recipe.follow_versions and q.live_only:
+                fused, heads, via = _to_heads(fused, graph, conn, executor)
+                stand_in = {**heads, **stand_in}
             grouped = _grouped(
-                q, graph, conn, found, fused, recipe, paths, vectors, executor, lifted, stand_in
+                q, graph, conn, found, fused, recipe, paths, vectors, executor, lifted, stand_in, via
             )
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only and q.known_at is None:
@@ -291,15 +295,7 @@ class _Pool:
         return out
 
     def _head(self, m: Memory) -> Memory | None:
-        """The current version of ``m``'s chain (None when the chain ends retired or is too long)."""
-        for _ in range(64):
-            if m.superseded_by is None:
-                return m if m.retired_at is None else None
-            nxt = self._graph.fetch(self._conn, [m.superseded_by]).get(m.superseded_by)
-            if nxt is None:
-                return None
-            m = nxt
-        return None
+        return _head(self._graph, self._conn, m)
 
     def _admit(self, m: Memory) -> bool:
         replaced = None
@@ -328,6 +324,50 @@ def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
         c.time = match
 
 
+def _to_heads(
+    fused: list[_Entry], graph: CanonicalStore, conn: Session, executor: Executor | None
+) -> tuple[list[_Entry], dict[str, str], dict[str, list[Memory]]]:
+    """Version chains for grouped recall, as ``_Pool`` follows them for the other: a hit on a superseded version
+    stands for its chain's current version at the hit's place (a chain ending retired drops out). Returns the
+    new list, superseded id -> current id (for the lanes' ranks), and current id -> the versions matched."""
+    records = graph.fetch(conn, [m for m, _, _ in fused], executor)
+    if all(r.superseded_by is None for r in records.values()):
+        return fused, {}, {}
+    heads: dict[str, str] = {}
+    via: dict[str, list[Memory]] = {}
+    out: list[_Entry] = []
+    placed: dict[str, int] = {}
+    for mid, score, lanes in fused:
+        mem = records.get(mid)
+        target = mid
+        if mem is not None and mem.superseded_by is not None:
+            head = _head(graph, conn, mem)
+            if head is None:
+                continue
+            target = heads[mid] = head.id
+            if all(v.id != mid for v in via.get(target, ())):
+                via.setdefault(target, []).append(mem)
+        if target in placed:  # already placed higher: this hit only adds to its lanes
+            for lane, rank in lanes.items():
+                out[placed[target]][2].setdefault(lane, rank)
+            continue
+        placed[target] = len(out)
+        out.append((target, score, dict(lanes)))
+    return out, heads, via
+
+
+def _head(graph: CanonicalStore, conn: Session, m: Memory) -> Memory | None:
+    """The current version of ``m``'s chain (None when the chain ends retired or is too long)."""
+    for _ in range(64):
+        if m.superseded_by is None:
+            return m if m.retired_at is None else None
+        nxt = graph.fetch(conn, [m.superseded_by]).get(m.superseded_by)
+        if nxt is None:
+            return None
+        m = nxt
+    return None
+
+
 def _grouped(
     q: Query,
     graph: CanonicalStore,
@@ -340,6 +380,7 @@ def _grouped(
     executor: Executor | None = None,
     lifted: Mapping[str, str] | None = None,
     stand_in: Mapping[str, str] | None = None,
+    via: Mapping[str, list[Memory]] | None = None,
 ) -> list[_Candidate]:
     """``recipe.group``: collapse each lane's list to groups, fuse the groups, apply the time rule per group,
     let memory-level fusion pick the first ``head`` groups, and list each group's best members. A digest's
@@ -399,6 +440,7 @@ def _grouped(
         for mid, _, lanes in listed:
             c = _Candidate(mem[mid], score[g], lanes, times.get(g), tuple(paths.get(mid, ())))
             c.unit, c.group, c.digest = vectors.get(mid), label(mid), lifted.get(mid)
+            c.via = list((via or {}).get(mid, ()))
             out.append(c)
     return out
 

@@ -151,16 +151,24 @@ async def test_long_content_is_cut_with_a_pointer_to_memory_read(client: Client)
 # -- 3. version chains ---------------------------------------------------------------------------------------
 
 
-async def test_a_query_matching_an_earlier_version_finds_the_current_one(client: Client) -> None:
+@pytest.mark.parametrize("grouping", [{}, {"group_by": "session"}])
+async def test_a_query_matching_an_earlier_version_finds_the_current_one(
+    client: Client, grouping: dict[str, str]
+) -> None:
+    """Also when the caller ranks by a metadata group (try14 F6): grouped recall dropped the hits on earlier
+    versions, so the current one came last, with no reason given."""
     first = await _write(client, "I work as a software engineer at Initech.", kind="fact")
     await _fillers(client)
     second = await ok(
         client, "amend", {"id": first["id"], "content": "I work as a senior software engineer at Initech."}
     )
     third = await ok(client, "amend", {"id": second["id"], "content": "I am now a tech lead at Globex."})
-    plain = await ok(client, "recall", {"query": "Where do I work?"})
+    plain = await ok(client, "recall", {"query": "Where do I work?", **grouping})
     assert plain["results"][0]["id"] == third["id"], [r["content"] for r in plain["results"]]
-    out = await ok(client, "recall", {"query": "Where do I work?", "explain": True})
+    old_words = await ok(client, "recall", {"query": "software engineer at Initech", **grouping})
+    assert old_words["results"][0]["id"] == third["id"], [r["content"] for r in old_words["results"]]
+    assert "earlier version" in old_words["results"][0]["why"]
+    out = await ok(client, "recall", {"query": "Where do I work?", "explain": True, **grouping})
     top = out["results"][0]
     assert short_id(top["id"]) == third["id"]  # explain=true gives full ids
     assert "earlier version" in top["why"]
@@ -277,3 +285,16 @@ async def test_a_summary_a_client_writes_is_not_called_a_mnemograph_digest(clien
     out = await ok(client, "recall", {"query": "Zephyr launch approved", "kinds": ["summary"]})
     (hit,) = [r for r in out["results"] if r["id"] == fake["id"]]
     assert "built by Mnemograph" not in hit["why"]
+
+
+async def test_a_group_by_key_no_result_has_is_said_in_a_warning(client: Client) -> None:
+    """try14 F6: a misspelt group_by changed the ranking with no word; the answer now says so."""
+    await _write(client, "We planned the launch party for Friday.", metadata={"session": "s1"})
+    await _write(client, "The launch party moved to Saturday.", metadata={"session": "s2"})
+    right = await ok(client, "recall", {"query": "launch party", "group_by": "session"})
+    assert "warning" not in right
+    typo = await ok(client, "recall", {"query": "launch party", "group_by": "sesion"})
+    assert typo["results"]
+    assert "'sesion'" in typo["warning"]
+    assert "spelling" in typo["warning"]
+    assert "stale" not in typo
