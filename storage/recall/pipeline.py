@@ -129,11 +129,12 @@ def run(
         fused, lifted, stand_in = _lift(fused, q, graph, conn, digests)
         if recipe.group.key is not None:
             via: dict[str, list[Memory]] = {}
+            records = graph.fetch(conn, [m for m, _, _ in fused], executor)
             if recipe.follow_versions and q.live_only:
-                fused, heads, via = _to_heads(fused, graph, conn, executor)
+                fused, heads, via = _to_heads(fused, graph, conn, records)
                 stand_in = {**heads, **stand_in}
             grouped = _grouped(
-                q, graph, conn, found, fused, recipe, paths, vectors, executor, lifted, stand_in, via
+                q, graph, conn, found, fused, recipe, paths, vectors, records, lifted, stand_in, via
             )
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only and q.known_at is None:
@@ -325,12 +326,12 @@ def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
 
 
 def _to_heads(
-    fused: list[_Entry], graph: CanonicalStore, conn: Session, executor: Executor | None
+    fused: list[_Entry], graph: CanonicalStore, conn: Session, records: dict[str, Memory]
 ) -> tuple[list[_Entry], dict[str, str], dict[str, list[Memory]]]:
     """Version chains for grouped recall, as ``_Pool`` follows them for the other: a hit on a superseded version
     stands for its chain's current version at the hit's place (a chain ending retired drops out). Returns the
-    new list, superseded id -> current id (for the lanes' ranks), and current id -> the versions matched."""
-    records = graph.fetch(conn, [m for m, _, _ in fused], executor)
+    new list, superseded id -> current id (for the lanes' ranks), and current id -> the versions matched;
+    adds the current versions it fetched to ``records``."""
     if all(r.superseded_by is None for r in records.values()):
         return fused, {}, {}
     heads: dict[str, str] = {}
@@ -345,6 +346,7 @@ def _to_heads(
             if head is None:
                 continue
             target = heads[mid] = head.id
+            records.setdefault(target, head)
             if all(v.id != mid for v in via.get(target, ())):
                 via.setdefault(target, []).append(mem)
         if target in placed:  # already placed higher: this hit only adds to its lanes
@@ -377,7 +379,7 @@ def _grouped(
     recipe: Recipe,
     paths: Mapping[str, Sequence[str]],
     vectors: Mapping[str, np.ndarray],
-    executor: Executor | None = None,
+    records: Mapping[str, Memory],
     lifted: Mapping[str, str] | None = None,
     stand_in: Mapping[str, str] | None = None,
     via: Mapping[str, list[Memory]] | None = None,
@@ -387,8 +389,7 @@ def _grouped(
     lane ranks count for the group of the message standing in for it (``_lift``)."""
     lifted, stand_in = lifted or {}, stand_in or {}
     rule = recipe.group
-    records = graph.fetch(conn, [m for m, _, _ in fused], executor)
-    mem = {m: r for m, r in records.items() if admissible(r, q)}
+    mem = {m: r for m, _, _ in fused if (r := records.get(m)) is not None and admissible(r, q)}
 
     def label(mid: str) -> str | None:
         value = mem[mid].metadata.get(rule.key or "")
