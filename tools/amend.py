@@ -63,7 +63,7 @@ SPEC = ToolSpec(
         "Replace a stored memory with a corrected or updated version, e.g. when a fact changed or was wrong. "
         "The old version stays in history (recall with include_history=true) and stops being returned by "
         "default. Use this instead of writing a second, contradicting memory. When the change happened earlier "
-        "than now, pass effective_at."
+        "than now, pass effective_at. Relations of the old version whose two ends the new text still names are kept."
     ),
     input_model=AmendIn,
     output_model=AmendOut,

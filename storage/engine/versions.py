@@ -12,15 +12,19 @@ from storage.domain import validation as v
 from storage.domain.errors import Conflict, InvalidInput
 from storage.domain.models import (
     AmendReceipt,
+    EntityIn,
     Provenance,
+    RelationIn,
     RetireReceipt,
 )
 from storage.domain.records import NewMemory
 from storage.engine.state import (
     _now,
     content_id,
+    log,
 )
 from storage.engine.writes import _Writes
+from storage.enrich import Enriched, enrich, speaker_of
 from storage.language.extraction import extract
 from storage.sync.reconciler import Tx
 
@@ -46,11 +50,45 @@ class _Versions(_Writes):
         why = v.reason(reason)
         effective = v.when(effective_at, "effective_at")
         now = _now()
-        found = extract(text, written_at=now, lexicon=self.lexicon)
-        entities = self._known_to(principal, text, found.entities, ())
         mid = content_id(text)
         with self.graph.read() as conn:
             exists = self.graph.fetch(conn, [mid])
+            before = self.graph.fetch(conn, [old_id]).get(old_id)
+            held = self.graph.relation_history(conn, [old_id]) if before is not None else []
+        # The relations the old version recorded whose two ends the new text still names carry over (the
+        # caller's own included: amend takes no relations); the new text's own statements are read as a write
+        # reads them. Whether the caller may amend it at all is checked in the intent, before anything is kept.
+        folded = text.casefold()
+        carried = [
+            RelationIn(r.subject, r.predicate, r.object)
+            for r in held
+            if r.valid_to is None and r.subject.casefold() in folded and r.object.casefold() in folded
+        ]
+        given = [EntityIn(name=n) for n in dict.fromkeys(e for r in carried for e in (r.subject, r.object))]
+        meta = before.metadata if before is not None else {}
+        scopes = before.scopes if before is not None else ()
+        try:
+            found = enrich(
+                text,
+                written_at=now,
+                lexicon=self.lexicon,
+                given=given,
+                speaker=speaker_of(meta, scopes, principal.name),
+            )
+        except Exception:
+            log.exception("offline extraction failed; amending with the carried relations only")
+            basic = extract(text, written_at=now, lexicon=self.lexicon, given=given)
+            found = Enriched(basic.entities, basic.times, (), (), ())
+        entities = self._known_to(principal, text, found.entities, given)
+        hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
+        relations = list(
+            dict.fromkeys(
+                r
+                for r in (*carried, *found.relations)
+                if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
+            )
+        )
+        since = {(f.subject, f.predicate, f.object): f.at for f in found.facts if f.dated}
         vector = None if exists else [float(x) for x in self.embedder.embed([text])[0]]
 
         def intent(tx: Tx) -> AmendReceipt:
@@ -105,7 +143,7 @@ class _Versions(_Writes):
                     vec,
                     supersedes=old.id,
                 )
-                self._insert(tx, new, old.scopes, entities, ())
+                self._insert(tx, new, old.scopes, entities, relations, since)
             self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=start)
             tx.record("supersede", old.id)
             return AmendReceipt(cur, old.id, old.scopes, existing.valid_from if existing else start)

@@ -213,6 +213,39 @@ async def test_two_hop_relations_reach_the_answer(client: Client) -> None:
     assert "Rajasthan" in hit["why"]
 
 
+async def test_an_amended_statement_keeps_the_relations_its_new_text_still_names(client: Client) -> None:
+    """try14 F5: amend took no relations and read none from the new text, so amending "Udaipur belongs to
+    Rajasthan" cut the path from the Grand Palm to its state. A relation whose two ends the new text still
+    names carries over; one whose end it drops does not."""
+    await _write(
+        client,
+        "The Grand Palm, a heritage hotel on the lake shore, is located in Udaipur.",
+        kind="fact",
+        relations=[{"subject": "Grand Palm", "predicate": "located_in", "object": "Udaipur"}],
+    )
+    state = await _write(
+        client,
+        "Udaipur belongs to Rajasthan.",
+        kind="fact",
+        relations=[{"subject": "Udaipur", "predicate": "located_in", "object": "Rajasthan"}],
+    )
+    for text in ("The state fair is in September.", "Kerala is a state in the south of India."):
+        await _write(client, text, kind="fact")
+    await _fillers(client)
+    amended = await ok(
+        client, "amend", {"id": state["id"], "content": "Udaipur belongs to Rajasthan, in north-west India."}
+    )
+    out = await ok(client, "recall", {"query": "Which state is the Grand Palm hotel in?", "explain": True})
+    hit = next((r for r in out["results"][:5] if short_id(r["id"]) == amended["id"]), None)
+    assert hit is not None, [r["content"] for r in out["results"]]
+    assert any("Udaipur" in p and "Rajasthan" in p for p in hit["explain"]["paths"])
+    moved = await ok(client, "amend", {"id": amended["id"], "content": "Udaipur is a lake city."})
+    again = await ok(client, "recall", {"query": "Which state is the Grand Palm hotel in?", "explain": True})
+    for r in again["results"]:
+        if short_id(r["id"]) == moved["id"]:
+            assert not any("Rajasthan" in p for p in r["explain"].get("paths", ()))
+
+
 # -- 5. time means what people mean ------------------------------------------------------------------------
 
 
