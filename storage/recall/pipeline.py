@@ -139,7 +139,7 @@ def run(
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only and q.known_at is None:
                 kept = _chains(kept, q, graph, conn)
-            return _finish(kept, q, recipe)
+            return _finish(kept, q, recipe, vectors)
         pool = _Pool(q, graph, conn, fused, paths, vectors, executor, recipe.follow_versions, lifted)
         cands = pool.take(want)
         if timed:
@@ -149,14 +149,17 @@ def run(
         kept = _dedup(cands, q, recipe, pool)
         if not q.live_only and q.known_at is None:
             kept = _chains(kept, q, graph, conn)
-    return _finish(kept, q, recipe)
+    return _finish(kept, q, recipe, vectors)
 
 
-def _finish(kept: list[_Candidate], q: Query, recipe: Recipe) -> list[Hit]:
+def _finish(
+    kept: list[_Candidate], q: Query, recipe: Recipe, vectors: Mapping[str, np.ndarray] | None = None
+) -> list[Hit]:
     """The relevance rules (``Recipe.min_similarity``, ``Recipe.relevance_floor``), then ``k``, then the token
     budget."""
     if recipe.min_similarity is not None and q.vector is not None:
-        kept = [c for c in kept if not _vector_only_and_weak(c, q.vector, recipe.min_similarity)]
+        seen = vectors or {}
+        kept = [c for c in kept if not _vector_only_and_weak(c, q.vector, recipe.min_similarity, seen)]
     if kept and recipe.relevance_floor > 0:
         floor = recipe.relevance_floor * max(c.score for c in kept)
         kept = [c for c in kept if c.score >= floor]
@@ -227,11 +230,20 @@ def _closest(
     return [mid for _, mid in scored[:n]]
 
 
-def _vector_only_and_weak(c: _Candidate, query: np.ndarray, floor: float) -> bool:
-    if c.unit is None or set(c.lanes) != {"vector"} or c.paths or c.via or c.digest:
+def _vector_only_and_weak(
+    c: _Candidate, query: np.ndarray, floor: float, vectors: Mapping[str, np.ndarray]
+) -> bool:
+    """Found by the vector lane alone, and less similar to the query than ``floor``. A hit that stands for its
+    chain's current version is judged by the versions the lane matched (try14 F7: "quantum chromodynamics
+    lecture" returned a job fact through a weak match on its earlier version). A path or a digest is other
+    evidence."""
+    if set(c.lanes) != {"vector"} or c.paths or c.digest:
         return False
+    units = [u for u in (c.unit, *(vectors.get(v.id) for v in c.via)) if u is not None]
     norm = float(np.linalg.norm(query))
-    return norm > 0 and float(np.dot(c.unit, query)) / norm < floor
+    if not units or norm <= 0:
+        return False
+    return max(float(np.dot(u, query)) for u in units) / norm < floor
 
 
 class _Pool:

@@ -320,6 +320,22 @@ async def test_a_summary_a_client_writes_is_not_called_a_mnemograph_digest(clien
     assert "built by Mnemograph" not in hit["why"]
 
 
+async def test_a_weak_match_on_an_earlier_version_does_not_bring_its_current_one(client: Client) -> None:
+    """try14 F7: the similarity floor spared any result that stood for an earlier version, so a question about
+    nothing stored ("quantum chromodynamics lecture") returned the job fact through a weak vector match on its
+    first version. A strong match on the earlier version still leads to the current one."""
+    first = await _write(client, "I work as a software engineer at Initech.", kind="fact")
+    second = await ok(
+        client, "amend", {"id": first["id"], "content": "I work as a senior software engineer at Initech."}
+    )
+    third = await ok(client, "amend", {"id": second["id"], "content": "I am now a tech lead at Globex."})
+    await _fillers(client)
+    nothing = await ok(client, "recall", {"query": "quantum chromodynamics lecture"})
+    assert third["id"] not in [r["id"] for r in nothing["results"]], nothing["results"]
+    strong = await ok(client, "recall", {"query": "software engineer at Initech"})
+    assert strong["results"][0]["id"] == third["id"]
+
+
 async def test_a_group_by_key_no_result_has_is_said_in_a_warning(client: Client) -> None:
     """try14 F6: a misspelt group_by changed the ranking with no word; the answer now says so."""
     await _write(client, "We planned the launch party for Friday.", metadata={"session": "s1"})
