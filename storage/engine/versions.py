@@ -65,19 +65,22 @@ class _Versions(_Writes):
             if r.valid_to is None and r.subject.casefold() in folded and r.object.casefold() in folded
         ]
         given = [EntityIn(name=n) for n in dict.fromkeys(e for r in carried for e in (r.subject, r.object))]
+        # Dates in the new text read from when the change took effect ("since 1 October", amended with
+        # effective_at 2024-10-01, is 2024's October, not the one before the day of the call: try14 F10).
+        said = min(effective, now) if effective is not None else now
         meta = before.metadata if before is not None else {}
         scopes = before.scopes if before is not None else ()
         try:
             found = enrich(
                 text,
-                written_at=now,
+                written_at=said,
                 lexicon=self.lexicon,
                 given=given,
                 speaker=speaker_of(meta, scopes, principal.name),
             )
         except Exception:
             log.exception("offline extraction failed; amending with the carried relations only")
-            basic = extract(text, written_at=now, lexicon=self.lexicon, given=given)
+            basic = extract(text, written_at=said, lexicon=self.lexicon, given=given)
             found = Enriched(basic.entities, basic.times, (), (), ())
         entities = self._known_to(principal, text, found.entities, given)
         hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}

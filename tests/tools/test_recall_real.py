@@ -280,6 +280,9 @@ async def test_amend_with_effective_at_answers_as_of_on_valid_time(client: Clien
         {"id": old["id"], "content": "Sam works at Globex since 1 October.", "effective_at": "2024-10-01"},
     )
     assert new["valid_from"].startswith("2024-10-01")
+    # "1 October" in the new text is read from when the change took effect, not from the day of the call.
+    stored = (await ok(client, "memory_read", {"id": new["id"]}))["memory"]
+    assert stored["event_time"].startswith("2024-10-01"), stored
     october = await ok(client, "recall", {"query": "where did Sam work", "as_of": "2024-10-15"})
     assert october["results"][0]["id"] == new["id"]
     assert october["results"][0]["when"] == "since 2024-10-01"
