@@ -166,13 +166,21 @@ class Explanation(BaseModel):
         default=None, description="How the query's time expression matched this memory's event time."
     )
     paths: list[str] = Field(
-        description="Entity-graph statements that led here, e.g. 'Hotel Aria —located_in→ Lisbon —in→ Portugal'."
+        default_factory=list,
+        description="Entity-graph statements that led here, e.g. 'Hotel Aria —located_in→ Lisbon —in→ Portugal'; "
+        "absent when none did.",
     )
-    via: list[str] = Field(description="Ids of earlier versions of this memory that matched the query.")
+    via: list[str] = Field(
+        default_factory=list,
+        description="Ids of earlier versions of this memory that matched the query; absent when none did.",
+    )
     digest: str | None = Field(
         default=None, description="The conversation digest whose match brought this message here, if any."
     )
-    collapsed: list[str] = Field(description="Ids of near-duplicate memories folded into this result.")
+    collapsed: list[str] = Field(
+        default_factory=list,
+        description="Ids of near-duplicate memories folded into this result; absent when none were.",
+    )
     provenance: ProvenanceView = Field(description="Who wrote the memory, and through which client.")
     event_time: datetime | None = Field(
         default=None, description="When it happened (events, messages, and notes given a time)."
@@ -184,7 +192,8 @@ class Explanation(BaseModel):
 
     @model_serializer(mode="wrap")
     def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _compact(self, handler)
+        # The lists too (try14 F9): docs/recall.md promises that empty fields are left out.
+        return {k: v for k, v in _compact(self, handler).items() if v != []}
 
 
 class RecallItem(BaseModel):

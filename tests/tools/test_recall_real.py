@@ -350,3 +350,13 @@ async def test_a_group_by_key_no_result_has_is_said_in_a_warning(client: Client)
     assert "'sesion'" in typo["warning"]
     assert "spelling" in typo["warning"]
     assert "stale" not in typo
+
+
+async def test_explain_leaves_out_empty_lists(client: Client) -> None:
+    """try14 F9: docs/recall.md says empty fields are left out; explain sent "paths": [], "via": [] and
+    "collapsed": [] on every result."""
+    await _write(client, "The quarterly roadmap review is on Thursday.")
+    out = await ok(client, "recall", {"query": "quarterly roadmap review", "explain": True})
+    explained = out["results"][0]["explain"]
+    assert explained["lanes"]
+    assert not {"paths", "via", "collapsed"} & set(explained), explained
