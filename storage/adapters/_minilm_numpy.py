@@ -110,7 +110,7 @@ class _Rows:
         if len(unique) and not (unique[0] >= 0 and unique[-1] < self._count):
             raise IndexError(f"token ids outside the vocabulary of {self._count}: {unique[0]}..{unique[-1]}")
         rows = np.empty((len(unique), self._width), dtype=np.float32)
-        view = memoryview(rows).cast("B")
+        view = rows.data.cast("B")
         for i, row in enumerate(unique.tolist()):
             if os.preadv(self._fd, [view[i * size : (i + 1) * size]], self._offset + row * size) != size:
                 raise OSError(f"short read of token {row}'s row: the model file changed under the process")
