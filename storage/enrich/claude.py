@@ -14,12 +14,16 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import anthropic
 from anthropic.types import MessageParam, TextBlockParam, ToolChoiceToolParam, ToolParam
+
+# Re-exported: these lived here before storage.enrich.results, which the engine imports without the SDK.
+from storage.enrich.results import ExtractionFailed, LlmResult, LlmStatement, Usage
+
+__all__ = ["ClaudeExtractor", "ExtractionFailed", "LlmResult", "LlmStatement", "Usage"]
 
 STATUSES = ("asserted", "negated", "hypothetical", "uncertain", "reported")
 MAX_STATEMENTS = 64
@@ -70,49 +74,6 @@ TOOL: ToolParam = {
         "required": ["statements"],
     },
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LlmStatement:
-    subject: str
-    predicate: str
-    object: str
-    status: str
-    subject_type: str = "thing"
-    object_type: str = "thing"
-    ended: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class LlmResult:
-    statements: tuple[LlmStatement, ...]
-    usage: Usage
-    model: str
-    attempts: int
-
-
-class ExtractionFailed(Exception):
-    """The model could not be asked or answered badly; ``reason`` is for the reader of ``memory_read``."""
-
-    def __init__(self, reason: str, usage: Usage, attempts: int) -> None:
-        super().__init__(reason)
-        self.reason, self.usage, self.attempts = reason, usage, attempts
 
 
 class ClaudeExtractor:

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from storage.enrich import Fact
-from storage.enrich.claude import ExtractionFailed, LlmResult, Usage
+from storage.enrich.results import ExtractionFailed, LlmResult, Usage
 from storage.ports.canonical import CanonicalStore
 
 __all__ = ["Enricher", "ExtractionFailed", "Extractor", "Job", "LlmResult", "apply", "describe"]

@@ -28,6 +28,7 @@ from storage.domain.errors import Closed, MnemographError, StorageUnavailable, S
 from storage.domain.records import Change
 from storage.ports.canonical import CanonicalStore, Session
 from storage.ports.projection import Projection
+from storage.sync._heap import release_free_memory
 
 log = logging.getLogger("mnemograph.reconciler")
 T = TypeVar("T")
@@ -423,6 +424,7 @@ class Reconciler:
             log.exception("maintenance of the vector projection failed; it is tried again after more writes")
         else:
             self._maintain_after = 0
+        release_free_memory()  # compaction's buffers, freed by now, would stay in the process (see _heap)
 
     def _when_idle(self) -> None:
         """Maintain once no change has come for ``IDLE_S``: a burst of small writes is compacted after it

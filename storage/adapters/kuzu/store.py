@@ -45,6 +45,26 @@ from storage.ports.canonical import Session
 # traffic runs up to 32 rounds to get there, each replaying what came in during the one before.
 REPLAY_IN_PAUSE = 20
 Paused = Callable[[Callable[[], None]], None]
+# Kùzu's buffer pool defaults to 80% of physical memory, and it keeps a state word per 4 KiB page of the pool
+# resident from the open on, used or not: 2.4 MiB per GiB, 86 MiB of the owner's anonymous memory on a 24 GiB
+# machine at any store size (docs/benchmarks/coldstart.md, "Footprint"). 4 GiB costs 9 MiB and stays far above
+# what a query pins; pages beyond it are evicted and read again from the file, as they would be under memory
+# pressure anyway.
+BUFFER_POOL_CAP = 4 << 30
+
+
+def _buffer_pool_bytes() -> int:
+    """The smaller of ``BUFFER_POOL_CAP`` and Kùzu's own default (80% of physical memory)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        return BUFFER_POOL_CAP
+    return min(BUFFER_POOL_CAP, int(physical * 0.8))
+
+
+def open_database(path: Path) -> kuzu.Database:
+    """A Kùzu database at ``path`` with the bounded buffer pool."""
+    return kuzu.Database(str(path), buffer_pool_size=_buffer_pool_bytes())
 
 
 def _at_once(fn: Callable[[], None]) -> None:
@@ -147,7 +167,7 @@ class GraphStore(_Exports, _Conversations):
 
     def _open(self) -> None:
         try:
-            self._db = kuzu.Database(str(self._dir / self._current_name()))
+            self._db = open_database(self._dir / self._current_name())
         except RuntimeError as exc:
             raise StorageUnavailable(
                 f"cannot open the canonical store in {self._dir}: {exc}",
@@ -346,7 +366,7 @@ class GraphStore(_Exports, _Conversations):
             job.snap.close()
             job.snap = None
             _require_room(self._dir, self._dir / job.export)
-            job.fresh = kuzu.Database(str(self._dir / job.name))
+            job.fresh = open_database(self._dir / job.name)
             job.conn = kuzu.Connection(job.fresh)
             job.conn.execute(f"IMPORT DATABASE {cypher_string(f'{plain}/{job.export}')}")
         shutil.rmtree(self._dir / job.export, ignore_errors=True)

@@ -1,0 +1,53 @@
+"""What an LLM extraction returns or how it failed: plain values, without the Anthropic SDK.
+
+The engine and the enrichment queue (``storage.enrich.llm``) use these on every start; only
+``storage.enrich.claude`` (loaded when an API key is configured) imports ``anthropic``. Importing the SDK cost the
+owner 1.15 s of CPU and 39 MiB resident before its first answer (docs/benchmarks/coldstart.md, "Footprint").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LlmStatement:
+    subject: str
+    predicate: str
+    object: str
+    status: str
+    subject_type: str = "thing"
+    object_type: str = "thing"
+    ended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LlmResult:
+    statements: tuple[LlmStatement, ...]
+    usage: Usage
+    model: str
+    attempts: int
+
+
+class ExtractionFailed(Exception):
+    """The model could not be asked or answered badly; ``reason`` is for the reader of ``memory_read``."""
+
+    def __init__(self, reason: str, usage: Usage, attempts: int) -> None:
+        super().__init__(reason)
+        self.reason, self.usage, self.attempts = reason, usage, attempts
