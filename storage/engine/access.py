@@ -129,6 +129,9 @@ class _Access(_State):
                 fresh.add(known.name, known.aliases)
                 fresh.mentioned(known.name, known.mentions)
                 fresh.related(known.name, known.relations)
+            for p in self.graph.same_as(conn):
+                if p.status == "accepted":
+                    fresh.join(p.a, p.b)
         self.lexicon.replace_with(fresh)
 
     def visible(

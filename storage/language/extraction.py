@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Literal
 
 from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
+from storage.language.resolve import sound_key
 from storage.language.timeparse import TimeMention, find_times
 
 _TOKEN = re.compile(r"[\w][\w'’&.-]*", re.UNICODE)
@@ -165,6 +166,11 @@ class EntityMatch:
 
 _HOW_ORDER = {"exact": 0, "alias": 1, "token": 2, "fuzzy": 3}
 _MAX_POSTINGS = 64  # a query word shared by more known names than this cannot pick one out
+# Entity resolution's blocking (``similar``): at most this many known names are compared with a new one, and a
+# sound key shared by more words than _MAX_SOUNDS contributes none (it cannot pick a name out).
+MAX_CANDIDATES = 64
+_MAX_SOUNDS = 64
+_MAX_SAME = 32  # names reachable through accepted SAME_AS links from one entity
 FUZZY_MIN_CHARS = 5  # shorter words are too easily one edit from another word ("Rome", "home")
 # Longer words get no one-edit variants: a word of n characters has n variants of n - 1 characters, so the index
 # of one 31,000-character word took about 1 GB (and again at every start, when the lexicon is rebuilt). Real names
@@ -199,6 +205,8 @@ class EntityLexicon:
         self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
         self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
         self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
+        self._sounds: dict[str, set[str]] = {}  # sound key (``storage.language.resolve``) -> known words
+        self._same: dict[str, set[str]] = {}  # entity name -> names an accepted SAME_AS proposal joined it to
         self._version = 0  # bumped whenever counts may have fallen (clear, replace_with): see ``version``
         self._lock = threading.Lock()
 
@@ -245,6 +253,8 @@ class EntityLexicon:
                 self._names[key] = name
                 for word in key.split():
                     self._by_token.setdefault(word, set()).add(key)
+                    if len(word) >= 2 and len(word) <= FUZZY_MAX_CHARS:
+                        self._sounds.setdefault(sound_key(word), set()).add(word)
                     if _fuzzy_size(word):
                         for variant in (word, *_deletions(word)):
                             self._variants.setdefault(variant, set()).add(word)
@@ -257,17 +267,96 @@ class EntityLexicon:
             self._variants.clear()
             self._mentions.clear()
             self._relations.clear()
+            self._sounds.clear()
+            self._same.clear()
             self._version += 1
 
     def replace_with(self, other: EntityLexicon) -> None:
         """Take ``other``'s contents in one step (``other`` must not be used afterwards)."""
         with other._lock:
             state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
-            also = other._also
+            also, sounds, same = other._also, other._sounds, other._same
         with self._lock:
             self._names, self._by_token, self._variants, self._mentions, self._relations = state
-            self._also = also
+            self._also, self._sounds, self._same = also, sounds, same
             self._version += 1
+
+    def join(self, a: str, b: str) -> None:
+        """Entities ``a`` and ``b`` are one (an accepted SAME_AS proposal): recall by either finds both."""
+        with self._lock:
+            self._same.setdefault(a, set()).add(b)
+            self._same.setdefault(b, set()).add(a)
+            self._version += 1
+
+    def part(self, a: str, b: str) -> None:
+        """Undo ``join``: ``a`` and ``b`` are two entities again."""
+        with self._lock:
+            for x, y in ((a, b), (b, a)):
+                linked = self._same.get(x)
+                if linked is not None:
+                    linked.discard(y)
+                    if not linked:
+                        del self._same[x]
+            self._version += 1
+
+    def same_as(self, name: str) -> list[str]:
+        """Every entity joined to ``name`` by accepted proposals, directly or through others (not ``name``)."""
+        with self._lock:
+            seen = {name}
+            todo = [name]
+            while todo and len(seen) <= _MAX_SAME:
+                for other in self._same.get(todo.pop(), ()):
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+        seen.discard(name)
+        return sorted(seen)
+
+    def similar(self, name: str) -> list[tuple[str, str]]:
+        """Known entities that might be ``name`` spelt another way: ``(entity name, the key that matched)``
+        pairs to judge with ``storage.language.resolve.judge``, at most ``MAX_CANDIDATES``.
+
+        Blocking keeps it cheap at any size: each word of ``name`` expands to the known words equal to it,
+        one edit from it (words of 5+ letters, through the deletion index ``match`` uses) or sounding like it;
+        only names with as many words that contain one of the expansions of the word with the fewest are
+        returned. A name known exactly (or as an alias) returns nothing: the lexicon links it already."""
+        key = _norm(name)
+        words = key.split()
+        if not words or len(words) > MAX_NGRAM:
+            return []
+        with self._lock:
+            if key in self._names:
+                return []
+            best: set[str] | None = None
+            for w in words:
+                if w in _QUERY_STOP:
+                    continue
+                keys = {
+                    k
+                    for near in self._near_words(w)
+                    for k in self._by_token.get(near, ())
+                    if k.count(" ") == len(words) - 1
+                }
+                if keys and (best is None or len(keys) < len(best)):
+                    best = keys
+            out: list[tuple[str, str]] = []
+            for k in sorted(best or ()):
+                for entity in (self._names[k], *self._also.get(k, ())):
+                    out.append((entity, k))
+                if len(out) >= MAX_CANDIDATES:
+                    break
+        return out[:MAX_CANDIDATES]
+
+    def _near_words(self, w: str) -> set[str]:
+        """Known words equal to ``w``, one edit from it (5+ letters) or sounding like it. Call under the lock."""
+        out = {w} if w in self._by_token else set()
+        if _fuzzy_size(w):
+            for variant in (w, *_deletions(w)):
+                out.update(k for k in self._variants.get(variant, ()) if _one_edit(w, k))
+        sounds = self._sounds.get(sound_key(w), set())
+        if len(sounds) <= _MAX_SOUNDS:  # a sound shared by more words picks none out (like a common word)
+            out.update(sounds)
+        return out
 
     def claimants(self, key: str) -> list[str]:
         """Every entity the phrase ``key`` (normalised) was given to, as name or alias, the one matched first."""
