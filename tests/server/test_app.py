@@ -28,6 +28,7 @@ TOOL_NAMES = [
     "move_scope",
     "link_memory",
     "unlink_memory",
+    "entities",
     "purge",
     "erase",
 ]
