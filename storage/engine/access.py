@@ -130,6 +130,7 @@ class _Access(_State):
                 fresh.mentioned(known.name, known.mentions)
                 fresh.related(known.name, known.relations)
             for p in self.graph.same_as(conn):
+                fresh.paired(p.a, p.b, add=True)
                 if p.status == "accepted":
                     fresh.join(p.a, p.b)
         self.lexicon.replace_with(fresh)

@@ -72,8 +72,13 @@ class _Resolution(_Scopes):
         with ExitStack() as stack:
             for e in entities:
                 new = name_key(e.name)
+                # A name known already (exactly, or as an alias) keeps its entity: proposed at most, never
+                # linked elsewhere. It is still compared, as the first writer may not have seen the other.
+                exact = bool(self.lexicon.claimants(new))
                 judged: dict[str, tuple[Judgement, str]] = {}
                 for known, key in self.lexicon.similar(e.name):
+                    if entity_key(known) == entity_key(e.name) or self.lexicon.paired(e.name, known):
+                        continue
                     j = judge(new, key)
                     if j is not None and (known not in judged or j.score > judged[known][0].score):
                         judged[known] = (j, key)
@@ -84,8 +89,7 @@ class _Resolution(_Scopes):
                     judged = {
                         k: v for k, v in judged.items() if scopes and self._may_know(conn, k, v[1], scopes)
                     }
-                judged.pop(e.name, None)
-                if len(judged) == 1 and e.name.casefold() not in named:
+                if len(judged) == 1 and not exact and e.name.casefold() not in named:
                     known, (j, _) = next(iter(judged.items()))
                     if j.confident:
                         out.append(EntityIn(known, e.type, tuple(dict.fromkeys((*e.aliases, e.name)))))
@@ -114,6 +118,9 @@ class _Resolution(_Scopes):
             p = SameAs(pid, a, b, j.tier, j.score, memory_id, "pending", tx.now)
             if self.graph.propose_same(tx.conn, p):
                 out.append(pid)
+            # Marked at once (before the commit): at worst a failed transaction leaves the pair unproposed until
+            # the lexicon is next rebuilt, while unmarked, every mention would ask the store again.
+            self.lexicon.paired(a, b, add=True)
         return out
 
     # -- listing and deciding ----------------------------------------------------------------------

@@ -207,6 +207,9 @@ class EntityLexicon:
         self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
         self._sounds: dict[str, set[str]] = {}  # sound key (``storage.language.resolve``) -> known words
         self._same: dict[str, set[str]] = {}  # entity name -> names an accepted SAME_AS proposal joined it to
+        self._paired: set[tuple[str, str]] = (
+            set()
+        )  # entity key pairs with a SAME_AS proposal, whatever its status
         self._version = 0  # bumped whenever counts may have fallen (clear, replace_with): see ``version``
         self._lock = threading.Lock()
 
@@ -269,16 +272,17 @@ class EntityLexicon:
             self._relations.clear()
             self._sounds.clear()
             self._same.clear()
+            self._paired.clear()
             self._version += 1
 
     def replace_with(self, other: EntityLexicon) -> None:
         """Take ``other``'s contents in one step (``other`` must not be used afterwards)."""
         with other._lock:
             state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
-            also, sounds, same = other._also, other._sounds, other._same
+            also, sounds, same, paired = other._also, other._sounds, other._same, other._paired
         with self._lock:
             self._names, self._by_token, self._variants, self._mentions, self._relations = state
-            self._also, self._sounds, self._same = also, sounds, same
+            self._also, self._sounds, self._same, self._paired = also, sounds, same, paired
             self._version += 1
 
     def join(self, a: str, b: str) -> None:
@@ -298,6 +302,15 @@ class EntityLexicon:
                     if not linked:
                         del self._same[x]
             self._version += 1
+
+    def paired(self, a: str, b: str, *, add: bool = False) -> bool:
+        """Whether entities ``a`` and ``b`` have a SAME_AS proposal (any status; ``add`` records one first):
+        resolution then leaves the pair alone, so a rejected pair is not proposed again at every mention."""
+        pair = (min(_norm(a), _norm(b)), max(_norm(a), _norm(b)))
+        with self._lock:
+            if add:
+                self._paired.add(pair)
+            return pair in self._paired
 
     def same_as(self, name: str) -> list[str]:
         """Every entity joined to ``name`` by accepted proposals, directly or through others (not ``name``)."""
@@ -319,14 +332,12 @@ class EntityLexicon:
         Blocking keeps it cheap at any size: each word of ``name`` expands to the known words equal to it,
         one edit from it (words of 5+ letters, through the deletion index ``match`` uses) or sounding like it;
         only names with as many words that contain one of the expansions of the word with the fewest are
-        returned. A name known exactly (or as an alias) returns nothing: the lexicon links it already."""
+        returned, never ``name`` itself."""
         key = _norm(name)
         words = key.split()
         if not words or len(words) > MAX_NGRAM:
             return []
         with self._lock:
-            if key in self._names:
-                return []
             best: set[str] | None = None
             for w in words:
                 if w in _QUERY_STOP:
@@ -335,7 +346,7 @@ class EntityLexicon:
                     k
                     for near in self._near_words(w)
                     for k in self._by_token.get(near, ())
-                    if k.count(" ") == len(words) - 1
+                    if k.count(" ") == len(words) - 1 and k != key
                 }
                 if keys and (best is None or len(keys) < len(best)):
                     best = keys
