@@ -49,6 +49,9 @@ class ProposalOut(BaseModel):
     score: float = Field(description="Name similarity, 0 to 1.")
     status: Literal["pending", "accepted", "rejected"]
     memory: str = Field(description="Id of the memory whose mention raised the proposal.")
+    scopes: list[str] = Field(
+        description="Where an accepted merge applies: the scopes that memory was written to."
+    )
     created_at: datetime
     decided_at: datetime | None = None
     decided_by: str = ""
@@ -70,6 +73,7 @@ def _out(p: SameAs) -> ProposalOut:
         score=p.score,
         status=p.status,  # type: ignore[arg-type]  # the store holds only these three
         memory=short_id(p.memory_id),
+        scopes=list(p.scopes),
         created_at=p.created_at,
         decided_at=p.decided_at,
         decided_by=p.decided_by,

@@ -130,9 +130,9 @@ class _Access(_State):
                 fresh.mentioned(known.name, known.mentions)
                 fresh.related(known.name, known.relations)
             for p in self.graph.same_as(conn):
-                fresh.paired(p.a, p.b, add=True)
+                fresh.paired(p.a, p.b, p.scopes, add=True)
                 if p.status == "accepted":
-                    fresh.join(p.a, p.b)
+                    fresh.join(p.a, p.b, p.scopes)
         self.lexicon.replace_with(fresh)
 
     def visible(

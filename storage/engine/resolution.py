@@ -51,15 +51,21 @@ class Resolution:
     proposed: list[tuple[str, str, Judgement]]
 
 
-def proposal_id(a: str, b: str) -> str:
-    return hashlib.sha256(f"same_as\0{entity_key(a)}\0{entity_key(b)}".encode()).hexdigest()[:32]
+def proposal_id(a: str, b: str, scopes: Sequence[str]) -> str:
+    """One proposal per pair (either order) and target scopes: each team decides its own."""
+    ka, kb = sorted((entity_key(a), entity_key(b)))
+    return hashlib.sha256(f"same_as\0{ka}\0{kb}\0{','.join(sorted(scopes))}".encode()).hexdigest()[:32]
 
 
 class _Resolution(_Scopes):
     # -- at write time -----------------------------------------------------------------------------
 
     def _resolve(
-        self, principal: Principal, entities: Sequence[EntityIn], given: Sequence[EntityIn]
+        self,
+        principal: Principal,
+        entities: Sequence[EntityIn],
+        given: Sequence[EntityIn],
+        targets: Sequence[str],
     ) -> Resolution:
         """Link or propose each name of ``entities`` the lexicon does not know (see the module docstring).
         Caller-given names are never replaced (what the caller says wins), only proposed."""
@@ -77,7 +83,7 @@ class _Resolution(_Scopes):
                 exact = bool(self.lexicon.claimants(new))
                 judged: dict[str, tuple[Judgement, str]] = {}
                 for known, key in self.lexicon.similar(e.name):
-                    if entity_key(known) == entity_key(e.name) or self.lexicon.paired(e.name, known):
+                    if entity_key(known) == entity_key(e.name) or self.lexicon.paired(e.name, known, targets):
                         continue
                     j = judge(new, key)
                     if j is not None and (known not in judged or j.score > judged[known][0].score):
@@ -109,18 +115,23 @@ class _Resolution(_Scopes):
         return key in {name_key(a) for a in self.graph.aliases_given(conn, eid, scopes=scopes)}
 
     def _record_proposals(
-        self, tx: Tx, memory_id: str, proposed: Sequence[tuple[str, str, Judgement]]
+        self,
+        tx: Tx,
+        memory_id: str,
+        proposed: Sequence[tuple[str, str, Judgement]],
+        scopes: Sequence[str],
     ) -> list[str]:
-        """Pending ``SAME_AS`` edges for a memory just inserted in ``tx``; their ids."""
+        """Pending ``SAME_AS`` edges for a memory just inserted in ``tx`` into ``scopes``; their ids."""
         out = []
+        home = tuple(sorted(scopes))
         for a, b, j in proposed:
-            pid = proposal_id(a, b)
-            p = SameAs(pid, a, b, j.tier, j.score, memory_id, "pending", tx.now)
+            pid = proposal_id(a, b, home)
+            p = SameAs(pid, a, b, j.tier, j.score, memory_id, "pending", tx.now, scopes=home)
             if self.graph.propose_same(tx.conn, p):
                 out.append(pid)
             # Marked at once (before the commit): at worst a failed transaction leaves the pair unproposed until
             # the lexicon is next rebuilt, while unmarked, every mention would ask the store again.
-            self.lexicon.paired(a, b, add=True)
+            self.lexicon.paired(a, b, home, add=True)
         return out
 
     # -- listing and deciding ----------------------------------------------------------------------
@@ -202,9 +213,9 @@ class _Resolution(_Scopes):
 
         result = self.reconciler.submit(intent)
         if result.status == "accepted":
-            self.lexicon.join(result.a, result.b)
+            self.lexicon.join(result.a, result.b, result.scopes)
         else:
-            self.lexicon.part(result.a, result.b)
+            self.lexicon.part(result.a, result.b, result.scopes)
         self.audit.record(
             f"proposal_{action}", principal=principal.name, client=principal.client, ids=[result.id]
         )

@@ -172,7 +172,7 @@ class _Writes(_Resolution):
             if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
         ]
         facts = found.facts
-        resolved = self._resolve(principal, entities, given)
+        resolved = self._resolve(principal, entities, given, targets)
         entities = resolved.entities
         if resolved.linked:  # a name linked to a known entity: its relations and facts are that entity's
             known = {said.casefold(): name for said, name, _ in resolved.linked}
@@ -308,7 +308,7 @@ class _Writes(_Resolution):
             since = {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
             self._insert(tx, new, p.scopes, p.entities, p.relations, since)
             names = tuple(sorted(e.name for e in p.entities))
-            proposals = tuple(self._record_proposals(tx, cur, p.proposed))
+            proposals = tuple(self._record_proposals(tx, cur, p.proposed, p.scopes))
             resolved = tuple(f"{said} -> {name} ({tier})" for said, name, tier in p.linked)
             receipt = WriteReceipt(
                 cur,

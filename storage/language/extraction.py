@@ -206,10 +206,9 @@ class EntityLexicon:
         self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
         self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
         self._sounds: dict[str, set[str]] = {}  # sound key (``storage.language.resolve``) -> known words
-        self._same: dict[str, set[str]] = {}  # entity name -> names an accepted SAME_AS proposal joined it to
-        self._paired: set[tuple[str, str]] = (
-            set()
-        )  # entity key pairs with a SAME_AS proposal, whatever its status
+        # entity name -> (name an accepted SAME_AS proposal joined it to, the scopes where that join holds)
+        self._same: dict[str, set[tuple[str, frozenset[str]]]] = {}
+        self._paired: set[tuple[str, str, str]] = set()  # (key, key, scopes) of every SAME_AS proposal
         self._version = 0  # bumped whenever counts may have fallen (clear, replace_with): see ``version``
         self._lock = threading.Lock()
 
@@ -285,41 +284,47 @@ class EntityLexicon:
             self._also, self._sounds, self._same, self._paired = also, sounds, same, paired
             self._version += 1
 
-    def join(self, a: str, b: str) -> None:
-        """Entities ``a`` and ``b`` are one (an accepted SAME_AS proposal): recall by either finds both."""
+    def join(self, a: str, b: str, scopes: Iterable[str]) -> None:
+        """Entities ``a`` and ``b`` are one for recall in ``scopes`` (an accepted SAME_AS proposal raised there)."""
+        where = frozenset(scopes)
         with self._lock:
-            self._same.setdefault(a, set()).add(b)
-            self._same.setdefault(b, set()).add(a)
+            self._same.setdefault(a, set()).add((b, where))
+            self._same.setdefault(b, set()).add((a, where))
             self._version += 1
 
-    def part(self, a: str, b: str) -> None:
-        """Undo ``join``: ``a`` and ``b`` are two entities again."""
+    def part(self, a: str, b: str, scopes: Iterable[str]) -> None:
+        """Undo ``join``: ``a`` and ``b`` are two entities again in ``scopes``."""
+        where = frozenset(scopes)
         with self._lock:
             for x, y in ((a, b), (b, a)):
                 linked = self._same.get(x)
                 if linked is not None:
-                    linked.discard(y)
+                    linked.discard((y, where))
                     if not linked:
                         del self._same[x]
             self._version += 1
 
-    def paired(self, a: str, b: str, *, add: bool = False) -> bool:
-        """Whether entities ``a`` and ``b`` have a SAME_AS proposal (any status; ``add`` records one first):
-        resolution then leaves the pair alone, so a rejected pair is not proposed again at every mention."""
-        pair = (min(_norm(a), _norm(b)), max(_norm(a), _norm(b)))
+    def paired(self, a: str, b: str, scopes: Iterable[str], *, add: bool = False) -> bool:
+        """Whether entities ``a`` and ``b`` have a SAME_AS proposal raised in ``scopes`` (any status; ``add``
+        records one first): resolution then leaves the pair alone there, so a rejected pair is not proposed
+        again at every mention, while a team that cannot see another's proposal still gets its own."""
+        ka, kb = _norm(a), _norm(b)
+        key = (min(ka, kb), max(ka, kb), ",".join(sorted(scopes)))
         with self._lock:
             if add:
-                self._paired.add(pair)
-            return pair in self._paired
+                self._paired.add(key)
+            return key in self._paired
 
-    def same_as(self, name: str) -> list[str]:
-        """Every entity joined to ``name`` by accepted proposals, directly or through others (not ``name``)."""
+    def same_as(self, name: str, scopes: Iterable[str] | None = None) -> list[str]:
+        """Every entity joined to ``name`` by accepted proposals raised in any of ``scopes`` (all, when None),
+        directly or through others; ``name`` itself left out."""
+        wanted = None if scopes is None else set(scopes)
         with self._lock:
             seen = {name}
             todo = [name]
             while todo and len(seen) <= _MAX_SAME:
-                for other in self._same.get(todo.pop(), ()):
-                    if other not in seen:
+                for other, where in self._same.get(todo.pop(), ()):
+                    if other not in seen and (wanted is None or not wanted.isdisjoint(where)):
                         seen.add(other)
                         todo.append(other)
         seen.discard(name)

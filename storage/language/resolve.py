@@ -5,11 +5,13 @@ Tiers after the exact name or alias (the lexicon's own lookup): **fuzzy** (a wor
 by word, in order, and must have as many words: a word that is neither equal, near nor alike rules the pair out,
 so "Sam Park" is never "Sam Lee", and a lone "Sam" is never guessed to be either of them.
 
-A pair is **confident** (the mention is linked to the known entity) only when one word differs, by one edit in a
-word of at least 6 letters beside an equal word ("Katherine Jonhson"), or of at least 7 letters alone
-("Portgual"), or sounds alike and is at most two edits away in a word of at least 6 letters beside an equal word
-("Steven Hawking"). Anything weaker that still passes ("Jon Smith" for "John Smith", "Maria Lopez" for "Mario
-Lopez") is **ambiguous**: the caller gets a pending ``SAME_AS`` proposal, never a merge. Blocking (which names
+A pair is **confident** (the mention is linked to the known entity) only when one word differs, by a keyboard
+slip (two neighbours swapped, a letter doubled or undoubled) in a word of at least 6 letters beside an equal word
+("Katherine Jonhson", "Alessandro Moreti") or of at least 7 letters alone ("Portgual"), or sounds alike and is at
+most two edits away in a word of at least 6 letters beside an equal word ("Steven Hawking"). Anything weaker that
+still passes ("Jon Smith" for "John Smith", "Katherine Johnston" for "Katherine Johnson") is **ambiguous**: the
+caller gets a pending ``SAME_AS`` proposal, never a merge. Short given names that differ only in their vowels
+("Tom"/"Tim", "Paul"/"Paula", "Maria"/"Mario") are different names and not even proposed. Blocking (which names
 are compared at all) is the lexicon's job (``EntityLexicon.similar``); this module only judges pairs.
 """
 
@@ -124,6 +126,10 @@ def judge(new: str, known: str) -> Judgement | None:
     for x, y in differing:
         d = edits(x, y)
         shortest = min(len(x), len(y))
+        if len(a) > 1 and shortest < 6 and _skeleton(x) == _skeleton(y):
+            # Short given names that differ only in vowels are other names: Tom and Tim, Paul and Paula, Maria
+            # and Mario, Julia and Julie (a lone word such as "Lisbn" is a typo more often).
+            return None
         alike = sound_key(x) == sound_key(y) != ""
         if d == 1 and shortest >= 5:
             tiers.append("fuzzy")
@@ -144,7 +150,32 @@ def judge(new: str, known: str) -> Judgement | None:
         (x, y), d = differing[0], edits(*differing[0])
         shortest = min(len(x), len(y))
         if tier == "fuzzy" and d == 1:
-            confident = shortest >= (6 if equal else 7)
+            # Only the slips of a keyboard link on their own: two neighbours swapped ("Jonhson") or a doubled
+            # letter doubled or not ("Moreti", "Barcelonna"). Any other edit may be another real name
+            # ("Johnston" beside "Johnson"), so it is proposed.
+            confident = shortest >= (6 if equal else 7) and _slip(x, y)
         elif tier == "phonetic":
             confident = bool(equal) and shortest >= 6 and d <= 2
     return Judgement(tier, score, confident)
+
+
+def _skeleton(word: str) -> str:
+    return "".join(ch for ch in word if ch not in "aeiou")
+
+
+def _slip(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by a swap of two neighbours or by one letter doubled."""
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if len(long_) != len(short) + 1:
+        return False
+    i = next((i for i in range(len(short)) if short[i] != long_[i]), len(short))
+    doubled = (i > 0 and long_[i] == long_[i - 1]) or (i + 1 < len(long_) and long_[i] == long_[i + 1])
+    return doubled and short[i:] == long_[i + 1 :]

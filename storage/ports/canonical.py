@@ -239,8 +239,8 @@ class CanonicalWrites(Protocol):
 
     def propose_same(self, conn: Session, proposal: SameAs) -> bool:
         """Record a pending ``SAME_AS`` edge from entity ``a`` to ``b`` (by name; ids are ``entity_key``), unless
-        either is gone or the two are already linked by one in either direction, whatever its status (a
-        rejected proposal is not raised again). True when it was recorded."""
+        either is gone or an edge with the same id links them in either direction, whatever its status (a
+        rejected proposal is not raised again; the id names the pair and the scopes). True when recorded."""
         ...
 
     def decide_same(self, conn: Session, proposal_id: str, status: str, at: datetime | None, by: str) -> None:

@@ -171,10 +171,10 @@ class _Writes(_Reads):
         """Decided in the query (a read here would not see the entity this transaction is creating); so True
         means asked for, and the proposal exists after the commit unless the two were already linked."""
         session(conn).add(
-            "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) OPTIONAL MATCH (x)-[r:SAME_AS]-(y) "
+            "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) OPTIONAL MATCH (x)-[r:SAME_AS {id: $id}]-(y) "
             "WITH x, y, count(r) AS linked WHERE linked = 0 "
             "CREATE (x)-[:SAME_AS {id: $id, tier: $tier, score: $score, memory_id: $m, status: 'pending', "
-            "created_at: $at, decided_by: ''}]->(y)",
+            "created_at: $at, decided_by: '', scopes: $ss}]->(y)",
             {
                 "a": entity_key(proposal.a),
                 "b": entity_key(proposal.b),
@@ -183,6 +183,7 @@ class _Writes(_Reads):
                 "score": proposal.score,
                 "m": proposal.memory_id,
                 "at": proposal.created_at,
+                "ss": list(proposal.scopes),
             },
         )
         return True

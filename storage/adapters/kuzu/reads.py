@@ -215,12 +215,12 @@ class _Reads:
         rows = _rows(
             conn,
             f"MATCH (a:Entity)-[r:SAME_AS]->(b:Entity){where} RETURN r.id, a.name, b.name, r.tier, r.score, "
-            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by ORDER BY r.created_at, r.id",
+            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes ORDER BY r.created_at, r.id",
             {} if ids is None else {"ids": list(ids)},
         )
         return [
-            SameAs(i, a, b, t, float(sc), m, st, utc(c) or c, utc(d), by or "")
-            for i, a, b, t, sc, m, st, c, d, by in rows
+            SameAs(i, a, b, t, float(sc), m, st, utc(c) or c, utc(d), by or "", tuple(ss or ()))
+            for i, a, b, t, sc, m, st, c, d, by, ss in rows
         ]
 
     def mentioning(

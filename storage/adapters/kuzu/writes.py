@@ -198,15 +198,16 @@ class _Writes(_Reads):
         linked = _rows(
             conn,
             "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) "
-            "OPTIONAL MATCH (x)-[r:SAME_AS]-(y) RETURN x.id, count(r)",
-            {"a": a, "b": b},
+            "OPTIONAL MATCH (x)-[r:SAME_AS]-(y) WHERE r.id = $id RETURN x.id, count(r)",
+            {"a": a, "b": b, "id": proposal.id},
         )
         if not linked or linked[0][1]:
             return False
         _exec(
             conn,
             "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) CREATE (x)-[:SAME_AS {id: $id, tier: $tier, "
-            "score: $score, memory_id: $m, status: 'pending', created_at: $at, decided_by: ''}]->(y)",
+            "score: $score, memory_id: $m, status: 'pending', created_at: $at, decided_by: '', "
+            "scopes: CAST($ss AS STRING[])}]->(y)",
             {
                 "a": a,
                 "b": b,
@@ -215,6 +216,7 @@ class _Writes(_Reads):
                 "score": proposal.score,
                 "m": proposal.memory_id,
                 "at": proposal.created_at,
+                "ss": list(proposal.scopes),
             },
         )
         return True

@@ -78,10 +78,11 @@ class GraphLane:
                 if not matches:
                     return Found([])
             seeds = {entity_key(m.name): m.name for m in matches}
-            # Entities an accepted SAME_AS proposal joined to a matched one are walked from too; the walk still
-            # admits only memories in the query's scopes, so a joined name reveals nothing beyond them.
+            # Entities an accepted SAME_AS proposal raised in the query's scopes joined to a matched one are walked
+            # from too (another team's decision changes nothing here); the walk admits only memories in those
+            # scopes, so a joined name reveals nothing beyond them.
             for name in list(seeds.values()):
-                for other in self.lexicon.same_as(name):
+                for other in self.lexicon.same_as(name, q.scopes):
                     seeds.setdefault(entity_key(other), other)
             return self._walk(conn, q, depth, recipe, seeds, stamp)
 
