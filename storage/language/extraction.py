@@ -8,6 +8,7 @@ What the caller passes always wins; this only fills gaps.
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -332,35 +333,42 @@ class EntityLexicon:
 
     def similar(self, name: str) -> list[tuple[str, str]]:
         """Known entities that might be ``name`` spelt another way: ``(entity name, the key that matched)``
-        pairs to judge with ``storage.language.resolve.judge``, at most ``MAX_CANDIDATES``.
+        pairs to judge with ``storage.language.resolve.judge``, at most ``MAX_CANDIDATES``, never ``name``.
 
-        Blocking keeps it cheap at any size: each word of ``name`` expands to the known words equal to it,
-        one edit from it (words of 5+ letters, through the deletion index ``match`` uses) or sounding like it;
-        only names with as many words that contain one of the expansions of the word with the fewest are
-        returned, never ``name`` itself."""
+        Blocking keeps it cheap at any size: each word of ``name`` expands to the known words equal to it, one
+        edit from it (words of 5+ letters, through the deletion index ``match`` uses) or sounding like it. The
+        names with as many words that contain an expansion of the word with the fewest names are the pool;
+        a name is kept when each of its words is in the expansion of the word at its place (or both are long
+        enough, 7+ letters, to be two edits apart). A word with no expansion at all rules out every name."""
         key = _norm(name)
         words = key.split()
         if not words or len(words) > MAX_NGRAM:
             return []
         with self._lock:
-            best: set[str] | None = None
-            for w in words:
-                if w in _QUERY_STOP:
+            near = [self._near_words(w) for w in words]
+            if any(not n for n in near):
+                return []
+            sizes = [
+                sum(len(self._by_token.get(k, ())) for k in n) if w not in _QUERY_STOP else None
+                for w, n in zip(words, near, strict=True)
+            ]
+            counted = [(s, i) for i, s in enumerate(sizes) if s is not None]
+            if not counted:
+                return []
+            pool = {k for n in near[min(counted)[1]] for k in self._by_token.get(n, ())}
+            kept = []
+            for k in pool:
+                kw = k.split()
+                if len(kw) != len(words) or k == key:
                     continue
-                keys = {
-                    k
-                    for near in self._near_words(w)
-                    for k in self._by_token.get(near, ())
-                    if k.count(" ") == len(words) - 1 and k != key
-                }
-                if keys and (best is None or len(keys) < len(best)):
-                    best = keys
+                if all(
+                    x in n or (len(x) >= 7 and len(w) >= 7) for x, n, w in zip(kw, near, words, strict=True)
+                ):
+                    kept.append(k)
             out: list[tuple[str, str]] = []
-            for k in sorted(best or ()):
+            for k in heapq.nsmallest(MAX_CANDIDATES, kept):
                 for entity in (self._names[k], *self._also.get(k, ())):
                     out.append((entity, k))
-                if len(out) >= MAX_CANDIDATES:
-                    break
         return out[:MAX_CANDIDATES]
 
     def _near_words(self, w: str) -> set[str]:

@@ -10,8 +10,9 @@ slip (two neighbours swapped, a letter doubled or undoubled) in a word of at lea
 ("Katherine Jonhson", "Alessandro Moreti") or of at least 7 letters alone ("Portgual"), or sounds alike and is at
 most two edits away in a word of at least 6 letters beside an equal word ("Steven Hawking"). Anything weaker that
 still passes ("Jon Smith" for "John Smith", "Katherine Johnston" for "Katherine Johnson") is **ambiguous**: the
-caller gets a pending ``SAME_AS`` proposal, never a merge. Short given names that differ only in their vowels
-("Tom"/"Tim", "Paul"/"Paula", "Maria"/"Mario") are different names and not even proposed. Blocking (which names
+caller gets a pending ``SAME_AS`` proposal, never a merge. Short names that differ only in their vowels
+("Tom"/"Tim", "Paul"/"Paula", "Maria"/"Mario", "Luna"/"Lena") and words with digits ("OPS-3386"/"OPS-8066") are
+different names and not even proposed. Blocking (which names
 are compared at all) is the lexicon's job (``EntityLexicon.similar``); this module only judges pairs.
 """
 
@@ -126,12 +127,15 @@ def judge(new: str, known: str) -> Judgement | None:
     for x, y in differing:
         d = edits(x, y)
         shortest = min(len(x), len(y))
-        if len(a) > 1 and shortest < 6 and _skeleton(x) == _skeleton(y):
-            # Short given names that differ only in vowels are other names: Tom and Tim, Paul and Paula, Maria
-            # and Mario, Julia and Julie (a lone word such as "Lisbn" is a typo more often).
+        if any(ch.isdigit() for ch in x + y):
+            return None  # codes and numbers ("OPS-3386", "Q3") differ by any character
+        if shortest < 6 and _skeleton(x) == _skeleton(y):
+            # Short names that differ only in vowels are other names: Tom and Tim, Paul and Paula, Maria and
+            # Mario, Luna and Lena, Kiran and Korean.
             return None
         alike = sound_key(x) == sound_key(y) != ""
-        if d == 1 and shortest >= 5:
+        if d == 1 and shortest >= (5 if len(a) > 1 else 6):
+            # A lone word of five letters is one edit from too many others ("Felix", "Helix").
             tiers.append("fuzzy")
         elif alike and d <= max(2, shortest // 2):
             # Short words one edit apart are different names unless they sound the same ("Jon", "John"; never

@@ -62,6 +62,7 @@ async def test_tools_are_listed_with_truthful_annotations(engine: Engine) -> Non
         "move_scope": (False, True, True),
         "link_memory": (False, False, True),
         "unlink_memory": (False, False, False),
+        "entities": (False, False, False),
         "purge": (False, True, True),
         "erase": (False, True, True),
     }

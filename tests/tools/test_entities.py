@@ -102,6 +102,11 @@ async def test_two_people_with_the_same_first_name_stay_two(client: Client) -> N
     mario = await write(client, "Mario Lopez fixed the oven.")
     assert "Mario Lopez" in mario["entities"]
     assert (mario["resolved"], mario["proposals"]) == ([], [])
+    # Codes are different things whatever they sound like; so are short names a vowel apart.
+    await write(client, "The login bug is OPS-3386 and belongs to Luna.")
+    other = await write(client, "The billing bug is OPS-8066 and belongs to Lena.")
+    assert {"OPS-8066", "Lena"} <= set(other["entities"])
+    assert (other["resolved"], other["proposals"]) == ([], [])
     # One letter apart in a long surname may be another family: proposed, never linked.
     await write(client, "Katherine Johnson leads the budget review.")
     johnston = await write(client, "I hear Katherine Johnston runs the warehouse.")
