@@ -73,14 +73,39 @@ class _Resolution(_Scopes):
         out: list[EntityIn] = []
         linked: list[tuple[str, str, str]] = []
         proposed: list[tuple[str, str, Judgement]] = []
-        scopes: list[str] | None = None
-        conn: Session | None = None
+        opened: list[tuple[Session, list[str]]] = []  # the read session and readable scopes, once needed
+
         with ExitStack() as stack:
+
+            def reader() -> tuple[Session, list[str]]:
+                if not opened:
+                    scopes = [str(s) for s in readable(principal.grants or (), self._tree())]
+                    opened.append((stack.enter_context(self.graph.read()), scopes))
+                return opened[0]
+
+            def may_know(name: str, key: str) -> bool:
+                if principal.unrestricted:
+                    return True
+                conn, scopes = reader()
+                return bool(scopes) and self._may_know(conn, name, key, scopes)
+
+            present = {entity_key(x.name): x.name for x in entities}
             for e in entities:
                 new = name_key(e.name)
-                # A name known already (exactly, or as an alias) keeps its entity: proposed at most, never
-                # linked elsewhere. It is still compared, as the first writer may not have seen the other.
-                exact = bool(self.lexicon.claimants(new))
+                # The same words matched as another entity's alias of this write ("Bob" for Robert Smith):
+                # one mention, that entity's. Without this the alias became an entity of its own, with the
+                # statements about it ("Bob moved to Chicago").
+                owner = next(
+                    (
+                        present[entity_key(c)]
+                        for c in self.lexicon.claimants(new)
+                        if entity_key(c) in present and entity_key(c) != entity_key(e.name)
+                    ),
+                    None,
+                )
+                if owner is not None and e.name.casefold() not in named:
+                    linked.append((e.name, owner, "alias"))
+                    continue
                 judged: dict[str, tuple[Judgement, str]] = {}
                 for known, key in self.lexicon.similar(e.name):
                     if entity_key(known) == entity_key(e.name) or self.lexicon.paired(e.name, known, targets):
@@ -88,16 +113,14 @@ class _Resolution(_Scopes):
                     j = judge(new, key)
                     if j is not None and (known not in judged or j.score > judged[known][0].score):
                         judged[known] = (j, key)
-                if judged and not principal.unrestricted:
-                    if scopes is None or conn is None:
-                        scopes = [str(s) for s in readable(principal.grants or (), self._tree())]
-                        conn = stack.enter_context(self.graph.read())
-                    judged = {
-                        k: v for k, v in judged.items() if scopes and self._may_know(conn, k, v[1], scopes)
-                    }
-                if len(judged) == 1 and not exact and e.name.casefold() not in named:
+                judged = {k: v for k, v in judged.items() if may_know(k, v[1])}
+                if len(judged) == 1 and e.name.casefold() not in named:
                     known, (j, _) = next(iter(judged.items()))
-                    if j.confident:
+                    # A name the writer knows already (exactly, or as an alias) keeps its entity: proposed at
+                    # most. One known only from scopes it cannot read counts as unknown, or the answer would
+                    # tell it that name exists.
+                    known_already = any(may_know(c, new) for c in self.lexicon.claimants(new))
+                    if j.confident and not known_already:
                         out.append(EntityIn(known, e.type, tuple(dict.fromkeys((*e.aliases, e.name)))))
                         linked.append((e.name, known, j.tier))
                         continue

@@ -39,6 +39,10 @@ async def test_a_misspelt_known_name_is_linked_to_the_known_entity(client: Clien
     # Either spelling now walks the graph to both memories: the misspelling became an alias.
     assert set(await graph_hits(client, "What does Katherine Johnson do?")) == {first["id"], later["id"]}
     assert set(await graph_hits(client, "Katherine Jonhson")) == {first["id"], later["id"]}
+    # Written again, the misspelling is that entity's alias: one entity, nothing to propose.
+    again = await write(client, "I called Katherine Jonhson about the audit.")
+    assert again["entities"] == ["Katherine Johnson"]
+    assert again["proposals"] == []
     assert await proposals(client, "all") == []
 
 
