@@ -428,6 +428,13 @@ async def test_entity_resolution_never_matches_or_proposes_another_teams_entitie
         for receipt, name in ((typo, "John Kowalczik"), (alike, "Jon Kowalczyk")):
             assert (receipt["entities"], receipt["resolved"], receipt["proposals"]) == ([name], [], [])
         assert (await call(at, "entities", {"status": "all"}))["proposals"] == []
+        # The misspelling being a name the other team uses exactly does not change how the attacker's own
+        # entity resolves (a proposal instead of a link would tell that the name exists).
+        await call(vi, "memory_write", {"content": "The courier Alessandro Moreti has the key."})
+        await call(at, "memory_write", {"content": "Our dentist is Alessandro Moretti."})
+        seen_once = await call(at, "memory_write", {"content": "I saw Alessandro Moreti on Tuesday."})
+        assert seen_once["resolved"] == ["Alessandro Moreti -> Alessandro Moretti (fuzzy)"]
+        assert (seen_once["entities"], seen_once["proposals"]) == (["Alessandro Moretti"], [])
 
         # A token that reads both teams gets the proposal (the feature works across what it may read) ...
         seen = await call(au, "memory_write", {"content": "Jon Kowalczyk asked for a receipt."})
