@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import _resolution
 from _common import Sentences, load, machine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,7 @@ from storage.language.extraction import extract  # noqa: E402
 DATA = ROOT / "tests" / "storage" / "data"
 # The development set (the extractor was tuned on it) and a held-out set written before running it.
 SETS = {"development": DATA / "extraction_cases.jsonl", "held-out": DATA / "extraction_heldout.jsonl"}
+RESOLUTION = DATA / "resolution_cases.jsonl"
 SPEAKER = "Sam"
 Triple = tuple[str, str, str]
 
@@ -214,7 +216,12 @@ def latency(data_dir: Path, n: int) -> dict[str, float]:
     }
 
 
-def report(sets: dict[str, Scores], lat: dict[str, float] | None, argv: list[str]) -> str:
+def report(
+    sets: dict[str, Scores],
+    lat: dict[str, float] | None,
+    argv: list[str],
+    resolution: list[str] | None = None,
+) -> str:
     dev, held = sets["development"], sets["held-out"]
     lines = [
         "# Extraction and reconciliation benchmark",
@@ -263,6 +270,7 @@ def report(sets: dict[str, Scores], lat: dict[str, float] | None, argv: list[str
             f"| offline enrichment + reconciliation | {lat['write_new_ms']:.2f} | {lat['extract_new_ms']:.3f} |",
             f"| ratio | {ratio:.3f} | {lat['extract_new_ms'] / lat['extract_old_ms']:.2f} |",
         ]
+    lines += resolution or []
     lines += ["", "## Cases that differ from the expectation", ""]
     lines += [f"- {f}" for s in sets.values() for f in s.failures] or ["(none)"]
     info = machine()
@@ -278,8 +286,12 @@ def main(argv: list[str]) -> None:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         scores = evaluate(Path(tmp) / "cases")
+        resolved = _resolution.evaluate(Path(tmp) / "resolution", RESOLUTION)
         lat = latency(Path(tmp) / "latency", args.latency) if args.latency else None
-    text = report(scores, lat, argv)
+        lookup = _resolution.lookup_cost() if args.latency else None
+        texts = Sentences(seed=16).memories(2 * args.latency) if args.latency else []
+        writes = _resolution.write_cost(Path(tmp) / "resolution-writes", texts) if texts else None
+    text = report(scores, lat, argv, _resolution.report(resolved, lookup, writes))
     print(text)
     if args.out:
         Path(args.out).write_text(text)
@@ -288,6 +300,9 @@ def main(argv: list[str]) -> None:
             name: {"cases": s.cases}
             | {k: {"precision": t.precision, "recall": t.recall} for k, t in s.tallies.items()}
             for name, s in scores.items()
+        }
+        out["resolution"] = {"cases": resolved.cases} | {
+            k: {"precision": t.precision, "recall": t.recall} for k, t in resolved.tallies.items()
         }
         Path(args.json).write_text(json.dumps(out, indent=2))
 

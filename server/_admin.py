@@ -27,11 +27,11 @@ if TYPE_CHECKING:
 
 Operation = Literal[
     "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
-    "export_markdown", "digests",
+    "export_markdown", "digests", "entities",
 ]  # fmt: skip
 OPERATIONS: tuple[Operation, ...] = (
     "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
-    "export_markdown", "digests",
+    "export_markdown", "digests", "entities",
 )  # fmt: skip
 
 
@@ -169,6 +169,13 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
         return report_json(engine.reindex())
     if op == "digests":
         return {"digests_built": engine.rebuild_digests(), "ok": True}
+    if op == "entities":
+        action = str(args.get("action", "list"))
+        if action == "list":
+            found = engine.entity_proposals(str(args.get("status") or "pending"))
+        else:
+            found = [engine.decide_proposal(str(args.get("id") or ""), action)]
+        return {"proposals": [_proposal_json(p) for p in found], "ok": True}
     if op == "erase":
         receipt = engine.erase(
             str(args.get("id", "")), confirm=str(args.get("confirm", "")), reason=str(args.get("reason", ""))
@@ -203,6 +210,14 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
         )
         return {**dataclasses.asdict(report), "ok": True}
     raise AdminError(f"unknown operation {op!r}")
+
+
+def _proposal_json(p: Any) -> dict[str, Any]:
+    return {
+        **dataclasses.asdict(p),
+        "created_at": p.created_at.isoformat(),
+        "decided_at": p.decided_at.isoformat() if p.decided_at else None,
+    }
 
 
 class _Counting:

@@ -295,6 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("dir", help="a new or empty directory; it opens as a data directory")
     snap.set_defaults(command="admin", op="backup", needs_store=True)
 
+    entities = sub.add_parser(
+        "entities", help="review SAME_AS proposals (names that may be one entity)"
+    ).add_subparsers(dest="action", required=True, metavar="list|accept|reject|undo", parser_class=Parser)
+    shown = entities.add_parser("list", parents=[data_dir, as_json], help="list proposals")
+    shown.add_argument(
+        "--status", choices=("pending", "accepted", "rejected", "all"), default="pending", help="which ones"
+    )
+    shown.set_defaults(command="admin", op="entities", needs_store=True, id=None)
+    for action, text in (
+        ("accept", "accept a proposal: recall treats both entities as one"),
+        ("reject", "reject a proposal: the two stay apart and are not proposed again"),
+        ("undo", "return an accepted or rejected proposal to pending"),
+    ):
+        cmd = entities.add_parser(action, parents=[data_dir, as_json], help=text, description=text)
+        cmd.add_argument("id", help="the proposal's id as 'mnemograph entities list' shows it")
+        cmd.set_defaults(command="admin", op="entities", needs_store=True, status="pending")
+
     scope = sub.add_parser("scope", help="manage the scope tree").add_subparsers(
         dest="op", required=True, metavar="create|move|list", parser_class=Parser
     )

@@ -128,6 +128,8 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     to_stdout = False
     if args.op == "erase":
         op_args = {"id": args.id, "confirm": args.confirm, "reason": args.reason}
+    elif args.op == "entities":
+        op_args = {"action": args.action, "id": args.id, "status": args.status}
     elif args.op == "backup":
         op_args = {"path": str(Path(args.dir).expanduser().resolve())}
     elif args.op == "export" and args.format == "markdown":
@@ -183,6 +185,18 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         print(_format_report(report))
     elif args.op == "digests":
         print(f"{report['digests_built']} conversation digest(s) rebuilt")
+    elif args.op == "entities":
+        from server._cli_memory import for_terminal
+
+        for p in report["proposals"]:
+            print(
+                for_terminal(
+                    f"{p['id'][:12]}  {p['status']:<8}  {p['a']!r} same as {p['b']!r}  "
+                    f"({p['tier']}, {p['score']:.2f}; memory {p['memory_id'][:12]})"
+                )
+            )
+        if not report["proposals"]:
+            print("no proposals")
     elif args.op == "erase":
         print(
             f"erased {report['id']}: {len(report['erased'])} version(s) removed from every store and its history; "

@@ -10,6 +10,7 @@ from tools import (
     amend,
     conversation_write,
     create_scope,
+    entities,
     erase,
     link_memory,
     list_scopes,
@@ -35,6 +36,7 @@ ALL_TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     move_scope.SPEC,
     link_memory.LINK,
     link_memory.UNLINK,
+    entities.SPEC,
     purge.SPEC,
     erase.SPEC,
 )

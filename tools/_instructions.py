@@ -21,7 +21,9 @@ memory_write for what you have distilled yourself.
 When something changes or was wrong, call amend with the old memory's id: the new version replaces it and the \
 old one is kept as history. Do not write a second memory that contradicts the first. When something simply \
 stops being true, call retire. When the change happened earlier than now, pass effective_at to amend or \
-retire. Writing the same content twice is harmless (it reports "duplicate").
+retire. Writing the same content twice is harmless (it reports "duplicate"). When a write receipt lists \
+proposals (a name that may be an entity already known, "Jon Smith" beside "John Smith"), nothing was merged: \
+ask the user if unsure, then accept or reject it with the entities tool.
 
 Before answering anything that may depend on earlier conversations, call recall with a short query of the \
 names and words that matter. Recall returns current facts only; pass include_history=true to see superseded \

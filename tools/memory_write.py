@@ -103,6 +103,16 @@ class MemoryWriteOut(BaseModel):
     duplicates: list[str] = Field(
         default_factory=list, description="Ids of memories that already state the same relation."
     )
+    resolved: list[str] = Field(
+        default_factory=list,
+        description="Names linked to a known entity spelt differently ('Katherine Jonhson -> Katherine "
+        "Johnson (fuzzy)'); the name you wrote became one of its aliases.",
+    )
+    proposals: list[str] = Field(
+        default_factory=list,
+        description="Ids of SAME_AS proposals this write raised: a name that may be a known entity. Review "
+        "them with the entities tool; nothing was merged.",
+    )
 
 
 async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> MemoryWriteOut:
@@ -131,6 +141,8 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         superseded_by=short_id(receipt.superseded_by) if receipt.superseded_by else None,
         contradicts=short_ids(receipt.contradicts),
         duplicates=short_ids(receipt.duplicates),
+        resolved=list(receipt.resolved),
+        proposals=short_ids(receipt.proposals),
     )
 
 

@@ -158,6 +158,10 @@ class WriteReceipt:
     superseded_by: str | None = None
     contradicts: tuple[str, ...] = ()
     duplicates: tuple[str, ...] = ()
+    # Entity resolution (storage.engine.resolution): names linked to a known entity ("Jonhson -> Johnson
+    # (fuzzy)") and the ids of SAME_AS proposals this write raised.
+    resolved: tuple[str, ...] = ()
+    proposals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,26 @@ class KnownEntity:
 
 
 @dataclass(frozen=True, slots=True)
+class SameAs:
+    """A ``SAME_AS`` proposal between two entities (``a``, the one a write named; ``b``, the known one it may be):
+    ``pending`` until someone accepts or rejects it; ``accepted`` makes recall in ``scopes`` (the target scopes
+    of the write that raised it) treat both as one entity. ``memory_id`` is the memory whose mention raised
+    it: erasing that memory takes the proposal with it."""
+
+    id: str
+    a: str
+    b: str
+    tier: str
+    score: float
+    memory_id: str
+    status: str
+    created_at: datetime
+    decided_at: datetime | None = None
+    decided_by: str = ""
+    scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Relation:
     """One RELATES edge seen from an entity: ``outgoing`` when that entity is the subject."""
 

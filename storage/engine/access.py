@@ -129,6 +129,10 @@ class _Access(_State):
                 fresh.add(known.name, known.aliases)
                 fresh.mentioned(known.name, known.mentions)
                 fresh.related(known.name, known.relations)
+            for p in self.graph.same_as(conn):
+                fresh.paired(p.a, p.b, p.scopes, add=True)
+                if p.status == "accepted":
+                    fresh.join(p.a, p.b, p.scopes)
         self.lexicon.replace_with(fresh)
 
     def visible(

@@ -26,6 +26,7 @@ from storage.engine.audit import AUDIT_FILE, AuditLog
 from storage.enrich import Fact, llm
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL
 from storage.language.extraction import EntityLexicon
+from storage.language.resolve import Judgement
 from storage.ports.embedder import Embedder
 from storage.ports.stores import Stores
 from storage.recall.lanes import LaneContext, build_lanes
@@ -80,6 +81,8 @@ class _Prepared:
     provenance: Provenance
     vector: list[float] | None
     facts: tuple[Fact, ...] = ()
+    linked: tuple[tuple[str, str, str], ...] = ()  # (said, known entity, tier): storage.engine.resolution
+    proposed: tuple[tuple[str, str, Judgement], ...] = ()
 
 
 class _State:

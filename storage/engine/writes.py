@@ -27,7 +27,7 @@ from storage.domain.models import (
     dated,
 )
 from storage.domain.records import NewMemory, entity_key
-from storage.engine.scopes import _Scopes
+from storage.engine.resolution import _Resolution
 from storage.engine.state import (
     _SEPARATE,
     _now,
@@ -42,7 +42,7 @@ from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 
-class _Writes(_Scopes):
+class _Writes(_Resolution):
     # -- writes ------------------------------------------------------------------------------------
 
     def write(
@@ -172,6 +172,19 @@ class _Writes(_Scopes):
             for r in found.relations
             if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
         ]
+        facts = found.facts
+        resolved = self._resolve(principal, entities, given, targets)
+        entities = resolved.entities
+        if resolved.linked:  # a name linked to a known entity: its relations and facts are that entity's
+            known = {said.casefold(): name for said, name, _ in resolved.linked}
+
+            def to(name: str) -> str:
+                return known.get(name.casefold(), name)
+
+            relations = [
+                dataclasses.replace(r, subject=to(r.subject), object=to(r.object)) for r in relations
+            ]
+            facts = tuple(dataclasses.replace(f, subject=to(f.subject), object=to(f.object)) for f in facts)
         if ev is not None:
             event, source_of_time = ev, "caller"
         elif found.times:
@@ -192,7 +205,9 @@ class _Writes(_Scopes):
             metadata=meta,
             provenance=Provenance(principal.name, principal.client, src),
             vector=vector,
-            facts=found.facts,
+            facts=facts,
+            linked=tuple(resolved.linked),
+            proposed=tuple(resolved.proposed),
         )
 
     def _known_to(
@@ -295,7 +310,17 @@ class _Writes(_Scopes):
             self._insert(tx, new, p.scopes, p.entities, p.relations, since)
             names = tuple(sorted(e.name for e in p.entities))
             event_time = p.event_time if dated(p.kind, p.event_time_source) else None
-            receipt = WriteReceipt(cur, "added", tuple(sorted(p.scopes)), names, event_time)
+            proposals = tuple(self._record_proposals(tx, cur, p.proposed, p.scopes))
+            resolved = tuple(f"{said} -> {name} ({tier})" for said, name, tier in p.linked)
+            receipt = WriteReceipt(
+                cur,
+                "added",
+                tuple(sorted(p.scopes)),
+                names,
+                event_time,
+                resolved=resolved,
+                proposals=proposals,
+            )
             return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
 
         return intent

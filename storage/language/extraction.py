@@ -8,6 +8,7 @@ What the caller passes always wins; this only fills gaps.
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Literal
 
 from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
+from storage.language.resolve import sound_key
 from storage.language.timeparse import TimeMention, find_times
 
 _TOKEN = re.compile(r"[\w][\w'’&.-]*", re.UNICODE)
@@ -165,6 +167,11 @@ class EntityMatch:
 
 _HOW_ORDER = {"exact": 0, "alias": 1, "token": 2, "fuzzy": 3}
 _MAX_POSTINGS = 64  # a query word shared by more known names than this cannot pick one out
+# Entity resolution's blocking (``similar``): at most this many known names are compared with a new one, and a
+# sound key shared by more words than _MAX_SOUNDS contributes none (it cannot pick a name out).
+MAX_CANDIDATES = 64
+_MAX_SOUNDS = 64
+_MAX_SAME = 32  # names reachable through accepted SAME_AS links from one entity
 FUZZY_MIN_CHARS = 5  # shorter words are too easily one edit from another word ("Rome", "home")
 # Longer words get no one-edit variants: a word of n characters has n variants of n - 1 characters, so the index
 # of one 31,000-character word took about 1 GB (and again at every start, when the lexicon is rebuilt). Real names
@@ -199,6 +206,10 @@ class EntityLexicon:
         self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
         self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
         self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
+        self._sounds: dict[str, set[str]] = {}  # sound key (``storage.language.resolve``) -> known words
+        # entity name -> (name an accepted SAME_AS proposal joined it to, the scopes where that join holds)
+        self._same: dict[str, set[tuple[str, frozenset[str]]]] = {}
+        self._paired: set[tuple[str, str, str]] = set()  # (key, key, scopes) of every SAME_AS proposal
         self._version = 0  # bumped whenever counts may have fallen (clear, replace_with): see ``version``
         self._lock = threading.Lock()
 
@@ -245,6 +256,8 @@ class EntityLexicon:
                 self._names[key] = name
                 for word in key.split():
                     self._by_token.setdefault(word, set()).add(key)
+                    if len(word) >= 2 and len(word) <= FUZZY_MAX_CHARS:
+                        self._sounds.setdefault(sound_key(word), set()).add(word)
                     if _fuzzy_size(word):
                         for variant in (word, *_deletions(word)):
                             self._variants.setdefault(variant, set()).add(word)
@@ -257,17 +270,117 @@ class EntityLexicon:
             self._variants.clear()
             self._mentions.clear()
             self._relations.clear()
+            self._sounds.clear()
+            self._same.clear()
+            self._paired.clear()
             self._version += 1
 
     def replace_with(self, other: EntityLexicon) -> None:
         """Take ``other``'s contents in one step (``other`` must not be used afterwards)."""
         with other._lock:
             state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
-            also = other._also
+            also, sounds, same, paired = other._also, other._sounds, other._same, other._paired
         with self._lock:
             self._names, self._by_token, self._variants, self._mentions, self._relations = state
-            self._also = also
+            self._also, self._sounds, self._same, self._paired = also, sounds, same, paired
             self._version += 1
+
+    def join(self, a: str, b: str, scopes: Iterable[str]) -> None:
+        """Entities ``a`` and ``b`` are one for recall in ``scopes`` (an accepted SAME_AS proposal raised there)."""
+        where = frozenset(scopes)
+        with self._lock:
+            self._same.setdefault(a, set()).add((b, where))
+            self._same.setdefault(b, set()).add((a, where))
+            self._version += 1
+
+    def part(self, a: str, b: str, scopes: Iterable[str]) -> None:
+        """Undo ``join``: ``a`` and ``b`` are two entities again in ``scopes``."""
+        where = frozenset(scopes)
+        with self._lock:
+            for x, y in ((a, b), (b, a)):
+                linked = self._same.get(x)
+                if linked is not None:
+                    linked.discard((y, where))
+                    if not linked:
+                        del self._same[x]
+            self._version += 1
+
+    def paired(self, a: str, b: str, scopes: Iterable[str], *, add: bool = False) -> bool:
+        """Whether entities ``a`` and ``b`` have a SAME_AS proposal raised in ``scopes`` (any status; ``add``
+        records one first): resolution then leaves the pair alone there, so a rejected pair is not proposed
+        again at every mention, while a team that cannot see another's proposal still gets its own."""
+        ka, kb = _norm(a), _norm(b)
+        key = (min(ka, kb), max(ka, kb), ",".join(sorted(scopes)))
+        with self._lock:
+            if add:
+                self._paired.add(key)
+            return key in self._paired
+
+    def same_as(self, name: str, scopes: Iterable[str] | None = None) -> list[str]:
+        """Every entity joined to ``name`` by accepted proposals raised in any of ``scopes`` (all, when None),
+        directly or through others; ``name`` itself left out."""
+        wanted = None if scopes is None else set(scopes)
+        with self._lock:
+            seen = {name}
+            todo = [name]
+            while todo and len(seen) <= _MAX_SAME:
+                for other, where in self._same.get(todo.pop(), ()):
+                    if other not in seen and (wanted is None or not wanted.isdisjoint(where)):
+                        seen.add(other)
+                        todo.append(other)
+        seen.discard(name)
+        return sorted(seen)
+
+    def similar(self, name: str) -> list[tuple[str, str]]:
+        """Known entities that might be ``name`` spelt another way: ``(entity name, the key that matched)``
+        pairs to judge with ``storage.language.resolve.judge``, at most ``MAX_CANDIDATES``, never ``name``.
+
+        Blocking keeps it cheap at any size: each word of ``name`` expands to the known words equal to it, one
+        edit from it (words of 5+ letters, through the deletion index ``match`` uses) or sounding like it. The
+        names with as many words that contain an expansion of the word with the fewest names are the pool;
+        a name is kept when each of its words is in the expansion of the word at its place (or both are long
+        enough, 7+ letters, to be two edits apart). A word with no expansion at all rules out every name."""
+        key = _norm(name)
+        words = key.split()
+        if not words or len(words) > MAX_NGRAM:
+            return []
+        with self._lock:
+            near = [self._near_words(w) for w in words]
+            if any(not n for n in near):
+                return []
+            sizes = [
+                sum(len(self._by_token.get(k, ())) for k in n) if w not in _QUERY_STOP else None
+                for w, n in zip(words, near, strict=True)
+            ]
+            counted = [(s, i) for i, s in enumerate(sizes) if s is not None]
+            if not counted:
+                return []
+            pool = {k for n in near[min(counted)[1]] for k in self._by_token.get(n, ())}
+            kept = []
+            for k in pool:
+                kw = k.split()
+                if len(kw) != len(words) or k == key:
+                    continue
+                if all(
+                    x in n or (len(x) >= 7 and len(w) >= 7) for x, n, w in zip(kw, near, words, strict=True)
+                ):
+                    kept.append(k)
+            out: list[tuple[str, str]] = []
+            for k in heapq.nsmallest(MAX_CANDIDATES, kept):
+                for entity in (self._names[k], *self._also.get(k, ())):
+                    out.append((entity, k))
+        return out[:MAX_CANDIDATES]
+
+    def _near_words(self, w: str) -> set[str]:
+        """Known words equal to ``w``, one edit from it (5+ letters) or sounding like it. Call under the lock."""
+        out = {w} if w in self._by_token else set()
+        if _fuzzy_size(w):
+            for variant in (w, *_deletions(w)):
+                out.update(k for k in self._variants.get(variant, ()) if _one_edit(w, k))
+        sounds = self._sounds.get(sound_key(w), set())
+        if len(sounds) <= _MAX_SOUNDS:  # a sound shared by more words picks none out (like a common word)
+            out.update(sounds)
+        return out
 
     def claimants(self, key: str) -> list[str]:
         """Every entity the phrase ``key`` (normalised) was given to, as name or alias, the one matched first."""

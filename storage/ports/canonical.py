@@ -27,6 +27,7 @@ from storage.domain.records import (
     ProjectionRow,
     Relation,
     RelationState,
+    SameAs,
 )
 
 
@@ -141,6 +142,11 @@ class CanonicalReads(Protocol):
         Its cost must grow with the entity's mentions, not with the store."""
         ...
 
+    def same_as(self, conn: Session, ids: Sequence[str] | None = None) -> list[SameAs]:
+        """``SAME_AS`` proposals (every one, or those with the given ids), oldest first; ``a`` and ``b`` are the
+        entities' current names. Proposals are few (one per ambiguous new name), so reading all is cheap."""
+        ...
+
     def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
         """The aliases that memories in any of ``scopes`` gave the entity (by id), as each memory's MENTIONS
         edge records them: an alias learnt only from other scopes must not resolve for a reader of these."""
@@ -230,6 +236,16 @@ class CanonicalWrites(Protocol):
     def open_relation_count(self, conn: Session, memory_id: str) -> int: ...
 
     def contradict(self, conn: Session, new: str, old: str, predicate: str, at: datetime) -> None: ...
+
+    def propose_same(self, conn: Session, proposal: SameAs) -> bool:
+        """Record a pending ``SAME_AS`` edge from entity ``a`` to ``b`` (by name; ids are ``entity_key``), unless
+        either is gone or an edge with the same id links them in either direction, whatever its status (a
+        rejected proposal is not raised again; the id names the pair and the scopes). True when recorded."""
+        ...
+
+    def decide_same(self, conn: Session, proposal_id: str, status: str, at: datetime | None, by: str) -> None:
+        """Set a proposal's status (``pending``, ``accepted``, ``rejected``), when and by whom."""
+        ...
 
     def contradictions(self, conn: Session, memory_id: str) -> list[str]:
         """Ids of memories linked to this one by CONTRADICTS, in either direction."""

@@ -45,6 +45,13 @@ def test_extraction_and_reconciliation_meet_their_floors(tmp_path: Path) -> None
     scores = json.loads(out.read_text())
     assert scores["development"]["cases"] >= 80
     assert scores["held-out"]["cases"] >= 20
+    # Entity resolution (issue 15): never a silent false merge on the hand-written cases, and most true pairs
+    # reach the user, linked or proposed.
+    resolution = scores["resolution"]
+    assert resolution["cases"] >= 30
+    assert resolution["linked"]["precision"] == 1.0, resolution
+    assert resolution["found"]["recall"] >= 0.85, resolution
+    assert resolution["found"]["precision"] >= 0.8, resolution
     for name, floors in FLOORS.items():
         for metric, floor in floors.items():
             got = scores[name][metric]

@@ -376,3 +376,51 @@ async def test_another_teams_alias_does_not_take_my_entity_out_of_my_write(store
         )
         assert later["entities"] == ["Falcon Brakes"]
         assert "Nightjar" not in json.dumps(await call(at, "memory_read", {"id": later["id"]}))
+
+
+async def test_entity_resolution_never_matches_or_proposes_another_teams_entities(store: Store) -> None:
+    """Issue 15: resolution compares a new name only with entities the writer may read, so neither a link, a
+    SAME_AS proposal nor the proposal list tells a token which names another team holds."""
+    victim = await make_token(store, "victim", "team:secret=w")
+    attacker = await make_token(store, "attacker", "team:att=w")
+    auditor = await make_token(store, "auditor", "team:secret=r", "team:att=w")
+    async with (
+        http_server(store, auth=True) as server,
+        as_token(server.url, victim) as vi,
+        as_token(server.url, attacker) as at,
+        as_token(server.url, auditor) as au,
+    ):
+        await call(vi, "memory_write", {"content": "Our informant John Kowalczyk meets us on Friday."})
+        # A confident misspelling and an ambiguous sound-alike of the hidden name: neither resolves.
+        typo = await call(at, "memory_write", {"content": "We paid John Kowalczik in cash."})
+        alike = await call(at, "memory_write", {"content": "Yesterday Jon Kowalczyk delivered the parcel."})
+        for receipt, name in ((typo, "John Kowalczik"), (alike, "Jon Kowalczyk")):
+            assert (receipt["entities"], receipt["resolved"], receipt["proposals"]) == ([name], [], [])
+        assert (await call(at, "entities", {"status": "all"}))["proposals"] == []
+        # The misspelling being a name the other team uses exactly does not change how the attacker's own
+        # entity resolves (a proposal instead of a link would tell that the name exists).
+        await call(vi, "memory_write", {"content": "The courier Alessandro Moreti has the key."})
+        await call(at, "memory_write", {"content": "Our dentist is Alessandro Moretti."})
+        seen_once = await call(at, "memory_write", {"content": "I saw Alessandro Moreti on Tuesday."})
+        assert seen_once["resolved"] == ["Alessandro Moreti -> Alessandro Moretti (fuzzy)"]
+        assert (seen_once["entities"], seen_once["proposals"]) == (["Alessandro Moretti"], [])
+
+        # A token that reads both teams gets the proposal (the feature works across what it may read) ...
+        seen = await call(au, "memory_write", {"content": "Jon Kowalczyk asked for a receipt."})
+        [pid] = seen["proposals"]
+        [proposal] = (await call(au, "entities", {}))["proposals"]
+        assert (proposal["name"], proposal["same_as"]) == ("Jon Kowalczyk", "John Kowalczyk")
+        # ... which neither the attacker (it raised it in its own scope, but cannot read John Kowalczyk) nor the
+        # victim (it cannot read the memory that raised it) may list or decide.
+        for client in (at, vi):
+            assert (await call(client, "entities", {"status": "all"}))["proposals"] == []
+            code, _ = await fails(client, "entities", {"action": "reject", "id": pid})
+            assert code == "not_found"
+        await call(au, "entities", {"action": "accept", "id": pid})
+        # Accepted, the join still shows the attacker only its own memories, and never the hidden name.
+        found = await call(at, "recall", {"query": "What did Jon Kowalczyk do?", "explain": True})
+        assert "informant" not in json.dumps(found)
+        assert "John Kowalczyk" not in json.dumps(found)
+        assert "Kowalczyk" not in json.dumps(await call(at, "memory_read", {"id": alike["id"]})).replace(
+            "Jon Kowalczyk", ""
+        )

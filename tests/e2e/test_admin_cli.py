@@ -144,3 +144,47 @@ def test_progress_bar_on_a_terminal_and_none_when_piped(engine: Engine, tmp_path
         assert b"\r" not in piped.stdout
         assert b"[#" not in piped.stderr
     assert (tmp_path / "piped.jsonl").read_text().count('"type": "memory"') == 5
+
+
+async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_owner(store: Store) -> None:
+    """Issue 15: ``mnemograph entities`` decides the SAME_AS proposals a client's writes raised, through the
+    owner that holds the store; what it decides is what the client's recall sees."""
+    data = str(store.data_dir)
+    async with Client(store.stdio(), mode="legacy") as client:
+        lunch = await call(
+            client, "memory_write", {"content": "I had lunch with John Smith.", "scopes": ["user:cli"]}
+        )
+        sent = await call(
+            client,
+            "memory_write",
+            {"content": "Yesterday Jon Smith sent the contract.", "scopes": ["user:cli"]},
+        )
+        [pid] = sent["proposals"]
+
+        listed = await _cli("entities", "list", "--data-dir", data)
+        assert listed.returncode == 0, listed.stderr
+        assert f"{pid}  pending   'Jon Smith' same as 'John Smith'" in listed.stdout.decode()
+        bad = await _cli("entities", "accept", "ffffffffffff", "--data-dir", data)
+        assert bad.returncode == 2
+        assert b"no proposal with id ffffffffffff" in bad.stderr
+
+        accepted = await _cli("entities", "accept", pid, "--json", "--data-dir", data)
+        assert accepted.returncode == 0, accepted.stderr
+        assert json.loads(accepted.stdout)["proposals"][0]["status"] == "accepted"
+        found = await call(
+            client, "recall", {"query": "lunch with Jon Smith", "scopes": ["user:cli"], "explain": True}
+        )
+        assert (
+            "graph"
+            in next(r for r in found["results"] if r["id"].startswith(lunch["id"]))["explain"]["lanes"]
+        )
+
+        undone = await _cli("entities", "undo", pid, "--data-dir", data)
+        assert undone.returncode == 0, undone.stderr
+        assert "pending" in undone.stdout.decode()
+        found = await call(
+            client, "recall", {"query": "lunch with Jon Smith", "scopes": ["user:cli"], "explain": True}
+        )
+        assert all(
+            "graph" not in r["explain"]["lanes"] for r in found["results"] if r["id"].startswith(lunch["id"])
+        )

@@ -28,6 +28,7 @@ TOOL_NAMES = [
     "move_scope",
     "link_memory",
     "unlink_memory",
+    "entities",
     "purge",
     "erase",
 ]
@@ -61,6 +62,7 @@ async def test_tools_are_listed_with_truthful_annotations(engine: Engine) -> Non
         "move_scope": (False, True, True),
         "link_memory": (False, False, True),
         "unlink_memory": (False, False, False),
+        "entities": (False, False, False),
         "purge": (False, True, True),
         "erase": (False, True, True),
     }

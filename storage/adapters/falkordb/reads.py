@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from storage.adapters.falkordb._cypher import _EPOCH, LIVE, RETURN_MEMORY, memory, session, utc
 from storage.domain.models import Memory
-from storage.domain.records import Change, KnownEntity, ProjectionRow, Relation
+from storage.domain.records import Change, KnownEntity, ProjectionRow, Relation, SameAs
 from storage.ports.canonical import Session
 
 T = TypeVar("T")
@@ -112,6 +112,18 @@ class _Reads:
         return [
             KnownEntity(i, n, tuple(a or ()), int(mentions.get(i, 0)), int(relations.get(i, 0)))
             for i, n, a in s.rows("MATCH (e:Entity) RETURN e.id, e.name, e.aliases ORDER BY e.id")
+        ]
+
+    def same_as(self, conn: Session, ids: Sequence[str] | None = None) -> list[SameAs]:
+        where = "" if ids is None else " WHERE r.id IN $ids"
+        rows = session(conn).rows(
+            f"MATCH (a:Entity)-[r:SAME_AS]->(b:Entity){where} RETURN r.id, a.name, b.name, r.tier, r.score, "
+            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes ORDER BY r.created_at, r.id",
+            {} if ids is None else {"ids": list(ids)},
+        )
+        return [
+            SameAs(i, a, b, t, float(sc), m, st, utc(c) or _EPOCH, utc(d), by or "", tuple(ss or ()))
+            for i, a, b, t, sc, m, st, c, d, by, ss in rows
         ]
 
     def mentioning(

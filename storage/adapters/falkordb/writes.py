@@ -12,7 +12,7 @@ from typing import Any
 from storage.adapters.falkordb._cypher import _EPOCH, _NEWER_ERASED, LIVE, memory_params, session, union, utc
 from storage.adapters.falkordb.reads import _Reads
 from storage.domain.models import EntityIn
-from storage.domain.records import Change, NewMemory, OpenRelation, RelationState, entity_key
+from storage.domain.records import Change, NewMemory, OpenRelation, RelationState, SameAs, entity_key
 from storage.ports.canonical import Session
 
 _ENRICHMENT_KEYS = (
@@ -167,6 +167,33 @@ class _Writes(_Reads):
             {"new": new, "old": old, "p": predicate, "at": at},
         )
 
+    def propose_same(self, conn: Session, proposal: SameAs) -> bool:
+        """Decided in the query (a read here would not see the entity this transaction is creating); so True
+        means asked for, and the proposal exists after the commit unless the two were already linked."""
+        session(conn).add(
+            "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) OPTIONAL MATCH (x)-[r:SAME_AS {id: $id}]-(y) "
+            "WITH x, y, count(r) AS linked WHERE linked = 0 "
+            "CREATE (x)-[:SAME_AS {id: $id, tier: $tier, score: $score, memory_id: $m, status: 'pending', "
+            "created_at: $at, decided_by: '', scopes: $ss}]->(y)",
+            {
+                "a": entity_key(proposal.a),
+                "b": entity_key(proposal.b),
+                "id": proposal.id,
+                "tier": proposal.tier,
+                "score": proposal.score,
+                "m": proposal.memory_id,
+                "at": proposal.created_at,
+                "ss": list(proposal.scopes),
+            },
+        )
+        return True
+
+    def decide_same(self, conn: Session, proposal_id: str, status: str, at: datetime | None, by: str) -> None:
+        session(conn).add(
+            "MATCH ()-[r:SAME_AS {id: $id}]->() SET r.status = $st, r.decided_at = $at, r.decided_by = $by",
+            {"id": proposal_id, "st": status, "at": at, "by": by},
+        )
+
     def contradictions(self, conn: Session, memory_id: str) -> list[str]:
         rows = session(conn).rows(
             "MATCH (a:Memory {id: $id})-[:CONTRADICTS]-(b:Memory) RETURN DISTINCT b.id ORDER BY b.id",
@@ -280,6 +307,8 @@ class _Writes(_Reads):
             {"ids": ids},
         )
         s.add("UNWIND $ids AS i MATCH (x:Enrichment {id: i}) DELETE x", {"ids": ids})
+        # A SAME_AS proposal raised by an erased memory's mention goes with it.
+        s.add("MATCH ()-[r:SAME_AS]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         # A relation closed by an erased memory is open again: what ended it is no longer known.
         s.add(
             "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",

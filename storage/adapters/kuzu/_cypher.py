@@ -80,6 +80,11 @@ def _schema(dim: int) -> list[str]:
         "CREATE NODE TABLE IF NOT EXISTS Conversation(key STRING PRIMARY KEY, changed_at TIMESTAMP, "
         "digested_at TIMESTAMP, digest STRING)",
         "CREATE REL TABLE IF NOT EXISTS IN_CONVERSATION(FROM Memory TO Conversation)",
+        # Entity resolution (storage.engine.resolution): a proposal that two entities are one. Names live on
+        # the Entity nodes; the edge holds the memory whose mention raised it, so erasing that memory drops it.
+        "CREATE REL TABLE IF NOT EXISTS SAME_AS(FROM Entity TO Entity, id STRING, tier STRING, score DOUBLE, "
+        "memory_id STRING, status STRING, created_at TIMESTAMP, decided_at TIMESTAMP, decided_by STRING, "
+        "scopes STRING[])",
     ]
 
 

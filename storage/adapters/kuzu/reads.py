@@ -27,6 +27,7 @@ from storage.domain.records import (
     KnownEntity,
     ProjectionRow,
     Relation,
+    SameAs,
 )
 from storage.ports.canonical import Session
 
@@ -207,6 +208,19 @@ class _Reads:
         return [
             KnownEntity(i, n, tuple(a or ()), int(mentions.get(i, 0)), int(relations.get(i, 0)))
             for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
+        ]
+
+    def same_as(self, conn: Session, ids: Sequence[str] | None = None) -> list[SameAs]:
+        where = "" if ids is None else " WHERE r.id IN $ids"
+        rows = _rows(
+            conn,
+            f"MATCH (a:Entity)-[r:SAME_AS]->(b:Entity){where} RETURN r.id, a.name, b.name, r.tier, r.score, "
+            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes ORDER BY r.created_at, r.id",
+            {} if ids is None else {"ids": list(ids)},
+        )
+        return [
+            SameAs(i, a, b, t, float(sc), m, st, utc(c) or c, utc(d), by or "", tuple(ss or ()))
+            for i, a, b, t, sc, m, st, c, d, by, ss in rows
         ]
 
     def mentioning(

@@ -21,6 +21,7 @@ from storage.domain.records import (
     NewMemory,
     OpenRelation,
     RelationState,
+    SameAs,
     entity_key,
 )
 from storage.ports.canonical import Session
@@ -192,6 +193,42 @@ class _Writes(_Reads):
             {"new": new, "old": old, "p": predicate, "at": at},
         )
 
+    def propose_same(self, conn: Session, proposal: SameAs) -> bool:
+        a, b = entity_key(proposal.a), entity_key(proposal.b)
+        linked = _rows(
+            conn,
+            "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) "
+            "OPTIONAL MATCH (x)-[r:SAME_AS]-(y) WHERE r.id = $id RETURN x.id, count(r)",
+            {"a": a, "b": b, "id": proposal.id},
+        )
+        if not linked or linked[0][1]:
+            return False
+        _exec(
+            conn,
+            "MATCH (x:Entity {id: $a}), (y:Entity {id: $b}) CREATE (x)-[:SAME_AS {id: $id, tier: $tier, "
+            "score: $score, memory_id: $m, status: 'pending', created_at: $at, decided_by: '', "
+            "scopes: CAST($ss AS STRING[])}]->(y)",
+            {
+                "a": a,
+                "b": b,
+                "id": proposal.id,
+                "tier": proposal.tier,
+                "score": proposal.score,
+                "m": proposal.memory_id,
+                "at": proposal.created_at,
+                "ss": list(proposal.scopes),
+            },
+        )
+        return True
+
+    def decide_same(self, conn: Session, proposal_id: str, status: str, at: datetime | None, by: str) -> None:
+        when = "r.decided_at = $at" if at is not None else "r.decided_at = NULL"
+        _exec(
+            conn,
+            f"MATCH ()-[r:SAME_AS]->() WHERE r.id = $id SET r.status = $st, {when}, r.decided_by = $by",
+            {"id": proposal_id, "st": status, "by": by, **({"at": at} if at is not None else {})},
+        )
+
     def contradictions(self, conn: Session, memory_id: str) -> list[str]:
         """Ids of memories linked to this one by CONTRADICTS, in either direction."""
         rows = _rows(
@@ -325,6 +362,8 @@ class _Writes(_Reads):
         ]
         _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
+        # A SAME_AS proposal raised by an erased memory's mention goes with it.
+        _exec(conn, "MATCH ()-[r:SAME_AS]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         # A relation closed by an erased memory is open again: what ended it is no longer known.
         _exec(
             conn,

@@ -77,7 +77,14 @@ class GraphLane:
                 matches = [c for m in matches for c in self._known_claimants(conn, m, q.scopes)]
                 if not matches:
                     return Found([])
-            return self._walk(conn, q, depth, recipe, {entity_key(m.name): m.name for m in matches}, stamp)
+            seeds = {entity_key(m.name): m.name for m in matches}
+            # Entities an accepted SAME_AS proposal raised in the query's scopes joined to a matched one are walked
+            # from too (another team's decision changes nothing here); the walk admits only memories in those
+            # scopes, so a joined name reveals nothing beyond them.
+            for name in list(seeds.values()):
+                for other in self.lexicon.same_as(name, q.scopes):
+                    seeds.setdefault(entity_key(other), other)
+            return self._walk(conn, q, depth, recipe, seeds, stamp)
 
     def _alias_known(self, conn: Session, m: EntityMatch, scopes: tuple[str, ...]) -> bool:
         """Whether a match may stand for a principal with grants: by the entity's own name, or by an alias a

@@ -124,3 +124,47 @@ def test_erasure_leaves_no_content_vector_id_or_alias_bytes(
     assert left() == {}
     assert [h.memory.id for h in eng.recall("Dee", ["user:dee"])] == [keep.id]
     assert eng.verify().ok
+
+
+def test_same_as_proposals_are_canonical_survive_a_reopen_and_go_with_the_memory_that_raised_them(
+    adapter: CanonicalAdapter, open_engine: OpenEngine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    data = tmp_path / "data"
+    eng = open_engine(data)
+    surname = canary("Zq").capitalize()
+    known = eng.write(f"I had lunch with John {surname} at the harbour.", ["user:dee"])
+    gone = eng.write_many(
+        [WriteItem(f"Jon {surname} sent the contract.", ["user:dee"], entities=[EntityIn(f"Jon {surname}")])]
+    )[0]
+    [pid] = gone.proposals
+    [proposal] = eng.entity_proposals()
+    assert (proposal.id, proposal.a, proposal.b, proposal.memory_id) == (
+        pid,
+        f"Jon {surname}",
+        f"John {surname}",
+        gone.id,
+    )
+    assert eng.decide_proposal(pid[:12], "accept").status == "accepted"
+    eng.close()
+
+    # Canonical: a new process rebuilds its lexicon from the store, accepted merge included.
+    eng = open_engine(data)
+    assert [p.status for p in eng.entity_proposals("all")] == ["accepted"]
+    lunch = eng.recall(f"Where did I have lunch with Jon {surname}?", ["user:dee"])
+    assert "graph" in next(h.lanes for h in lunch if h.memory.id == known.id)
+
+    vector = np.asarray(embedder.embed([f"Jon {surname} sent the contract."])[0])
+    patterns = {"new name": f"Jon {surname}".encode(), **needles(vector, gone.id)}
+    roots = [data, *adapter.roots(data)]
+
+    def left() -> dict[str, list[Path]]:
+        found = {what: [p for r in roots for p in files_containing(r, b)] for what, b in patterns.items()}
+        return {what: sorted(set(paths)) for what, paths in found.items() if paths}
+
+    assert {"new name", "id hex"} <= set(left())
+    eng.erase(gone.id, confirm=gone.id, reason="contract")
+    assert eng.entity_proposals("all") == []
+    assert left() == {}
+    lunch = eng.recall(f"Where did I have lunch with John {surname}?", ["user:dee"])
+    assert [h.memory.id for h in lunch] == [known.id]
+    assert eng.verify().ok

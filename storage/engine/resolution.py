@@ -1,0 +1,262 @@
+"""Entity resolution: new names matched to known entities at write time, and ``SAME_AS`` proposals decided later.
+
+At write time (``_resolve``, called by ``storage.engine.writes``) each entity a memory names that the lexicon does
+not know exactly (name or alias) is compared with the few known names the lexicon's blocking returns
+(``EntityLexicon.similar``), judged by ``storage.language.resolve.judge``. Only entities the writer may read are
+candidates, and they are filtered *before* deciding, so whether a write links, proposes or does nothing never
+depends on another team's entities. One confident candidate: the mention is linked to it (the new spelling
+becomes one of its aliases). Anything else that passes: a pending ``SAME_AS`` proposal for each of the best
+three, recorded in the write's own transaction. Never a merge.
+
+A proposal is visible to a principal who may read the memory that raised it and a memory mentioning each
+entity; deciding one also needs a write grant on a scope of that memory. Accepting joins the two in the
+lexicon (the graph lane walks from both), rejecting keeps them apart for good (the pair is never proposed
+again), and ``undo`` returns a decided proposal to pending. Nothing is rewritten, so undo is exact.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import hashlib
+import re
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from scopes import LOCAL_PRINCIPAL, Level, Principal, ScopeId, readable
+from storage.domain.errors import Conflict, InvalidInput, NotFound, ScopeDenied
+from storage.domain.models import EntityIn
+from storage.domain.records import SameAs, entity_key
+from storage.engine.scopes import _Scopes
+from storage.language.extraction import name_key
+from storage.language.resolve import Judgement, judge
+from storage.ports.canonical import Session
+from storage.sync.reconciler import Tx
+
+MAX_PROPOSALS = 3  # per new name: the best candidates only
+STATUSES = ("pending", "accepted", "rejected")
+ACTIONS = ("accept", "reject", "undo")
+_ID = re.compile(r"^[0-9a-f]{8,32}$")
+_NEXT = {"accept": ("pending", "accepted"), "reject": ("pending", "rejected")}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What resolution did to one write's entities: the entities to store, names linked to known entities
+    (``(said, known, tier)``) and proposals to record with the memory."""
+
+    entities: list[EntityIn]
+    linked: list[tuple[str, str, str]]
+    proposed: list[tuple[str, str, Judgement]]
+
+
+def proposal_id(a: str, b: str, scopes: Sequence[str]) -> str:
+    """One proposal per pair (either order) and target scopes: each team decides its own."""
+    ka, kb = sorted((entity_key(a), entity_key(b)))
+    return hashlib.sha256(f"same_as\0{ka}\0{kb}\0{','.join(sorted(scopes))}".encode()).hexdigest()[:32]
+
+
+class _Resolution(_Scopes):
+    # -- at write time -----------------------------------------------------------------------------
+
+    def _resolve(
+        self,
+        principal: Principal,
+        entities: Sequence[EntityIn],
+        given: Sequence[EntityIn],
+        targets: Sequence[str],
+    ) -> Resolution:
+        """Link or propose each name of ``entities`` the lexicon does not know (see the module docstring).
+        Caller-given names are never replaced (what the caller says wins), only proposed."""
+        named = {e.name.casefold() for e in given}
+        out: list[EntityIn] = []
+        linked: list[tuple[str, str, str]] = []
+        proposed: list[tuple[str, str, Judgement]] = []
+        opened: list[tuple[Session, list[str]]] = []  # the read session and readable scopes, once needed
+
+        with ExitStack() as stack:
+
+            def reader() -> tuple[Session, list[str]]:
+                if not opened:
+                    scopes = [str(s) for s in readable(principal.grants or (), self._tree())]
+                    opened.append((stack.enter_context(self.graph.read()), scopes))
+                return opened[0]
+
+            def may_know(name: str, key: str) -> bool:
+                if principal.unrestricted:
+                    return True
+                conn, scopes = reader()
+                return bool(scopes) and self._may_know(conn, name, key, scopes)
+
+            present = {entity_key(x.name): x.name for x in entities}
+            for e in entities:
+                new = name_key(e.name)
+                # The same words matched as another entity's alias of this write ("Bob" for Robert Smith):
+                # one mention, that entity's. Without this the alias became an entity of its own, with the
+                # statements about it ("Bob moved to Chicago").
+                owner = next(
+                    (
+                        present[entity_key(c)]
+                        for c in self.lexicon.claimants(new)
+                        if entity_key(c) in present and entity_key(c) != entity_key(e.name)
+                    ),
+                    None,
+                )
+                if owner is not None and e.name.casefold() not in named:
+                    linked.append((e.name, owner, "alias"))
+                    continue
+                judged: dict[str, tuple[Judgement, str]] = {}
+                for known, key in self.lexicon.similar(e.name):
+                    if entity_key(known) == entity_key(e.name) or self.lexicon.paired(e.name, known, targets):
+                        continue
+                    j = judge(new, key)
+                    if j is not None and (known not in judged or j.score > judged[known][0].score):
+                        judged[known] = (j, key)
+                judged = {k: v for k, v in judged.items() if may_know(k, v[1])}
+                if len(judged) == 1 and e.name.casefold() not in named:
+                    known, (j, _) = next(iter(judged.items()))
+                    # A name the writer knows already (exactly, or as an alias) keeps its entity: proposed at
+                    # most. One known only from scopes it cannot read counts as unknown, or the answer would
+                    # tell it that name exists.
+                    known_already = any(may_know(c, new) for c in self.lexicon.claimants(new))
+                    if j.confident and not known_already:
+                        out.append(EntityIn(known, e.type, tuple(dict.fromkeys((*e.aliases, e.name)))))
+                        linked.append((e.name, known, j.tier))
+                        continue
+                best = sorted(judged.items(), key=lambda kv: (-kv[1][0].score, kv[0]))[:MAX_PROPOSALS]
+                proposed.extend((e.name, known, j) for known, (j, _) in best)
+                out.append(e)
+        return Resolution(out, linked, proposed)
+
+    def _may_know(self, conn: Session, name: str, key: str, scopes: builtins.list[str]) -> bool:
+        """Whether a principal reading ``scopes`` may learn entity ``name`` by the phrase ``key``: a memory
+        there mentions it by that name, or gave it that alias."""
+        eid = entity_key(name)
+        if key == name_key(name):
+            return bool(self.graph.mentioning(conn, eid, scopes=scopes, live_only=False, limit=1))
+        return key in {name_key(a) for a in self.graph.aliases_given(conn, eid, scopes=scopes)}
+
+    def _record_proposals(
+        self,
+        tx: Tx,
+        memory_id: str,
+        proposed: Sequence[tuple[str, str, Judgement]],
+        scopes: Sequence[str],
+    ) -> list[str]:
+        """Pending ``SAME_AS`` edges for a memory just inserted in ``tx`` into ``scopes``; their ids."""
+        out = []
+        home = tuple(sorted(scopes))
+        for a, b, j in proposed:
+            pid = proposal_id(a, b, home)
+            p = SameAs(pid, a, b, j.tier, j.score, memory_id, "pending", tx.now, scopes=home)
+            if self.graph.propose_same(tx.conn, p):
+                out.append(pid)
+            # Marked at once (before the commit): at worst a failed transaction leaves the pair unproposed until
+            # the lexicon is next rebuilt, while unmarked, every mention would ask the store again.
+            self.lexicon.paired(a, b, home, add=True)
+        return out
+
+    # -- listing and deciding ----------------------------------------------------------------------
+
+    def entity_proposals(
+        self, status: str = "pending", *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> builtins.list[SameAs]:
+        """``SAME_AS`` proposals with ``status`` (or ``"all"``) that ``principal`` may see, oldest first."""
+        if status not in (*STATUSES, "all"):
+            raise InvalidInput(
+                f"unknown status {status[:40]!r}",
+                hint="use one of: pending, accepted, rejected, all",
+            )
+        with self.graph.read() as conn:
+            found = self.graph.same_as(conn)
+            return [
+                p
+                for p in found
+                if (status == "all" or p.status == status) and self._sees(conn, p, principal, Level.READ)
+            ]
+
+    def decide_proposal(
+        self, proposal: str, action: str, *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> SameAs:
+        """``accept`` (recall treats both entities as one), ``reject`` (they stay apart and are not proposed
+        again) or ``undo`` (a decided proposal is pending again). Returns the proposal as it now is."""
+        if action not in ACTIONS:
+            raise InvalidInput(f"unknown action {action[:40]!r}", hint="use one of: accept, reject, undo")
+        pid = proposal.strip().lower() if isinstance(proposal, str) else ""
+        if not _ID.match(pid):
+            raise InvalidInput(
+                "a proposal id is 8 to 32 hexadecimal characters",
+                hint="copy the id from the list of proposals (entities with action 'list')",
+            )
+        with self.graph.read() as conn:
+            matches = [p for p in self.graph.same_as(conn) if p.id.startswith(pid)]
+            seen = [p for p in matches if self._sees(conn, p, principal, Level.READ)]
+            if len(seen) > 1:
+                raise InvalidInput(
+                    f"{len(seen)} proposals start with {pid}", hint="give more characters of the id"
+                )
+            if not seen:
+                raise NotFound(
+                    f"no proposal with id {pid}",
+                    hint="list the proposals you may see (entities with action 'list', status 'all')",
+                )
+            if not self._sees(conn, seen[0], principal, Level.WRITE):
+                raise ScopeDenied(
+                    f"{principal.name} may not decide proposal {pid}",
+                    hint="deciding needs a write grant on a scope of the memory that raised it",
+                )
+        target = seen[0]
+
+        def intent(tx: Tx) -> SameAs:
+            now = self.graph.same_as(tx.conn, [target.id])
+            if not now:
+                raise NotFound(f"proposal {target.id} is gone (its memory was erased)", hint="list again")
+            cur = now[0]
+            if action == "undo":
+                if cur.status == "pending":
+                    raise Conflict(
+                        f"proposal {cur.id} is pending: there is no decision to undo",
+                        hint="accept or reject it",
+                    )
+                self.graph.decide_same(tx.conn, cur.id, "pending", None, "")
+                new = dataclasses.replace(cur, status="pending", decided_at=None, decided_by="")
+            else:
+                before, after = _NEXT[action]
+                if cur.status != before:
+                    raise Conflict(
+                        f"proposal {cur.id} is already {cur.status}",
+                        hint="undo it first if you want to decide it again",
+                    )
+                self.graph.decide_same(tx.conn, cur.id, after, tx.now, principal.name)
+                new = dataclasses.replace(cur, status=after, decided_at=tx.now, decided_by=principal.name)
+            # Recorded so that other nodes of a shared store notice and reload their lexicon.
+            tx.record("resolve", cur.memory_id)
+            return new
+
+        result = self.reconciler.submit(intent)
+        if result.status == "accepted":
+            self.lexicon.join(result.a, result.b, result.scopes)
+        else:
+            self.lexicon.part(result.a, result.b, result.scopes)
+        self.audit.record(
+            f"proposal_{action}", principal=principal.name, client=principal.client, ids=[result.id]
+        )
+        return result
+
+    def _sees(self, conn: Session, p: SameAs, principal: Principal, level: Level) -> bool:
+        """Whether ``principal`` may see (READ) or decide (WRITE) proposal ``p``: it reads the memory that
+        raised it and a memory mentioning each entity; deciding also needs write on one of that memory's scopes."""
+        if principal.unrestricted:
+            return True
+        tree = self._tree()
+        m = self.graph.fetch(conn, [p.memory_id]).get(p.memory_id)
+        if m is None or not self._can_read(principal, m, tree):
+            return False
+        scopes = [str(s) for s in readable(principal.grants or (), tree)]
+        for name in (p.a, p.b):
+            if not self.graph.mentioning(conn, entity_key(name), scopes=scopes, live_only=False, limit=1):
+                return False
+        if level is Level.WRITE:
+            return any(principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in m.scopes)
+        return True

@@ -1,0 +1,151 @@
+"""Entity resolution over MCP: misspellings and sound-alikes linked at write time, ambiguous names proposed as
+SAME_AS (never merged), and the ``entities`` tool listing, accepting, rejecting and undoing proposals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.tools.conftest import fails, ok
+from tools._wire import short_id
+
+pytestmark = pytest.mark.anyio
+
+SCOPE = "user:tester"
+
+
+async def write(client: Client, content: str, **extra: Any) -> dict[str, Any]:
+    return await ok(client, "memory_write", {"content": content, "scopes": [SCOPE], **extra})
+
+
+async def graph_hits(client: Client, query: str) -> list[str]:
+    """Short ids of the memories recall's graph lane found for ``query``."""
+    out = await ok(client, "recall", {"query": query, "scopes": [SCOPE], "k": 10, "explain": True})
+    return [short_id(h["id"]) for h in out["results"] if "graph" in h["explain"]["lanes"]]
+
+
+async def proposals(client: Client, status: str = "pending") -> list[dict[str, Any]]:
+    return (await ok(client, "entities", {"action": "list", "status": status}))["proposals"]
+
+
+async def test_a_misspelt_known_name_is_linked_to_the_known_entity(client: Client) -> None:
+    first = await write(client, "Katherine Johnson leads the budget review.")
+    later = await write(client, "On the train I met Katherine Jonhson again.")
+    assert later["entities"] == ["Katherine Johnson"]
+    assert later["resolved"] == ["Katherine Jonhson -> Katherine Johnson (fuzzy)"]
+    assert later["proposals"] == []
+    # Either spelling now walks the graph to both memories: the misspelling became an alias.
+    assert set(await graph_hits(client, "What does Katherine Johnson do?")) == {first["id"], later["id"]}
+    assert set(await graph_hits(client, "Katherine Jonhson")) == {first["id"], later["id"]}
+    # Written again, the misspelling is that entity's alias: one entity, nothing to propose.
+    again = await write(client, "I called Katherine Jonhson about the audit.")
+    assert again["entities"] == ["Katherine Johnson"]
+    assert again["proposals"] == []
+    assert await proposals(client, "all") == []
+
+
+async def test_a_name_that_sounds_the_same_is_linked(client: Client) -> None:
+    first = await write(client, "We listened to Stephen Hawking on black holes.")
+    later = await write(client, "I bought a book by Steven Hawking for Ana.")
+    assert "Stephen Hawking" in later["entities"]
+    assert "Steven Hawking" not in later["entities"]
+    assert later["resolved"] == ["Steven Hawking -> Stephen Hawking (phonetic)"]
+    assert set(await graph_hits(client, "Stephen Hawking")) == {first["id"], later["id"]}
+
+
+async def test_an_ambiguous_name_is_proposed_never_merged_and_accept_undo_reject_work(client: Client) -> None:
+    lunch = await write(client, "I had lunch with John Smith at the harbour.")
+    contract = await write(client, "Yesterday Jon Smith sent the signed contract.")
+    assert "Jon Smith" in contract["entities"]
+    assert contract["resolved"] == []
+    [pid] = contract["proposals"]
+    [pending] = await proposals(client)
+    assert (pending["id"], pending["name"], pending["same_as"], pending["status"]) == (
+        pid,
+        "Jon Smith",
+        "John Smith",
+        "pending",
+    )
+    assert pending["memory"] == contract["id"]
+    assert pending["tier"] == "phonetic"
+    # Not merged: asking about Jon Smith walks from Jon Smith only.
+    assert await graph_hits(client, "Where did I have lunch with Jon Smith?") == [contract["id"]]
+
+    accepted = await ok(client, "entities", {"action": "accept", "id": pid})
+    assert accepted["proposals"][0]["status"] == "accepted"
+    assert accepted["proposals"][0]["decided_by"] == "local"
+    assert set(await graph_hits(client, "Where did I have lunch with Jon Smith?")) == {
+        lunch["id"],
+        contract["id"],
+    }
+    assert set(await graph_hits(client, "What did John Smith send?")) == {lunch["id"], contract["id"]}
+    assert await proposals(client) == []
+
+    undone = await ok(client, "entities", {"action": "undo", "id": pid})
+    assert undone["proposals"][0]["status"] == "pending"
+    assert await graph_hits(client, "Where did I have lunch with Jon Smith?") == [contract["id"]]
+
+    rejected = await ok(client, "entities", {"action": "reject", "id": pid})
+    assert rejected["proposals"][0]["status"] == "rejected"
+    assert await graph_hits(client, "Where did I have lunch with Jon Smith?") == [contract["id"]]
+    # A rejected pair is not proposed again.
+    again = await write(client, "Jon Smith called about the invoice.")
+    assert again["proposals"] == []
+    assert [p["id"] for p in await proposals(client, "all")] == [pid]
+
+
+async def test_two_people_with_the_same_first_name_stay_two(client: Client) -> None:
+    await write(client, "Sam Park drinks green tea every morning.")
+    lee = await write(client, "Sam Lee drinks black coffee at night.")
+    assert "Sam Lee" in lee["entities"]
+    assert (lee["resolved"], lee["proposals"]) == ([], [])
+    # Short given names that differ in a vowel are other people, not even proposed.
+    await write(client, "Maria Lopez runs the bakery.")
+    mario = await write(client, "Mario Lopez fixed the oven.")
+    assert "Mario Lopez" in mario["entities"]
+    assert (mario["resolved"], mario["proposals"]) == ([], [])
+    # Codes are different things whatever they sound like; so are short names a vowel apart.
+    await write(client, "The login bug is OPS-3386 and belongs to Luna.")
+    other = await write(client, "The billing bug is OPS-8066 and belongs to Lena.")
+    assert {"OPS-8066", "Lena"} <= set(other["entities"])
+    assert (other["resolved"], other["proposals"]) == ([], [])
+    # One letter apart in a long surname may be another family: proposed, never linked.
+    await write(client, "Katherine Johnson leads the budget review.")
+    johnston = await write(client, "I hear Katherine Johnston runs the warehouse.")
+    assert "Katherine Johnston" in johnston["entities"]
+    assert johnston["resolved"] == []
+    [proposal] = await proposals(client)
+    assert proposal["id"] == johnston["proposals"][0]
+    assert (proposal["name"], proposal["same_as"]) == ("Katherine Johnston", "Katherine Johnson")
+
+
+async def test_bad_proposal_calls_are_refused_and_change_nothing(client: Client) -> None:
+    await write(client, "I had lunch with John Smith at the harbour.")
+    pid = (await write(client, "Jon Smith sent the contract."))["proposals"][0]
+    before = await proposals(client, "all")
+
+    code, text = await fails(client, "entities", {"action": "accept"})
+    assert code == "invalid_arguments"
+    assert "needs the proposal's id" in text
+    code, text = await fails(client, "entities", {"action": "list", "id": pid})
+    assert code == "invalid_arguments"
+    assert "'list' takes no id" in text
+    code, text = await fails(client, "entities", {"action": "merge", "id": pid})
+    assert code == "invalid_arguments"
+    code, text = await fails(client, "entities", {"action": "accept", "id": "not-hex!"})
+    assert code == "invalid_input"
+    assert "copy the id from the list" in text
+    code, text = await fails(client, "entities", {"action": "accept", "id": "0123456789ab"})
+    assert code == "not_found"
+    assert "list the proposals" in text
+    code, text = await fails(client, "entities", {"action": "undo", "id": pid})
+    assert code == "conflict"
+    assert "accept or reject it" in text
+    await ok(client, "entities", {"action": "accept", "id": pid})
+    code, text = await fails(client, "entities", {"action": "reject", "id": pid})
+    assert code == "conflict"
+    assert "undo it first" in text
+    after = await proposals(client, "all")
+    assert [(p["id"], p["status"]) for p in after] == [(before[0]["id"], "accepted")]
