@@ -33,9 +33,16 @@ from storage.language.resolve import judge
 
 @dataclass
 class Tally:
+    """True and false positives and misses of one measure (also bench/extraction.py's)."""
+
     tp: int = 0
     fp: int = 0
     fn: int = 0
+
+    def add(self, got: set[Any], want: set[Any]) -> None:
+        self.tp += len(got & want)
+        self.fp += len(got - want)
+        self.fn += len(want - got)
 
     @property
     def precision(self) -> float:

@@ -33,6 +33,7 @@ from typing import Any
 
 import _resolution
 from _common import Sentences, load, machine
+from _resolution import Tally
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -61,26 +62,6 @@ def norm(s: str) -> str:
 def triple(t: Iterable[str]) -> Triple:
     s, p, o = t
     return norm(s), p, norm(o)
-
-
-@dataclass
-class Tally:
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-
-    def add(self, got: set[Any], want: set[Any]) -> None:
-        self.tp += len(got & want)
-        self.fp += len(got - want)
-        self.fn += len(want - got)
-
-    @property
-    def precision(self) -> float:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
 
 
 @dataclass
