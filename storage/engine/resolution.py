@@ -9,9 +9,11 @@ becomes one of its aliases). Anything else that passes: a pending ``SAME_AS`` pr
 three, recorded in the write's own transaction. Never a merge.
 
 A proposal is visible to a principal who may read the memory that raised it and a memory mentioning each
-entity; deciding one also needs a write grant on a scope of that memory. Accepting joins the two in the
-lexicon (the graph lane walks from both), rejecting keeps them apart for good (the pair is never proposed
-again), and ``undo`` returns a decided proposal to pending. Nothing is rewritten, so undo is exact.
+entity, and it is shown only the scopes it may read; deciding one also needs a write grant on every scope the
+proposal applies to (a decision changes recall there, like an amend of a memory shared with them). Accepting
+joins the two in the lexicon (the graph lane walks from both), rejecting keeps them apart for good (the pair is
+never proposed again), and ``undo`` returns a decided proposal to pending. Nothing is rewritten, so undo is
+exact.
 """
 
 from __future__ import annotations
@@ -171,7 +173,7 @@ class _Resolution(_Scopes):
         with self.graph.read() as conn:
             found = self.graph.same_as(conn)
             return [
-                p
+                self._shown(p, principal)
                 for p in found
                 if (status == "all" or p.status == status) and self._sees(conn, p, principal, Level.READ)
             ]
@@ -204,7 +206,8 @@ class _Resolution(_Scopes):
             if not self._sees(conn, seen[0], principal, Level.WRITE):
                 raise ScopeDenied(
                     f"{principal.name} may not decide proposal {pid}",
-                    hint="deciding needs a write grant on a scope of the memory that raised it",
+                    hint="a decision changes recall in every scope the proposal applies to, so it needs a "
+                    "write grant on each of them; ask a principal who may write them all",
                 )
         target = seen[0]
 
@@ -242,11 +245,20 @@ class _Resolution(_Scopes):
         self.audit.record(
             f"proposal_{action}", principal=principal.name, client=principal.client, ids=[result.id]
         )
-        return result
+        return self._shown(result, principal)
+
+    def _shown(self, p: SameAs, principal: Principal) -> SameAs:
+        """``p`` as ``principal`` may see it: only the scopes it may read (as every other answer names them)."""
+        if principal.unrestricted:
+            return p
+        tree = self._tree()
+        visible = tuple(s for s in p.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+        return dataclasses.replace(p, scopes=visible)
 
     def _sees(self, conn: Session, p: SameAs, principal: Principal, level: Level) -> bool:
         """Whether ``principal`` may see (READ) or decide (WRITE) proposal ``p``: it reads the memory that
-        raised it and a memory mentioning each entity; deciding also needs write on one of that memory's scopes."""
+        raised it and a memory mentioning each entity; deciding (WRITE) also needs write on every scope the
+        proposal applies to, since an accepted join changes recall in each of them."""
         if principal.unrestricted:
             return True
         tree = self._tree()
@@ -258,5 +270,5 @@ class _Resolution(_Scopes):
             if not self.graph.mentioning(conn, entity_key(name), scopes=scopes, live_only=False, limit=1):
                 return False
         if level is Level.WRITE:
-            return any(principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in m.scopes)
+            return all(principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in p.scopes)
         return True

@@ -424,3 +424,37 @@ async def test_entity_resolution_never_matches_or_proposes_another_teams_entitie
         assert "Kowalczyk" not in json.dumps(await call(at, "memory_read", {"id": alike["id"]})).replace(
             "Jon Kowalczyk", ""
         )
+
+
+async def test_a_proposal_is_decided_only_by_who_may_write_every_scope_it_applies_to(store: Store) -> None:
+    """attack9 F1: a token that may write only team:a accepted a proposal raised in [team:a, team:b], which
+    changed team:b's recall, and the listing showed it team:b, a scope it cannot read."""
+    async with _clients(
+        store,
+        ("both", "team:a=w", "team:b=w"),
+        ("ta", "team:a=w"),
+        ("tb", "team:b=w"),
+        ("ra", "team:a=r", "team:b=r"),
+    ) as (both, ta, tb, ra):
+        shared = {"scopes": ["team:a", "team:b"]}
+        await call(both, "memory_write", {"content": "John Smith leads the audit.", **shared})
+        signed = await call(both, "memory_write", {"content": "Jon Smith signed the form.", **shared})
+        [pid] = signed["proposals"]
+        for client, shown in ((ta, ["team:a"]), (tb, ["team:b"]), (ra, ["team:a", "team:b"])):
+            [proposal] = (await call(client, "entities", {"status": "all"}))["proposals"]
+            assert (proposal["id"], proposal["scopes"]) == (pid, shown)
+            for action in ("accept", "reject"):
+                code, text = await fails(client, "entities", {"action": action, "id": pid})
+                assert code == "scope_denied", text
+                assert "write grant on each of them" in text
+        # Nothing changed: still pending, and team:b's recall does not walk from Jon Smith to John Smith.
+        assert [p["status"] for p in (await call(both, "entities", {"status": "all"}))["proposals"]] == [
+            "pending"
+        ]
+        found = await call(tb, "recall", {"query": "What did Jon Smith do?", "explain": True})
+        assert [h["content"] for h in found["results"] if "graph" in h["explain"]["lanes"]] == [
+            "Jon Smith signed the form."
+        ]
+        # The principal that may write both decides it, and sees both scopes.
+        [accepted] = (await call(both, "entities", {"action": "accept", "id": pid}))["proposals"]
+        assert (accepted["status"], accepted["scopes"]) == ("accepted", ["team:a", "team:b"])
