@@ -4,8 +4,9 @@ At write time (``_resolve``, called by ``storage.engine.writes``) each entity a 
 not know exactly (name or alias) is compared with the few known names the lexicon's blocking returns
 (``EntityLexicon.similar``), judged by ``storage.language.resolve.judge``. Only entities the writer may read are
 candidates, and they are filtered *before* deciding, so whether a write links, proposes or does nothing never
-depends on another team's entities. One confident candidate: the mention is linked to it (the new spelling
-becomes one of its aliases). Anything else that passes: a pending ``SAME_AS`` proposal for each of the best
+depends on another team's entities. One confident candidate named in a scope the writer may write: the mention
+is linked to it (the new spelling becomes one of its aliases); one it only reads is proposed, so a name planted
+in a shared scope cannot take over the writer's own memories. Anything else that passes: a pending ``SAME_AS`` proposal for each of the best
 three, recorded in the write's own transaction. Never a merge.
 
 A proposal is visible to a principal who may read the memory that raised it and a memory mentioning each
@@ -91,6 +92,16 @@ class _Resolution(_Scopes):
                 conn, scopes = reader()
                 return bool(scopes) and self._may_know(conn, name, key, scopes)
 
+            def named_where_it_writes(name: str, key: str) -> bool:
+                # A link rewrites the writer's own mention onto the known entity with no undo, and the slip
+                # rules are symmetric ("Johnson" is a slip of a planted "Jonhson"): a name it only reads (a
+                # scope others write) may be proposed to it, never take over its memory.
+                if principal.unrestricted:
+                    return True
+                writes = [g for g in principal.grants or () if g.level >= Level.WRITE]
+                scopes = [str(s) for s in readable(writes, self._tree())]
+                return bool(scopes) and self._may_know(reader()[0], name, key, scopes)
+
             present = {entity_key(x.name): x.name for x in entities}
             for e in entities:
                 new = name_key(e.name)
@@ -122,7 +133,7 @@ class _Resolution(_Scopes):
                     # most. One known only from scopes it cannot read counts as unknown, or the answer would
                     # tell it that name exists.
                     known_already = any(may_know(c, new) for c in self.lexicon.claimants(new))
-                    if j.confident and not known_already:
+                    if j.confident and not known_already and named_where_it_writes(known, key):
                         out.append(EntityIn(known, e.type, tuple(dict.fromkeys((*e.aliases, e.name)))))
                         linked.append((e.name, known, j.tier))
                         continue

@@ -458,3 +458,42 @@ async def test_a_proposal_is_decided_only_by_who_may_write_every_scope_it_applie
         # The principal that may write both decides it, and sees both scopes.
         [accepted] = (await call(both, "entities", {"action": "accept", "id": pid}))["proposals"]
         assert (accepted["status"], accepted["scopes"]) == ("accepted", ["team:a", "team:b"])
+
+
+async def test_a_name_planted_in_a_scope_i_only_read_never_takes_over_my_memory(store: Store) -> None:
+    """attack9 F3: a writer of a shared scope plants a misspelling; a reader of that scope then writes the right
+    spelling in its own scope and the slip rule (symmetric) linked its memory onto the planted entity, with no
+    undo. Now a name it only reads is proposed to it; names from scopes it writes still link."""
+    async with _clients(store, ("att", "team:shared=w"), ("vic", "team:shared=r", "team:vic=w")) as (
+        att,
+        vic,
+    ):
+        await call(
+            att, "memory_write", {"content": "Katherine Jonhson chairs the board.", "scopes": ["team:shared"]}
+        )
+        mine = await call(
+            vic, "memory_write", {"content": "Katherine Johnson approved the budget.", "scopes": ["team:vic"]}
+        )
+        assert (mine["entities"], mine["resolved"]) == (["Katherine Johnson"], [])
+        [pid] = mine["proposals"]
+        assert (await call(vic, "memory_read", {"id": mine["id"]}))["memory"]["entities"] == [
+            "Katherine Johnson"
+        ]
+        [proposal] = (await call(vic, "entities", {}))["proposals"]
+        assert (proposal["id"], proposal["name"], proposal["same_as"], proposal["scopes"]) == (
+            pid,
+            "Katherine Johnson",
+            "Katherine Jonhson",
+            ["team:vic"],
+        )
+        await call(vic, "entities", {"action": "reject", "id": pid})
+        # A slip of a name from its own scope is still linked.
+        await call(
+            vic,
+            "memory_write",
+            {"content": "The courier Alessandro Moretti has the key.", "scopes": ["team:vic"]},
+        )
+        slip = await call(
+            vic, "memory_write", {"content": "Alessandro Moreti came late.", "scopes": ["team:vic"]}
+        )
+        assert slip["resolved"] == ["Alessandro Moreti -> Alessandro Moretti (fuzzy)"]
