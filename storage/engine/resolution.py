@@ -108,11 +108,15 @@ class _Resolution(_Scopes):
                 # The same words matched as another entity's alias of this write ("Bob" for Robert Smith):
                 # one mention, that entity's. Without this the alias became an entity of its own, with the
                 # statements about it ("Bob moved to Chicago").
+                # Only an alias the writer may know (given in a scope it reads): another team's alias would
+                # fold the mention into the entity and so confirm, in the receipt, which name it stands for.
                 owner = next(
                     (
                         present[entity_key(c)]
                         for c in self.lexicon.claimants(new)
-                        if entity_key(c) in present and entity_key(c) != entity_key(e.name)
+                        if entity_key(c) in present
+                        and entity_key(c) != entity_key(e.name)
+                        and may_know(c, new)
                     ),
                     None,
                 )

@@ -497,3 +497,46 @@ async def test_a_name_planted_in_a_scope_i_only_read_never_takes_over_my_memory(
             vic, "memory_write", {"content": "Alessandro Moreti came late.", "scopes": ["team:vic"]}
         )
         assert slip["resolved"] == ["Alessandro Moreti -> Alessandro Moretti (fuzzy)"]
+
+
+async def test_another_teams_alias_does_not_fold_my_mention_into_an_entity(store: Store) -> None:
+    """attack9 F7: an attacker guessing that "Falcon Grey" is the victim's codename for John Kowalczyk wrote both
+    names (John Kowalczyk as its own entity); the receipt said ``Falcon Grey -> John Kowalczyk (alias)``, for the
+    alias only another team had given, and "Blue Falcon" stayed an entity: a yes/no oracle on the mapping."""
+    async with _clients(store, ("vi", "team:v=w"), ("at", "team:x=w")) as (vi, at):
+        kowalczyk = {"name": "John Kowalczyk", "type": "person"}
+        await call(
+            vi,
+            "memory_write",
+            {
+                "content": "Our informant John Kowalczyk meets us on Friday.",
+                "entities": [{**kowalczyk, "aliases": ["Falcon Grey"]}],
+            },
+        )
+        receipts = {}
+        for guess in ("Falcon Grey", "Falcon Blue"):
+            receipts[guess] = await call(
+                at,
+                "memory_write",
+                {"content": f"{guess} handed John Kowalczyk the parcel.", "entities": [kowalczyk]},
+            )
+        for guess, receipt in receipts.items():  # the right guess answers like the wrong one
+            assert (sorted(receipt["entities"]), receipt["resolved"]) == (
+                sorted([guess, "John Kowalczyk"]),
+                [],
+            )
+        # Its own alias still folds its mention into its entity.
+        await call(
+            at,
+            "memory_write",
+            {
+                "content": "Our courier Ada Quist met us.",
+                "entities": [{"name": "Ada Quist", "aliases": ["Sparrow"]}],
+            },
+        )
+        mine = await call(
+            at,
+            "memory_write",
+            {"content": "Sparrow met Ada Quist again.", "entities": [{"name": "Ada Quist"}]},
+        )
+        assert mine["entities"] == ["Ada Quist"]  # "Sparrow" is that entity's mention, not one of its own
