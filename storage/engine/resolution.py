@@ -204,7 +204,8 @@ class _Resolution(_Scopes):
         if not _ID.match(pid):
             raise InvalidInput(
                 "a proposal id is 8 to 32 hexadecimal characters",
-                hint="copy the id from the list of proposals (entities with action 'list')",
+                hint="copy the id from the list of proposals (the entities tool with action 'list', or "
+                "`mnemograph entities list`)",
             )
         with self.graph.read() as conn:
             matches = [p for p in self.graph.same_as(conn) if p.id.startswith(pid)]
@@ -216,7 +217,8 @@ class _Resolution(_Scopes):
             if not seen:
                 raise NotFound(
                     f"no proposal with id {pid}",
-                    hint="list the proposals you may see (entities with action 'list', status 'all')",
+                    hint="list the proposals you may see (the entities tool with action 'list' and status 'all', "
+                    "or `mnemograph entities list --status all`)",
                 )
             if not self._sees(conn, seen[0], principal, Level.WRITE):
                 raise ScopeDenied(
