@@ -223,8 +223,9 @@ class _Resolution(_Scopes):
             if not self._sees(conn, seen[0], principal, Level.WRITE):
                 raise ScopeDenied(
                     f"{principal.name} may not decide proposal {pid}",
-                    hint="a decision changes recall in every scope the proposal applies to, so it needs a "
-                    "write grant on each of them; ask a principal who may write them all",
+                    hint="a decision changes recall in every scope the proposal applies to (including any "
+                    "you cannot read), so it needs a write grant on each of them; ask a principal who may "
+                    "write them all",
                 )
         target = seen[0]
 
