@@ -4,14 +4,17 @@ At write time (``_resolve``, called by ``storage.engine.writes``) each entity a 
 not know exactly (name or alias) is compared with the few known names the lexicon's blocking returns
 (``EntityLexicon.similar``), judged by ``storage.language.resolve.judge``. Only entities the writer may read are
 candidates, and they are filtered *before* deciding, so whether a write links, proposes or does nothing never
-depends on another team's entities. One confident candidate: the mention is linked to it (the new spelling
-becomes one of its aliases). Anything else that passes: a pending ``SAME_AS`` proposal for each of the best
+depends on another team's entities. One confident candidate named in a scope the writer may write: the mention
+is linked to it (the new spelling becomes one of its aliases); one it only reads is proposed, so a name planted
+in a shared scope cannot take over the writer's own memories. Anything else that passes: a pending ``SAME_AS`` proposal for each of the best
 three, recorded in the write's own transaction. Never a merge.
 
 A proposal is visible to a principal who may read the memory that raised it and a memory mentioning each
-entity; deciding one also needs a write grant on a scope of that memory. Accepting joins the two in the
-lexicon (the graph lane walks from both), rejecting keeps them apart for good (the pair is never proposed
-again), and ``undo`` returns a decided proposal to pending. Nothing is rewritten, so undo is exact.
+entity, and it is shown only the scopes it may read; deciding one also needs a write grant on every scope the
+proposal applies to (a decision changes recall there, like an amend of a memory shared with them). Accepting
+joins the two in the lexicon (the graph lane walks from both), rejecting keeps them apart for good (the pair is
+never proposed again), and ``undo`` returns a decided proposal to pending. Nothing is rewritten, so undo is
+exact.
 """
 
 from __future__ import annotations
@@ -89,17 +92,31 @@ class _Resolution(_Scopes):
                 conn, scopes = reader()
                 return bool(scopes) and self._may_know(conn, name, key, scopes)
 
+            def named_where_it_writes(name: str, key: str) -> bool:
+                # A link rewrites the writer's own mention onto the known entity with no undo, and the slip
+                # rules are symmetric ("Johnson" is a slip of a planted "Jonhson"): a name it only reads (a
+                # scope others write) may be proposed to it, never take over its memory.
+                if principal.unrestricted:
+                    return True
+                writes = [g for g in principal.grants or () if g.level >= Level.WRITE]
+                scopes = [str(s) for s in readable(writes, self._tree())]
+                return bool(scopes) and self._may_know(reader()[0], name, key, scopes)
+
             present = {entity_key(x.name): x.name for x in entities}
             for e in entities:
                 new = name_key(e.name)
                 # The same words matched as another entity's alias of this write ("Bob" for Robert Smith):
                 # one mention, that entity's. Without this the alias became an entity of its own, with the
                 # statements about it ("Bob moved to Chicago").
+                # Only an alias the writer may know (given in a scope it reads): another team's alias would
+                # fold the mention into the entity and so confirm, in the receipt, which name it stands for.
                 owner = next(
                     (
                         present[entity_key(c)]
                         for c in self.lexicon.claimants(new)
-                        if entity_key(c) in present and entity_key(c) != entity_key(e.name)
+                        if entity_key(c) in present
+                        and entity_key(c) != entity_key(e.name)
+                        and may_know(c, new)
                     ),
                     None,
                 )
@@ -120,7 +137,7 @@ class _Resolution(_Scopes):
                     # most. One known only from scopes it cannot read counts as unknown, or the answer would
                     # tell it that name exists.
                     known_already = any(may_know(c, new) for c in self.lexicon.claimants(new))
-                    if j.confident and not known_already:
+                    if j.confident and not known_already and named_where_it_writes(known, key):
                         out.append(EntityIn(known, e.type, tuple(dict.fromkeys((*e.aliases, e.name)))))
                         linked.append((e.name, known, j.tier))
                         continue
@@ -171,7 +188,7 @@ class _Resolution(_Scopes):
         with self.graph.read() as conn:
             found = self.graph.same_as(conn)
             return [
-                p
+                self._shown(p, principal)
                 for p in found
                 if (status == "all" or p.status == status) and self._sees(conn, p, principal, Level.READ)
             ]
@@ -187,7 +204,8 @@ class _Resolution(_Scopes):
         if not _ID.match(pid):
             raise InvalidInput(
                 "a proposal id is 8 to 32 hexadecimal characters",
-                hint="copy the id from the list of proposals (entities with action 'list')",
+                hint="copy the id from the list of proposals (the entities tool with action 'list', or "
+                "`mnemograph entities list`)",
             )
         with self.graph.read() as conn:
             matches = [p for p in self.graph.same_as(conn) if p.id.startswith(pid)]
@@ -199,12 +217,15 @@ class _Resolution(_Scopes):
             if not seen:
                 raise NotFound(
                     f"no proposal with id {pid}",
-                    hint="list the proposals you may see (entities with action 'list', status 'all')",
+                    hint="list the proposals you may see (the entities tool with action 'list' and status 'all', "
+                    "or `mnemograph entities list --status all`)",
                 )
             if not self._sees(conn, seen[0], principal, Level.WRITE):
                 raise ScopeDenied(
                     f"{principal.name} may not decide proposal {pid}",
-                    hint="deciding needs a write grant on a scope of the memory that raised it",
+                    hint="a decision changes recall in every scope the proposal applies to (including any "
+                    "you cannot read), so it needs a write grant on each of them; ask a principal who may "
+                    "write them all",
                 )
         target = seen[0]
 
@@ -242,11 +263,20 @@ class _Resolution(_Scopes):
         self.audit.record(
             f"proposal_{action}", principal=principal.name, client=principal.client, ids=[result.id]
         )
-        return result
+        return self._shown(result, principal)
+
+    def _shown(self, p: SameAs, principal: Principal) -> SameAs:
+        """``p`` as ``principal`` may see it: only the scopes it may read (as every other answer names them)."""
+        if principal.unrestricted:
+            return p
+        tree = self._tree()
+        visible = tuple(s for s in p.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
+        return dataclasses.replace(p, scopes=visible)
 
     def _sees(self, conn: Session, p: SameAs, principal: Principal, level: Level) -> bool:
         """Whether ``principal`` may see (READ) or decide (WRITE) proposal ``p``: it reads the memory that
-        raised it and a memory mentioning each entity; deciding also needs write on one of that memory's scopes."""
+        raised it and a memory mentioning each entity; deciding (WRITE) also needs write on every scope the
+        proposal applies to, since an accepted join changes recall in each of them."""
         if principal.unrestricted:
             return True
         tree = self._tree()
@@ -258,5 +288,5 @@ class _Resolution(_Scopes):
             if not self.graph.mentioning(conn, entity_key(name), scopes=scopes, live_only=False, limit=1):
                 return False
         if level is Level.WRITE:
-            return any(principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in m.scopes)
+            return all(principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in p.scopes)
         return True

@@ -8,7 +8,8 @@ so "Sam Park" is never "Sam Lee", and a lone "Sam" is never guessed to be either
 A pair is **confident** (the mention is linked to the known entity) only when one word differs, by a keyboard
 slip (two neighbours swapped, a letter doubled or undoubled) in a word of at least 6 letters beside an equal word
 ("Katherine Jonhson", "Alessandro Moreti") or of at least 7 letters alone ("Portgual"), or sounds alike and is at
-most two edits away in a word of at least 6 letters beside an equal word ("Steven Hawking"). Anything weaker that
+most two edits away in a word of at least 6 letters beside an equal word, ending in the same letter ("Steven
+Hawking"; "Alexandra" beside "Alexander" is another person's name). Anything weaker that
 still passes ("Jon Smith" for "John Smith", "Katherine Johnston" for "Katherine Johnson") is **ambiguous**: the
 caller gets a pending ``SAME_AS`` proposal, never a merge. Short names that differ only in their vowels
 ("Tom"/"Tim", "Paul"/"Paula", "Maria"/"Mario", "Luna"/"Lena") and words with digits ("OPS-3386"/"OPS-8066") are
@@ -159,7 +160,9 @@ def judge(new: str, known: str) -> Judgement | None:
             # ("Johnston" beside "Johnson"), so it is proposed.
             confident = shortest >= (6 if equal else 7) and _slip(x, y)
         elif tier == "phonetic":
-            confident = bool(equal) and shortest >= 6 and d <= 2
+            # A sound-alike whose last letter differs is often the other sex's form of the name, another person
+            # (Alexander and Alexandra, Daniel and Danielle, Stefan and Stefanie): proposed, never linked.
+            confident = bool(equal) and shortest >= 6 and d <= 2 and x[-1] == y[-1]
     return Judgement(tier, score, confident)
 
 

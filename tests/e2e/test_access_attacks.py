@@ -424,3 +424,119 @@ async def test_entity_resolution_never_matches_or_proposes_another_teams_entitie
         assert "Kowalczyk" not in json.dumps(await call(at, "memory_read", {"id": alike["id"]})).replace(
             "Jon Kowalczyk", ""
         )
+
+
+async def test_a_proposal_is_decided_only_by_who_may_write_every_scope_it_applies_to(store: Store) -> None:
+    """attack9 F1: a token that may write only team:a accepted a proposal raised in [team:a, team:b], which
+    changed team:b's recall, and the listing showed it team:b, a scope it cannot read."""
+    async with _clients(
+        store,
+        ("both", "team:a=w", "team:b=w"),
+        ("ta", "team:a=w"),
+        ("tb", "team:b=w"),
+        ("ra", "team:a=r", "team:b=r"),
+    ) as (both, ta, tb, ra):
+        shared = {"scopes": ["team:a", "team:b"]}
+        await call(both, "memory_write", {"content": "John Smith leads the audit.", **shared})
+        signed = await call(both, "memory_write", {"content": "Jon Smith signed the form.", **shared})
+        [pid] = signed["proposals"]
+        for client, shown in ((ta, ["team:a"]), (tb, ["team:b"]), (ra, ["team:a", "team:b"])):
+            [proposal] = (await call(client, "entities", {"status": "all"}))["proposals"]
+            assert (proposal["id"], proposal["scopes"]) == (pid, shown)
+            for action in ("accept", "reject"):
+                code, text = await fails(client, "entities", {"action": action, "id": pid})
+                assert code == "scope_denied", text
+                assert "write grant on each of them" in text
+        # Nothing changed: still pending, and team:b's recall does not walk from Jon Smith to John Smith.
+        assert [p["status"] for p in (await call(both, "entities", {"status": "all"}))["proposals"]] == [
+            "pending"
+        ]
+        found = await call(tb, "recall", {"query": "What did Jon Smith do?", "explain": True})
+        assert [h["content"] for h in found["results"] if "graph" in h["explain"]["lanes"]] == [
+            "Jon Smith signed the form."
+        ]
+        # The principal that may write both decides it, and sees both scopes.
+        [accepted] = (await call(both, "entities", {"action": "accept", "id": pid}))["proposals"]
+        assert (accepted["status"], accepted["scopes"]) == ("accepted", ["team:a", "team:b"])
+
+
+async def test_a_name_planted_in_a_scope_i_only_read_never_takes_over_my_memory(store: Store) -> None:
+    """attack9 F3: a writer of a shared scope plants a misspelling; a reader of that scope then writes the right
+    spelling in its own scope and the slip rule (symmetric) linked its memory onto the planted entity, with no
+    undo. Now a name it only reads is proposed to it; names from scopes it writes still link."""
+    async with _clients(store, ("att", "team:shared=w"), ("vic", "team:shared=r", "team:vic=w")) as (
+        att,
+        vic,
+    ):
+        await call(
+            att, "memory_write", {"content": "Katherine Jonhson chairs the board.", "scopes": ["team:shared"]}
+        )
+        mine = await call(
+            vic, "memory_write", {"content": "Katherine Johnson approved the budget.", "scopes": ["team:vic"]}
+        )
+        assert (mine["entities"], mine["resolved"]) == (["Katherine Johnson"], [])
+        [pid] = mine["proposals"]
+        assert (await call(vic, "memory_read", {"id": mine["id"]}))["memory"]["entities"] == [
+            "Katherine Johnson"
+        ]
+        [proposal] = (await call(vic, "entities", {}))["proposals"]
+        assert (proposal["id"], proposal["name"], proposal["same_as"], proposal["scopes"]) == (
+            pid,
+            "Katherine Johnson",
+            "Katherine Jonhson",
+            ["team:vic"],
+        )
+        await call(vic, "entities", {"action": "reject", "id": pid})
+        # A slip of a name from its own scope is still linked.
+        await call(
+            vic,
+            "memory_write",
+            {"content": "The courier Alessandro Moretti has the key.", "scopes": ["team:vic"]},
+        )
+        slip = await call(
+            vic, "memory_write", {"content": "Alessandro Moreti came late.", "scopes": ["team:vic"]}
+        )
+        assert slip["resolved"] == ["Alessandro Moreti -> Alessandro Moretti (fuzzy)"]
+
+
+async def test_another_teams_alias_does_not_fold_my_mention_into_an_entity(store: Store) -> None:
+    """attack9 F7: an attacker guessing that "Falcon Grey" is the victim's codename for John Kowalczyk wrote both
+    names (John Kowalczyk as its own entity); the receipt said ``Falcon Grey -> John Kowalczyk (alias)``, for the
+    alias only another team had given, and "Blue Falcon" stayed an entity: a yes/no oracle on the mapping."""
+    async with _clients(store, ("vi", "team:v=w"), ("at", "team:x=w")) as (vi, at):
+        kowalczyk = {"name": "John Kowalczyk", "type": "person"}
+        await call(
+            vi,
+            "memory_write",
+            {
+                "content": "Our informant John Kowalczyk meets us on Friday.",
+                "entities": [{**kowalczyk, "aliases": ["Falcon Grey"]}],
+            },
+        )
+        receipts = {}
+        for guess in ("Falcon Grey", "Falcon Blue"):
+            receipts[guess] = await call(
+                at,
+                "memory_write",
+                {"content": f"{guess} handed John Kowalczyk the parcel.", "entities": [kowalczyk]},
+            )
+        for guess, receipt in receipts.items():  # the right guess answers like the wrong one
+            assert (sorted(receipt["entities"]), receipt["resolved"]) == (
+                sorted([guess, "John Kowalczyk"]),
+                [],
+            )
+        # Its own alias still folds its mention into its entity.
+        await call(
+            at,
+            "memory_write",
+            {
+                "content": "Our courier Ada Quist met us.",
+                "entities": [{"name": "Ada Quist", "aliases": ["Sparrow"]}],
+            },
+        )
+        mine = await call(
+            at,
+            "memory_write",
+            {"content": "Sparrow met Ada Quist again.", "entities": [{"name": "Ada Quist"}]},
+        )
+        assert mine["entities"] == ["Ada Quist"]  # "Sparrow" is that entity's mention, not one of its own

@@ -167,6 +167,7 @@ async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_own
         bad = await _cli("entities", "accept", "ffffffffffff", "--data-dir", data)
         assert bad.returncode == 2
         assert b"no proposal with id ffffffffffff" in bad.stderr
+        assert b"`mnemograph entities list --status all`" in bad.stderr  # attack9 F5: the CLI's own command
 
         accepted = await _cli("entities", "accept", pid, "--json", "--data-dir", data)
         assert accepted.returncode == 0, accepted.stderr

@@ -121,6 +121,28 @@ async def test_two_people_with_the_same_first_name_stay_two(client: Client) -> N
     assert (proposal["name"], proposal["same_as"]) == ("Katherine Johnston", "Katherine Johnson")
 
 
+async def test_the_other_sexs_form_of_a_name_is_proposed_not_linked(client: Client) -> None:
+    """attack9 F2: a sound-alike two edits away was linked, so a write about Alexandra Petrov was stored as
+    Alexander Petrov, her brother, with no proposal to reject. A different last letter is proposed instead."""
+    for him, her in (
+        ("Alexander Petrov", "Alexandra Petrov"),
+        ("Daniel Okafor", "Danielle Okafor"),
+        ("Gabriel Laurent", "Gabrielle Laurent"),
+        ("Stefan Novak", "Stefanie Novak"),
+    ):
+        await write(client, f"{him} is my cousin from Lyon.")
+        sister = await write(client, f"{her} is my neighbour in Porto.")
+        assert her in sister["entities"], sister
+        assert sister["resolved"] == []
+        [pid] = sister["proposals"]
+        [proposal] = [p for p in await proposals(client) if p["id"] == pid]
+        assert (proposal["name"], proposal["same_as"]) == (her, him)
+    # The same name spelt by sound still links.
+    await write(client, "Mohammed Rashid runs the corner shop.")
+    today = await write(client, "Today Muhammad Rashid opened early.")
+    assert today["resolved"] == ["Muhammad Rashid -> Mohammed Rashid (phonetic)"]
+
+
 async def test_bad_proposal_calls_are_refused_and_change_nothing(client: Client) -> None:
     await write(client, "I had lunch with John Smith at the harbour.")
     pid = (await write(client, "Jon Smith sent the contract."))["proposals"][0]
