@@ -371,6 +371,8 @@ def _titles(sent: list[Tok], lows: list[str], text: str, ctx: Context) -> list[S
         if k == 0 or lows[k - 1] not in _BE:
             continue
         be = k - 1
+        if lows[be] in ("'s", "’s") and k == title_start:
+            continue  # "Ana's dentist is Dr. Okafor": a possessive; "Ana's a dentist" has its article
         if lows[be] == "as" and not (
             be > 0 and lows[be - 1] in ("work", "works", "working", "job", "hired", "employed")
         ):

@@ -31,6 +31,17 @@ def test_first_person_statements_are_the_speakers(engine: Engine) -> None:
     assert "ana" in {e.casefold() for e in mine.entities}
 
 
+def test_a_possessive_is_not_a_job_title(engine: Engine) -> None:
+    """"Ana's dentist is Dr. Okafor" read as "Ana is a dentist": the wrong relation then lent its two-hop path
+    bonus to other facts about Ana, above the dentist memory itself for "who is Ana's dentist"."""
+    assert engine.write("Ana's dentist is Dr. Okafor.", ["user:ana"]).relations == ()
+    assert engine.write("Tom's manager is Priya.", ["user:tom"]).relations == ()
+    assert engine.write("Ana's a dentist.", ["user:bo"]).relations == ("Ana —job_title→ dentist",)
+    engine.amend(engine.write("Ana lives in Porto.", ["user:ana"]).id, "Ana lives in Lisbon since May.")
+    top = engine.recall("who is Ana's dentist", ["user:ana"])[0]
+    assert top.memory.content == "Ana's dentist is Dr. Okafor."
+
+
 @pytest.mark.parametrize(
     "text",
     [
