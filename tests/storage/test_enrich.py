@@ -32,7 +32,7 @@ def test_first_person_statements_are_the_speakers(engine: Engine) -> None:
 
 
 def test_a_possessive_is_not_a_job_title(engine: Engine) -> None:
-    """"Ana's dentist is Dr. Okafor" read as "Ana is a dentist": the wrong relation then lent its two-hop path
+    """ "Ana's dentist is Dr. Okafor" read as "Ana is a dentist": the wrong relation then lent its two-hop path
     bonus to other facts about Ana, above the dentist memory itself for "who is Ana's dentist"."""
     assert engine.write("Ana's dentist is Dr. Okafor.", ["user:ana"]).relations == ()
     assert engine.write("Tom's manager is Priya.", ["user:tom"]).relations == ()
