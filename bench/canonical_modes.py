@@ -1,7 +1,7 @@
 """The canonical store's two modes side by side in one run: embedded Kùzu (the default) against FalkorDB on
 loopback (scale-out mode, docs/scale-out.md), through storage's public API.
 
-    .venv/bin/python bench/canonical_modes.py                      # 10k, writes docs/benchmarks/canonical-modes.md
+    .venv/bin/python bench/canonical_modes.py                      # 10k and 100k, writes docs/benchmarks/canonical-modes.md
     .venv/bin/python bench/canonical_modes.py --n 1000 --no-write  # smoke run, prints only
 
 Rounds alternate the modes (kuzu, falkordb, kuzu, falkordb, ...) so machine noise hits both alike. Per round and
@@ -61,7 +61,7 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def one_round(mode: str, tmp: Path, rnd: int, server: falkordb_local.LocalServer, emb: CachedEmbedder,
+def one_round(mode: str, tmp: Path, rnd: str, server: falkordb_local.LocalServer, emb: CachedEmbedder,
               texts: list[str], vecs: np.ndarray, singles: list[str], svecs: np.ndarray,
               questions: list[str]) -> dict[str, object]:  # fmt: skip
     canonical = server.url(f"r{rnd}") if mode == "falkordb" else "kuzu"
@@ -112,16 +112,29 @@ def one_round(mode: str, tmp: Path, rnd: int, server: falkordb_local.LocalServer
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=10_000, help="memories ingested per round (default 10,000)")
-    ap.add_argument("--rounds", type=int, default=2, help="rounds per mode, interleaved (default 2)")
+    ap.add_argument(
+        "--n",
+        default="10000,100000",
+        help="memories ingested per round; several sizes comma-separated (default 10000,100000)",
+    )
+    ap.add_argument(
+        "--rounds",
+        default="2,1",
+        help="rounds per mode and size, interleaved; one number or one per size (default 2,1)",
+    )
     ap.add_argument("--singles", type=int, default=100)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "mnemograph-bench")
     ap.add_argument("--no-write", action="store_true", help="print only; leave the docs page alone")
     args = ap.parse_args()
+    sizes = [int(x) for x in str(args.n).split(",")]
+    rounds = [int(x) for x in str(args.rounds).split(",")]
+    rounds = rounds * len(sizes) if len(rounds) == 1 else rounds
+    if len(rounds) != len(sizes):
+        ap.error("--rounds takes one number or one per size")
     before = load()
     src = Sentences(SEED)
-    texts = src.memories(args.n)
+    texts = src.memories(max(sizes))
     singles = [f"{t} (single write {i})" for i, t in enumerate(src.memories(args.singles))]
     questions = src.questions(args.queries)
     bare = MiniLMEmbedder()
@@ -131,21 +144,28 @@ def main() -> None:
     emb = CachedEmbedder(MiniLMEmbedder())
     emb.warm()
     emb.embed(questions)  # query vectors cached: recall times the stores, not the model
-    results: dict[str, list[dict[str, object]]] = {m: [] for m in MODES}
+    sections: list[str] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mnemograph-modes-") as tmp:
         server = falkordb_local.start(Path(tmp) / "falkordb")
         try:
-            for rnd in range(args.rounds):
-                for mode in MODES if rnd % 2 == 0 else reversed(MODES):
-                    log(f"round {rnd + 1}: {mode}")
-                    r = one_round(mode, Path(tmp), rnd, server, emb, texts, vecs, singles, svecs, questions)
-                    log(f"  {r}")
-                    results[mode].append(r)
+            for n, nrounds in zip(sizes, rounds, strict=True):
+                results: dict[str, list[dict[str, object]]] = {m: [] for m in MODES}
+                begun = time.perf_counter()
+                for rnd in range(nrounds):
+                    for mode in MODES if rnd % 2 == 0 else reversed(MODES):
+                        log(f"{n:,} memories, round {rnd + 1}: {mode}")
+                        tag = f"{n}-{rnd}"
+                        r = one_round(mode, Path(tmp), tag, server, emb, texts[:n], vecs[:n], singles, svecs,
+                                      questions)  # fmt: skip
+                        log(f"  {r}")
+                        results[mode].append(r)
+                sections.append(section(args, n, nrounds, results, time.perf_counter() - begun))
+                print(sections[-1], flush=True)
         finally:
             server.stop()
     took = time.perf_counter() - started
-    report(args, results, before, took)
+    report(args, sizes, rounds, sections, before, took)
 
 
 def med(rows: list[dict[str, object]], key: str, attr: str | None = None) -> float:
@@ -153,15 +173,15 @@ def med(rows: list[dict[str, object]], key: str, attr: str | None = None) -> flo
     return float(statistics.median(values))  # type: ignore[type-var]
 
 
-def report(
-    args: argparse.Namespace, results: dict[str, list[dict[str, object]]], before: str, took: float
-) -> None:
+def section(
+    args: argparse.Namespace, n: int, nrounds: int, results: dict[str, list[dict[str, object]]], took: float
+) -> str:
     k, f = results["kuzu"], results["falkordb"]
     rows = [
         (
             "ingestion, memories/s (write_many, vectors supplied)",
-            args.n / med(k, "ingest_s"),
-            args.n / med(f, "ingest_s"),
+            n / med(k, "ingest_s"),
+            n / med(f, "ingest_s"),
         ),
         ("single write p50, ms", med(k, "writes", "p50"), med(f, "writes", "p50")),
         ("single write p95, ms", med(k, "writes", "p95"), med(f, "writes", "p95")),
@@ -169,33 +189,45 @@ def report(
         ("recall p95, ms", med(k, "recalls", "p95"), med(f, "recalls", "p95")),
     ]
     lines = [
+        f"## {n:,} memories ({nrounds} round{'s' if nrounds > 1 else ''} per mode; {took / 60:.0f} min)",
+        "",
         "| measure | embedded Kùzu | FalkorDB (loopback) | FalkorDB / Kùzu |",
         "|---|---|---|---|",
         *(f"| {name} | {a:,.1f} | {b:,.1f} | {b / a:.2f} |" for name, a, b in rows),
-    ]
-    extra = [
+        "",
         f"- `sync_head` (read the shared log's head before a recall): p50 {med(f, 'sync_head', 'p50'):.2f} ms, "
         f"p95 {med(f, 'sync_head', 'p95'):.2f} ms.",
         f"- Recall on node B right after a write on node A (B catches its projections up first): p50 "
         f"{med(f, 'cross', 'p50'):.1f} ms, p95 {med(f, 'cross', 'p95'):.1f} ms.",
-        f"- A new node joining a graph of {args.n + args.singles:,} memories (projections built from the log, "
-        f"then its first recall): {med(f, 'join_s'):.1f} s.",
+        f"- A new node joining a graph of {n + args.singles:,} memories (its first recall, once open; the open "
+        f"builds its indexes from the graph and is not timed): {med(f, 'join_s'):.1f} s.",
         f"- `verify` clean after every round: {all(r['verify'] for r in k + f)}.",
     ]
-    table = "\n".join([*lines, "", *extra])
-    print(table)
+    return "\n".join(lines)
+
+
+def report(
+    args: argparse.Namespace,
+    sizes: list[int],
+    rounds: list[int],
+    sections: list[str],
+    before: str,
+    took: float,
+) -> None:
     if args.no_write:
         return
     info = machine()
+    n_arg = ",".join(str(n) for n in sizes)
+    r_arg = ",".join(str(r) for r in rounds)
     DOC.write_text(
         "# Canonical store modes: embedded Kùzu against FalkorDB\n\n"
-        f"Written by `bench/canonical_modes.py` (command: `.venv/bin/python bench/canonical_modes.py --n {args.n} "
-        f"--rounds {args.rounds}`); {args.rounds} rounds per mode, interleaved; medians over rounds. Run took "
-        f"{took:.0f} s; load average before: {before}.\n\n"
-        f"Each round: a fresh store, {args.n:,} memories ingested with `write_many` (batches of {BATCH}, vectors "
+        f"Written by `bench/canonical_modes.py` (command: `.venv/bin/python bench/canonical_modes.py --n {n_arg} "
+        f"--rounds {r_arg}`) on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rounds alternate the modes; "
+        f"medians over rounds. Run took {took / 60:.0f} min; load average before: {before}, after: {load()}.\n\n"
+        f"Each round: a fresh store, the memories ingested with `write_many` (batches of {BATCH}, vectors "
         f"supplied), {args.singles} single writes (vectors supplied), {args.queries} recalls (query vectors "
         f"cached). FalkorDB runs on the same machine (loopback) with AOF `appendfsync always`.\n\n"
-        f"{table}\n\n"
+        + "\n\n".join(sections) + "\n\n"
         "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items() if k not in PACKAGES) + "; "
         + ", ".join(f"{p} {info.get(p, '?')}" for p in PACKAGES) + ".\n"
     )  # fmt: skip

@@ -31,12 +31,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import _resolution
-from _common import Sentences, load, machine
-from _resolution import Tally
-
 ROOT = Path(__file__).resolve().parents[1]
+# Before anything imports ``storage`` (``_resolution`` does): the checkout under test, not an installed copy.
 sys.path.insert(0, str(ROOT))
+
+import _resolution  # noqa: E402
+from _common import Sentences, load, machine  # noqa: E402
+from _resolution import Tally  # noqa: E402
 
 from storage import Engine, EntityIn, RelationIn  # noqa: E402
 from storage.adapters.kuzu._cypher import _rows  # noqa: E402
@@ -47,7 +48,7 @@ from storage.language.extraction import extract  # noqa: E402
 DATA = ROOT / "tests" / "storage" / "data"
 # The development set (the extractor was tuned on it) and a held-out set written before running it.
 SETS = {"development": DATA / "extraction_cases.jsonl", "held-out": DATA / "extraction_heldout.jsonl"}
-RESOLUTION = DATA / "resolution_cases.jsonl"
+RESOLUTION = {"development": DATA / "resolution_cases.jsonl", "held-out": DATA / "resolution_heldout.jsonl"}
 SPEAKER = "Sam"
 Triple = tuple[str, str, str]
 
@@ -267,7 +268,10 @@ def main(argv: list[str]) -> None:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         scores = evaluate(Path(tmp) / "cases")
-        resolved = _resolution.evaluate(Path(tmp) / "resolution", RESOLUTION)
+        resolved = {
+            name: _resolution.evaluate(Path(tmp) / f"resolution-{i}", path)
+            for i, (name, path) in enumerate(RESOLUTION.items())
+        }
         lat = latency(Path(tmp) / "latency", args.latency) if args.latency else None
         lookup = _resolution.lookup_cost() if args.latency else None
         texts = Sentences(seed=16).memories(2 * args.latency) if args.latency else []
@@ -282,9 +286,11 @@ def main(argv: list[str]) -> None:
             | {k: {"precision": t.precision, "recall": t.recall} for k, t in s.tallies.items()}
             for name, s in scores.items()
         }
-        out["resolution"] = {"cases": resolved.cases} | {
-            k: {"precision": t.precision, "recall": t.recall} for k, t in resolved.tallies.items()
-        }
+        for name, res in resolved.items():
+            key = "resolution" if name == "development" else f"resolution {name}"
+            out[key] = {"cases": res.cases, "as_expected": [res.as_expected, res.expected]} | {
+                k: {"precision": t.precision, "recall": t.recall} for k, t in res.tallies.items()
+            }
         Path(args.json).write_text(json.dumps(out, indent=2))
 
 

@@ -172,10 +172,16 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
     if op == "entities":
         action = str(args.get("action", "list"))
         if action == "list":
-            found = engine.entity_proposals(str(args.get("status") or "pending"))
+            cursor = args.get("cursor")
+            page = engine.entity_proposal_page(
+                str(args.get("status") or "pending"),
+                limit=int(args.get("limit") or 50),
+                cursor=None if cursor is None else str(cursor),
+            )
+            found, more = list(page.items), page.next_cursor
         else:
-            found = [engine.decide_proposal(str(args.get("id") or ""), action)]
-        return {"proposals": [_proposal_json(p) for p in found], "ok": True}
+            found, more = [engine.decide_proposal(str(args.get("id") or ""), action)], None
+        return {"proposals": [_proposal_json(p) for p in found], "next_cursor": more, "ok": True}
     if op == "erase":
         receipt = engine.erase(
             str(args.get("id", "")), confirm=str(args.get("confirm", "")), reason=str(args.get("reason", ""))
@@ -262,6 +268,11 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 
 
 def _via_owner(paths: RuntimePaths, route: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    from server._owner import canonical_conflict
+
+    conflict = canonical_conflict(paths)
+    if conflict is not None and paths.http_socket.exists():
+        raise AdminError(conflict)  # its answer would be about another store than the one asked for
     conn = _UnixHTTPConnection(os.fspath(paths.http_socket))
     try:
         conn.request("POST", route, body=json.dumps(body), headers={"content-type": "application/json"})

@@ -302,6 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
     shown.add_argument(
         "--status", choices=("pending", "accepted", "rejected", "all"), default="pending", help="which ones"
     )
+    shown.add_argument(
+        "--limit", type=_proposal_limit, default=50, help="at most this many (1 to 200; default 50)"
+    )
+    shown.add_argument("--cursor", help="the cursor the previous page printed, for the next page")
     shown.set_defaults(command="admin", op="entities", needs_store=True, id=None)
     for action, text in (
         ("accept", "accept a proposal: recall treats both entities as one"),
@@ -310,7 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         cmd = entities.add_parser(action, parents=[data_dir, as_json], help=text, description=text)
         cmd.add_argument("id", help="the proposal's id as 'mnemograph entities list' shows it")
-        cmd.set_defaults(command="admin", op="entities", needs_store=True, status="pending")
+        cmd.set_defaults(
+            command="admin", op="entities", needs_store=True, status="pending", limit=None, cursor=None
+        )
 
     scope = sub.add_parser("scope", help="manage the scope tree").add_subparsers(
         dest="op", required=True, metavar="create|move|list", parser_class=Parser
@@ -360,3 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
     daemon.add_argument("--detach", action="store_true", help=argparse.SUPPRESS)
     daemon.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     return parser
+
+
+def _proposal_limit(text: str) -> int:
+    """``entities list --limit``: a whole number from 1 to 200 (argparse prints the message and exits 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (1 to 200)") from None
+    if not 1 <= n <= 200:
+        raise argparse.ArgumentTypeError(f"{n} is out of range: use 1 to 200 and follow the printed cursor")
+    return n

@@ -17,6 +17,13 @@ from server.settings import Settings, _is_loopback
 
 
 def serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
+    from server._owner import canonical_conflict, owner_accepting
+
+    conflict = canonical_conflict(paths)
+    if conflict is not None and owner_accepting(paths):
+        # Relaying to it would read and write another store than the one asked for, without a word.
+        print(f"mnemograph serve: {conflict}", file=sys.stderr)
+        return 2
     if args.transport == "stdio":
         from server._shim import run_stdio
 
@@ -106,7 +113,8 @@ def banner(settings: Settings, paths: RuntimePaths, transport: str) -> None:
     # No version over stdio: looking it up (package metadata) costs time on the MCP handshake path.
     name = "mnemograph" if transport == "stdio" else f"mnemograph {package_version()}"
     lines = [
-        f"{name}: data {settings.data_dir}",
+        f"{name}: data {settings.data_dir}"
+        + (f", canonical store {settings.canonical}" if settings.canonical else ""),
         f"  log: {paths.log_file} (the process that owns the store)",
     ]
     if transport == "stdio":

@@ -37,11 +37,12 @@ class WriteTimeOptions:
     llm_min_interval: float = 0.5
     digest_quiet: float = 10.0
     digests: bool = True
+    sampling: bool = False  # MCP sampling: writes may bring their client's own model (server._sampling)
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
-    """What the owner applies to the engine once it is open: the functional predicates and, with an API key,
-    the Claude extractor (imported only then)."""
+    """What the owner applies to the engine once it is open: the functional predicates, the sampling worker
+    when sampling is on and, with an API key, the Claude extractor (imported only then)."""
 
     def apply(engine: Engine) -> None:
         if options.functional:
@@ -49,6 +50,8 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
         engine.digest_quiet = options.digest_quiet
         if not options.digests:
             engine.stop_consolidation()
+        if options.sampling:
+            engine.use_sampling()
         if options.anthropic_api_key:
             import anthropic
 
@@ -121,7 +124,12 @@ class EngineHolder:
         if engine is None:
             return None
         r = engine.reconciler
-        return {"committed": r.committed_seq, "projected": r.projected_seq, "error": r.projection_error}
+        return {
+            "committed": r.committed_seq,
+            "projected": r.projected_seq,
+            "error": r.projection_error,
+            "canonical_error": r.canonical_error,
+        }
 
     @property
     def failed(self) -> bool:

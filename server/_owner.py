@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import select
 import socket
@@ -20,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from server._runtime import RuntimePaths
 
@@ -31,6 +33,51 @@ _POLL = 0.05  # how often a waiting front-end re-checks the socket (seconds)
 
 class OwnerUnavailable(RuntimeError):
     """No owner could be reached or started; the message says why and where its log is."""
+
+
+CANONICAL_ENV = "MNEMOGRAPH_CANONICAL"  # what storage.compose opens (the CLI sets it from --canonical)
+
+
+def _canonical_name(value: str) -> str:
+    """One spelling per canonical store: ``kuzu`` for the embedded one, ``falkordb://host:port/graph`` with
+    the defaults written out."""
+    value = value.strip()
+    if value in ("", "kuzu"):
+        return "kuzu"
+    parts = urlsplit(value)
+    if parts.scheme != "falkordb":
+        return value
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        return value
+    return f"falkordb://{parts.hostname}:{port}/{parts.path.strip('/') or 'mnemograph'}"
+
+
+def canonical_in_use() -> str:
+    """The canonical store this process would open (and an owner it starts serves)."""
+    return _canonical_name(os.environ.get(CANONICAL_ENV, ""))
+
+
+def canonical_conflict(paths: RuntimePaths) -> str | None:
+    """Why the owner running on ``paths.data_dir`` must not serve this process: it was started on another
+    canonical store (``serve --canonical`` given differently, or not at all), so requests relayed to it would
+    read and write that store, not the one asked for. None when none runs, or it serves the same one."""
+    try:
+        info = json.loads(paths.info_file.read_text())
+    except (OSError, ValueError):
+        return None
+    running = info.get("canonical") if isinstance(info, dict) else None
+    if not isinstance(running, str):
+        return None  # an owner of an earlier version, which did not say
+    wanted = canonical_in_use()
+    if _canonical_name(running) == wanted:
+        return None
+    return (
+        f"a Mnemograph server already serves {paths.data_dir} on the canonical store {_canonical_name(running)}, "
+        f"not {wanted}; stop it first (`mnemograph stop --data-dir {paths.data_dir}`), or give the same "
+        "--canonical (MNEMOGRAPH_CANONICAL) as it was started with"
+    )
 
 
 def connect_mcp(paths: RuntimePaths) -> socket.socket | None:
@@ -50,15 +97,18 @@ def owner_accepting(paths: RuntimePaths) -> bool:
 def connect_or_start(paths: RuntimePaths, *, timeout: float) -> socket.socket:
     """A connection to the owner's MCP socket, starting the owner first if none is running."""
     sock = connect_mcp(paths)
-    if sock is not None:
-        return sock
-    ensure_owner(paths, timeout=timeout)
-    sock = connect_mcp(paths)
+    if sock is None:
+        ensure_owner(paths, timeout=timeout)
+        sock = connect_mcp(paths)
     if sock is None:  # it exited between reporting ready and our connect (idle exit, a kill): try once more
         ensure_owner(paths, timeout=timeout)
         sock = connect_mcp(paths)
     if sock is None:
         raise OwnerUnavailable(f"the owner of {paths.data_dir} keeps going away; see {paths.log_file}")
+    conflict = canonical_conflict(paths)
+    if conflict is not None:
+        sock.close()
+        raise OwnerUnavailable(conflict)
     return sock
 
 
@@ -69,16 +119,18 @@ def ensure_owner(paths: RuntimePaths, *, timeout: float) -> None:
     Raises OwnerUnavailable after ``timeout`` seconds, naming the owner's log file.
     """
     paths.ensure()
-    if owner_accepting(paths):
-        return
-    deadline = time.monotonic() + timeout
-    with _locked(paths.spawn_lock, deadline):
-        while not owner_accepting(paths):
-            if time.monotonic() > deadline:
-                raise OwnerUnavailable(
-                    f"no owner for {paths.data_dir} started within {timeout:g}s; see {paths.log_file}"
-                )
-            _start_and_wait(paths, deadline)
+    if not owner_accepting(paths):
+        deadline = time.monotonic() + timeout
+        with _locked(paths.spawn_lock, deadline):
+            while not owner_accepting(paths):
+                if time.monotonic() > deadline:
+                    raise OwnerUnavailable(
+                        f"no owner for {paths.data_dir} started within {timeout:g}s; see {paths.log_file}"
+                    )
+                _start_and_wait(paths, deadline)
+    conflict = canonical_conflict(paths)
+    if conflict is not None:
+        raise OwnerUnavailable(conflict)
 
 
 def owner_command(paths: RuntimePaths, ready_fd: int) -> list[str]:

@@ -89,12 +89,20 @@ def owner_app(
         status = {"ready": "ok", "opening": "starting", "failed": "failed"}[holder.state]
         if status == "ok" and projections is not None and projections["error"] is not None:
             status = "degraded"  # answering, but recall may miss the newest writes until the retry succeeds
+        # Scale-out: the shared canonical store does not answer, so every call fails until it is back.
+        unreachable = (
+            status != "failed" and projections is not None and projections["canonical_error"] is not None
+        )
+        if unreachable:
+            status = "unavailable"
         body: dict[str, object] = {"status": status, "engine": holder.state, "version": VERSION}
         if ALLOWED_HOSTS_HEADER in request.headers:
             # Relayed by a public HTTP front, so anyone who can reach the port may ask: no process id, path,
             # client count or error text (which can name files). The owner's private socket shows them.
             if holder.problem:
                 body["problem"] = "the store failed to open or stopped; the server's log says why"
+            elif unreachable:
+                body["problem"] = "the shared canonical store does not answer; the server's log says why"
         else:
             body |= {
                 "problem": holder.problem,
@@ -106,7 +114,7 @@ def owner_app(
                 "fronts": activity.fronts(),
                 "projections": projections,
             }
-        return JSONResponse(body, status_code=503 if holder.state == "failed" else 200)
+        return JSONResponse(body, status_code=503 if holder.state == "failed" or unreachable else 200)
 
     async def _progress(request: Request) -> Response:
         return JSONResponse(progress_state())  # the CLI's progress bar polls it while an operation runs

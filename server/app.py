@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 
 from server._auth import principal_of
 from server._calls import EngineSource, invoke, unknown_tool
+from server._sampling import SamplingPolicy
 from server._session import SessionInfo, current_session, defaults_for
 from tools import ALL_TOOLS, INSTRUCTIONS, Caller, ToolSpec
 
@@ -44,6 +45,7 @@ class MnemographMCP(MCPServer[Any]):
         tools: Sequence[ToolSpec[Any, Any]] = ALL_TOOLS,
         token_verifier: TokenVerifier | None = None,
         auth: AuthSettings | None = None,
+        sampling: SamplingPolicy | None = None,
     ) -> None:
         super().__init__(
             name="mnemograph",
@@ -57,6 +59,7 @@ class MnemographMCP(MCPServer[Any]):
         )
         self._engine = engine
         self._default_scopes = default_scopes
+        self._sampling = sampling  # None: MCP sampling is off (the default)
         self._specs = {spec.name: spec for spec in tools}
         self._listing = [_describe(spec) for spec in tools]  # schemas are built once, not per tools/list
 
@@ -92,9 +95,13 @@ class MnemographMCP(MCPServer[Any]):
         # the SDK's context; the owner's per-front gate (server._auth.BearerGate) puts it in the session.
         token = get_access_token()
         principal = principal_of(token) if token is not None else session.principal
+        # Built per call and bound to this call's session: the memories it writes go to this client's model
+        # and to no other session's (server._sampling).
+        extractor = self._sampling.extractor_for(context, session.transport) if self._sampling else None
         return Caller(
             principal=dataclasses.replace(principal, client=client),
             default_scopes=defaults_for(principal, session.default_scopes),
+            extractor=extractor,
         )
 
 
@@ -104,12 +111,16 @@ def build_server(
     default_scopes: tuple[str, ...],
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
+    sampling: SamplingPolicy | None = None,
 ) -> MnemographMCP:
     """The MCP server for ``engine``. ``default_scopes`` apply to sessions that bring none of their own.
 
     ``token_verifier`` and ``auth`` are the SDK's bearer-token hooks, passed through unchanged (issue 4).
+    ``sampling``: MCP sampling's settings when it is on (the engine must then ``use_sampling``); None: off.
     """
-    return MnemographMCP(engine, default_scopes=default_scopes, token_verifier=token_verifier, auth=auth)
+    return MnemographMCP(
+        engine, default_scopes=default_scopes, token_verifier=token_verifier, auth=auth, sampling=sampling
+    )
 
 
 def _describe(spec: ToolSpec[Any, Any]) -> Tool:

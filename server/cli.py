@@ -129,7 +129,13 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     if args.op == "erase":
         op_args = {"id": args.id, "confirm": args.confirm, "reason": args.reason}
     elif args.op == "entities":
-        op_args = {"action": args.action, "id": args.id, "status": args.status}
+        op_args = {
+            "action": args.action,
+            "id": args.id,
+            "status": args.status,
+            "limit": args.limit,
+            "cursor": args.cursor,
+        }
     elif args.op == "backup":
         op_args = {"path": str(Path(args.dir).expanduser().resolve())}
     elif args.op == "export" and args.format == "markdown":
@@ -197,6 +203,11 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             )
         if not report["proposals"]:
             print("no proposals")
+        if report.get("next_cursor"):
+            print(
+                f"more: mnemograph entities list --status {args.status} --limit {args.limit} "
+                f"--cursor {report['next_cursor']}"
+            )
     elif args.op == "erase":
         print(
             f"erased {report['id']}: {len(report['erased'])} version(s) removed from every store and its history; "

@@ -28,8 +28,10 @@ from server._activity import Activity
 from server._auth import FileTokenVerifier
 from server._daemon import ReadyPipe
 from server._engine import EngineHolder, WriteTimeOptions, write_time
+from server._owner import canonical_in_use
 from server._owner_http import owner_app
 from server._runtime import RuntimePaths
+from server._sampling import SamplingPolicy
 from server._tokens import TokenStore, scope_holders
 from server._uds import serve_sessions
 from server.app import VERSION, build_server
@@ -64,6 +66,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             settings.llm_min_interval,
             settings.digest_quiet,
             settings.digests,
+            settings.sampling,
         )
     )
 
@@ -76,7 +79,12 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     )
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
-    server = build_server(holder.get, default_scopes=settings.default_scopes)
+    sampling = (
+        SamplingPolicy(settings.sampling_timeout, fallback_llm=bool(settings.anthropic_api_key))
+        if settings.sampling
+        else None
+    )
+    server = build_server(holder.get, default_scopes=settings.default_scopes, sampling=sampling)
     verifier = FileTokenVerifier(tokens)
     app = owner_app(
         server,
@@ -184,6 +192,7 @@ def _write_info(paths: RuntimePaths) -> None:
         "pid": os.getpid(),
         "data_dir": str(paths.data_dir),
         "version": VERSION,
+        "canonical": canonical_in_use(),  # a front started on another store must not relay to this owner
         "started_at": time.time(),
         "mcp_socket": str(paths.mcp_socket),
         "http_socket": str(paths.http_socket),

@@ -34,6 +34,9 @@ Variables (all optional):
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
   ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5). With a key, Claude
   also writes the conversation digests.
+- ``MNEMOGRAPH_SAMPLING``: ``off`` (default) or ``on``: MCP sampling, the writing client's own model reads
+  each memory it writes after the write is acknowledged, when the client declared the sampling capability
+  (docs/extraction.md); ``MNEMOGRAPH_SAMPLING_TIMEOUT`` the seconds the client gets to answer (default 60).
 - ``MNEMOGRAPH_DIGESTS``: ``on`` (default) or ``off``: the background consolidator that keeps a digest of each
   conversation handed over with ``conversation_write`` (docs/conversations.md); ``MNEMOGRAPH_DIGEST_QUIET``
   the seconds a conversation must go without new messages before it is digested (default 10).
@@ -107,6 +110,8 @@ class Settings:
     canonical: str = ""
     digest_quiet: float = 10.0  # seconds a conversation must be quiet before its digest is (re)built
     digests: bool = True  # the background consolidator (conversation digests)
+    sampling: bool = False  # MCP sampling: the writing client's own model reads its memories (off by default)
+    sampling_timeout: float = 60.0
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -171,6 +176,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         canonical="" if canonical == "kuzu" else canonical,
         digest_quiet=_number(pick("digest_quiet"), "digest_quiet", float, 0.0, 86_400.0, 10.0),
         digests=_on_off(pick("digests"), "DIGESTS"),
+        sampling=_on_off(pick("sampling") or "off", "SAMPLING"),
+        sampling_timeout=_number(pick("sampling_timeout"), "sampling_timeout", float, 1.0, 3_600.0, 60.0),
     )
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     # Only for annotations: importing the engine pulls in the store libraries (~1 s), which must stay off the
     # MCP handshake path. The server hands tools an already-open Engine.
     from storage import Engine
+    from storage.enrich.llm import Extractor
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)
@@ -45,6 +46,9 @@ class Caller:
 
     principal: Principal
     default_scopes: tuple[str, ...]
+    # The calling client's own model (MCP sampling, when on): the pass after the commit of what this call
+    # writes asks it. None: the configured LLM, if any.
+    extractor: Extractor | None = None
 
     def scopes_or_default(self, scopes: list[str] | None) -> list[str]:
         """The scopes a call names, or the session's default scopes when it names none."""

@@ -92,6 +92,7 @@ async def conversation_write(
         [MessageIn(m.role, m.content, m.time, m.speaker, m.id) for m in args.messages],
         caller.scopes_or_default(args.scopes),
         principal=caller.principal,
+        extractor=caller.extractor,
     )
     return ConversationWriteOut(
         conversation=receipt.conversation,

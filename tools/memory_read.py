@@ -33,8 +33,9 @@ class MemoryReadOut(BaseModel):
     )
     enrichment: str | None = Field(
         default=None,
-        description="How the optional background LLM extraction went for this memory (pending, done or failed "
-        "with the reason, and its token cost); null when it is not configured. A failure changed nothing.",
+        description="How the optional background model extraction went for this memory (Claude, or the "
+        "writing client's own model through MCP sampling): pending, done, failed or skipped with the reason, "
+        "and Claude's token cost; null when none is configured. A failure or a skip changed nothing.",
     )
 
 

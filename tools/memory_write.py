@@ -113,6 +113,12 @@ class MemoryWriteOut(BaseModel):
         description="Ids of SAME_AS proposals this write raised: a name that may be a known entity. Review "
         "them with the entities tool; nothing was merged.",
     )
+    not_proposed: list[str] = Field(
+        default_factory=list,
+        description="Pairs ('Jon Smith ~ John Smith') that may be one entity but were not proposed: a scope of "
+        "this memory already holds the maximum of pending proposals. The memory and its names were stored as "
+        "written. Decide pending proposals with the entities tool; a pair is proposed when next written.",
+    )
 
 
 async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> MemoryWriteOut:
@@ -129,6 +135,7 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         relations=[RelationIn(r.subject, r.predicate, r.object) for r in args.relations or ()],
         metadata=args.metadata,
         principal=caller.principal,
+        extractor=caller.extractor,
     )
     return MemoryWriteOut(
         id=short_id(receipt.id),
@@ -143,6 +150,7 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         duplicates=short_ids(receipt.duplicates),
         resolved=list(receipt.resolved),
         proposals=short_ids(receipt.proposals),
+        not_proposed=list(receipt.not_proposed),
     )
 
 
@@ -154,7 +162,7 @@ SPEC = ToolSpec(
         "Write one self-contained statement per call. Pass the entities and relations you already know; they "
         "make the memory findable by name (without them, names and common relations such as lives_in, "
         "works_at, likes or allergic_to are read from the text; negated, hypothetical, uncertain or reported "
-        "statements are never recorded as facts). A new value for a single-valued relation (where someone "
+        "statements are never recorded as facts; if the server enabled MCP sampling, your client may get a request, after this call returns, to read the memory's statements with its own model). A new value for a single-valued relation (where someone "
         "lives or works, a job title, phone, email) supersedes the old memory automatically; the receipt "
         "lists what was superseded, contradicted or duplicated. To correct a specific memory, call amend "
         "with its id. Writing identical content again is harmless."

@@ -21,6 +21,7 @@ MAX_NAME_CHARS = 200
 MAX_METADATA_BYTES = 16_384
 MAX_K = 100
 MAX_REASON_CHARS = 1_000
+MAX_PROPOSAL_PAGE = 200  # SAME_AS proposals per page of a listing (storage.engine.resolution)
 MAX_TOKEN_BUDGET = 100_000
 MAX_GROUP_KEY_CHARS = 100
 
@@ -159,9 +160,11 @@ class WriteReceipt:
     contradicts: tuple[str, ...] = ()
     duplicates: tuple[str, ...] = ()
     # Entity resolution (storage.engine.resolution): names linked to a known entity ("Jonhson -> Johnson
-    # (fuzzy)") and the ids of SAME_AS proposals this write raised.
+    # (fuzzy)"), the ids of SAME_AS proposals this write raised, and pairs ("Jon Smith ~ John Smith") it did not
+    # propose because a scope already holds the cap of pending proposals.
     resolved: tuple[str, ...] = ()
     proposals: tuple[str, ...] = ()
+    not_proposed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

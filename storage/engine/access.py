@@ -36,11 +36,28 @@ class _Access(_State):
             self._scopes = set(scopes)
             self._parents = {ScopeId.parse(c): ScopeId.parse(p) for c, p in parents.items()}
 
+    _tree_head = -1  # the shared log's head when the tree was last read (shared stores only)
+
     def _tree(self) -> dict[ScopeId, ScopeId]:
+        if self.graph.shared:
+            self._fresh_tree()
         with self._tree_lock:
             return dict(self._parents)
 
+    def _fresh_tree(self) -> None:
+        """A shared store: reload the scope tree when the change log's head moved since it was read. Every
+        access decision goes through ``_tree``, and another node may have moved a scope out of a subtree (so
+        its former readers must lose it here too, at once: 0328284 kept granting them until this node next
+        applied a change) or purged one. One head read per decision; a reload only after a change."""
+        with self.graph.read() as conn:
+            head = self.graph.max_seq(conn)
+        if head != self._tree_head:
+            self._reload_tree()
+            self._tree_head = head
+
     def _require_scope(self, scope: ScopeId) -> None:
+        if self.graph.shared:
+            self._fresh_tree()
         if str(scope) not in self._scopes:
             raise NotFound(f"no scope {scope}", hint="call list_scopes to see the scopes that exist")
 

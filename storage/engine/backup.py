@@ -433,6 +433,15 @@ def restore(
 
 def snapshot(engine: Source, dest: Path | str) -> SnapshotSummary:
     """Copy the data directory, consistent at one change sequence, into ``dest`` (new or empty)."""
+    if engine.graph.shared:
+        # The canonical store is not in the data directory (0328284 failed with "No such file or directory:
+        # .../graph", reported by the CLI as "Expecting value: line 1 column 1").
+        raise InvalidInput(
+            "`backup` copies the embedded stores of a data directory; this node's canonical store is a shared "
+            "FalkorDB server, and its own indexes are rebuilt from it",
+            hint="back up the FalkorDB server's files (its AOF directory, or an RDB from BGSAVE) on the server, "
+            "or take `mnemograph export` (not a snapshot while other nodes write; docs/scale-out.md)",
+        )
     target = Path(dest).expanduser().resolve()
     if target == engine.data_dir or engine.data_dir in target.parents:
         raise InvalidInput("the backup directory must be outside the data directory")

@@ -6,11 +6,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from storage.domain.errors import StoreMismatch
 from storage.domain.models import (
     VerifyReport,
 )
 from storage.engine import backup as snapshots
 from storage.engine.versions import _Versions
+
+# The canonical store a data directory's projections mirror (``CanonicalStore.identity``).
+CANONICAL_RECORD = "CANONICAL"
 
 
 class _Consistency(_Versions):
@@ -61,16 +65,55 @@ class _Consistency(_Versions):
 
     def _projection_behind_log(self) -> bool:
         """True when a projection cannot be repaired by replay: it was lost (watermark 0 while memories
-        exist) or it lags behind the oldest change the log still keeps."""
+        exist), it lags behind the oldest change the log still keeps, it mirrors another canonical store
+        (``_mirrors_another_store``), or it is past the log's head (the log was replaced by an older one: a
+        restored or flushed server, a promoted replica that lagged; the changes numbered up to its watermark
+        would never be applied)."""
+        if self._mirrors_another_store():
+            return True
         with self.graph.read() as conn:
             oldest = self.graph.oldest_change(conn)
+            head = self.graph.max_seq(conn)
             has_memories = bool(self.graph.ids_with_prefix(conn, "", limit=1))
         for mark in (p.watermark.value for p in self.stores.projections):
             if mark == 0 and has_memories and (oldest is None or oldest > 1):
                 return True
             if oldest is not None and mark < oldest - 1:
                 return True
+            if self.graph.shared and mark > head:  # a shared log's head survives pruning; Kùzu's does not
+                return True
         return False
+
+    def _mirrors_another_store(self) -> bool:
+        """Whether this data directory's projections were built from another canonical store than the one
+        opened now: the directory served the embedded store and now joins a shared graph (or the reverse),
+        or names another graph, or its graph was made anew. Their watermarks count another log's changes:
+        replaying past them would keep the other store's memories and skip this one's first changes."""
+        recorded = self.data_dir / CANONICAL_RECORD
+        if recorded.exists():
+            was = recorded.read_text().strip()
+            if was.startswith("falkordb:") and self.graph.identity == "kuzu":
+                # Most likely a restart without --canonical: serving a new, empty embedded store here would
+                # split this node from its team without a word. Leaving the shared graph is done on purpose.
+                raise StoreMismatch(
+                    f"{self.data_dir} is a node of a shared FalkorDB graph ({was}), but was opened on the "
+                    "embedded store (no --canonical or MNEMOGRAPH_CANONICAL)",
+                    hint="give the same --canonical falkordb://host:port/graph as before; to make it an "
+                    f"embedded store instead, delete {recorded} (its search indexes are then rebuilt)",
+                )
+            return was != self.graph.identity
+        # A directory from before the record: the embedded graph beside it says what its projections mirror.
+        return self.graph.identity != "kuzu" and (self.data_dir / "graph").exists()
+
+    def _record_canonical(self) -> None:
+        """Record which canonical store the projections now mirror (after any rebuild: a crash before this
+        leaves the old record, and the next start rebuilds again)."""
+        recorded = self.data_dir / CANONICAL_RECORD
+        if recorded.exists() and recorded.read_text().strip() == self.graph.identity:
+            return
+        tmp = recorded.with_suffix(".tmp")
+        tmp.write_text(self.graph.identity + "\n")
+        tmp.replace(recorded)
 
     # -- backup ------------------------------------------------------------------------------------
 

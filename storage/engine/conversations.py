@@ -44,6 +44,7 @@ from storage.engine import backup as snapshots
 from storage.engine.erasure import _Erasure
 from storage.engine.state import _now, _Prepared, content_id, log
 from storage.enrich import digest as digests
+from storage.enrich import llm
 from storage.enrich.consolidate import DEFAULT_QUIET_S, Consolidator
 from storage.enrich.results import ExtractionFailed
 from storage.ports.canonical import Session
@@ -139,9 +140,11 @@ class _Conversations(_Erasure):
         scopes: Sequence[str],
         *,
         principal: Principal = LOCAL_PRINCIPAL,
+        extractor: llm.Extractor | None = None,
     ) -> ConversationReceipt:
         """Store a conversation's messages (all of them, or none on a bad one), recallable on return; the
-        digest is built later in the background. Re-sending a message already stored is a ``duplicate``."""
+        digest is built later in the background. Re-sending a message already stored is a ``duplicate``.
+        ``extractor``: the writer's own model (MCP sampling) for the messages' pass after the commit."""
         conv = v.text(conversation, "conversation", limit=MAX_CONVERSATION_ID_CHARS)
         if not isinstance(messages, Sequence) or not messages:
             raise InvalidInput("messages is empty", hint="send at least one message")
@@ -190,10 +193,9 @@ class _Conversations(_Erasure):
             return receipts
 
         receipts = self.reconciler.submit(all_or_nothing)
-        if self.enricher is not None:
-            for p, r in zip(prepared, receipts, strict=True):
-                if r.status == "added":
-                    self.enricher.submit(self._llm_job(r, p, now, principal))
+        for p, r in zip(prepared, receipts, strict=True):
+            if r.status == "added":
+                self.enrich_later(r, p, now, principal, extractor)
         self._wake_consolidator()
         self._after_write(targets, [e for p in prepared for e in p.entities])
         changed = [r for r in receipts if r.status != "duplicate"]

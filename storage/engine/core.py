@@ -31,7 +31,9 @@ class EngineCore(_Conversations):
         """Repair what a crash left (projections behind the change log, an unfinished erasure), then start the
         reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use."""
         if self._projection_behind_log():
+            log.warning("rebuilding the search indexes from the canonical store %s", self.graph.identity)
             self._rebuild_projections()
+        self._record_canonical()
         if self.graph.shared:
             self._lexicon_at = 0.0
             self.reconciler.on_changes = self._follow_changes
@@ -100,8 +102,9 @@ class EngineCore(_Conversations):
         if self._remote_rewriter is not None:
             self._remote_erasure.set()  # it sees _closed and ends, after a rewrite under way
             self._remote_rewriter.join()
-        if self.enricher is not None:
-            self.enricher.close(lambda job: self._apply_llm(job, None, None))
+        for enricher in (self.sampler, self.enricher):
+            if enricher is not None:
+                enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()
         self._lane_pool.shutdown(wait=True)
         for projection in self.stores.projections:

@@ -64,6 +64,7 @@ class _Erasure(_Consistency):
                 tx.record("delete", mid)
             for mid in shared:
                 tx.record("unlink", mid)
+            self._announce_tree(tx)  # its children moved up: other nodes' trees must follow
             return only, shared, entities
 
         try:
@@ -407,7 +408,6 @@ class _Follow:
     def __init__(self, owner: _Erasure, staged: Sequence[StagedProjection], done: int) -> None:
         self.owner, self.staged, self.done = owner, staged, done
         self.error: BaseException | None = None
-        self.batches = 0
         self.seconds = 0.0
 
     def __call__(self, upto: int) -> None:
@@ -418,7 +418,6 @@ class _Follow:
             self.done = self.owner._catch_up_staged(self.staged, self.done, upto)
         except Exception as exc:  # what Lance, Tantivy or the store raise: reported by ``check``
             self.error = exc
-        self.batches += 1
         self.seconds += time.perf_counter() - t
 
     def check(self) -> None:

@@ -83,14 +83,18 @@ class _Reads(_Access):
         out of the chain.
         """
         mid = self._resolve_id(v.memory_id(id), principal)
+        # The model pass commits its relations and its outcome together, but these reads are separate
+        # queries: read whether it is queued, then its outcome, and only then the relations, so a pass shown
+        # as done is never shown without what it added.
+        pending = self._enrichment_pending(mid)
         with self.graph.read() as conn:
+            enrichment = self.graph.enrichment_of(conn, mid)
             ids = [mid, *self.graph.chain(conn, mid)]
             records = self.graph.fetch(conn, ids)
             relations = self.graph.relation_history(conn, [mid])
             conflicting = self.graph.contradictions(conn, mid)
             enders = [r.ended_by for r in relations if r.ended_by]
             others = self.graph.fetch(conn, list(dict.fromkeys([*conflicting, *enders])))
-            enrichment = self.graph.enrichment_of(conn, mid)
         tree = self._tree()
         if mid not in records or not self._can_read(principal, records[mid], tree):
             raise NotFound(f"no memory with id {mid}", hint="call recall to find it")
@@ -106,7 +110,7 @@ class _Reads(_Access):
             tuple(versions),
             relations=tuple(_relation_line(r, readable) for r in relations),
             contradicts=tuple(i for i in conflicting if i in readable),
-            enrichment=llm.describe(enrichment, self.enricher is not None and self.enricher.pending(mid)),
+            enrichment=llm.describe(enrichment, pending),
         )
 
     def list(

@@ -7,7 +7,10 @@ candidates, and they are filtered *before* deciding, so whether a write links, p
 depends on another team's entities. One confident candidate named in a scope the writer may write: the mention
 is linked to it (the new spelling becomes one of its aliases); one it only reads is proposed, so a name planted
 in a shared scope cannot take over the writer's own memories. Anything else that passes: a pending ``SAME_AS`` proposal for each of the best
-three, recorded in the write's own transaction. Never a merge.
+three, recorded in the write's own transaction. Never a merge. A lone word that no name of as many words matched
+may be a known person's surname ("Okafor" beside "Ngozi Okafor": the partial tier, proposed only). A scope holds
+at most ``PENDING_CAP`` pending proposals; past it the write is stored as usual and its receipt lists the pairs
+it did not propose.
 
 A proposal is visible to a principal who may read the memory that raised it and a memory mentioning each
 entity, and it is shown only the scopes it may read; deciding one also needs a write grant on every scope the
@@ -19,29 +22,45 @@ exact.
 
 from __future__ import annotations
 
+import base64
 import builtins
 import dataclasses
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal, ScopeId, readable
 from storage.domain.errors import Conflict, InvalidInput, NotFound, ScopeDenied
-from storage.domain.models import EntityIn
+from storage.domain.models import MAX_PROPOSAL_PAGE, EntityIn
 from storage.domain.records import SameAs, entity_key
 from storage.engine.scopes import _Scopes
 from storage.language.extraction import name_key
-from storage.language.resolve import Judgement, judge
+from storage.language.resolve import Judgement, judge, judge_partial
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 MAX_PROPOSALS = 3  # per new name: the best candidates only
+# Pending proposals per scope: past it, a write still stores its memory and its names (each its own entity, as
+# for a name with no candidate) but raises no more proposals there, and its receipt lists the pairs it did not
+# propose. A proposal asks a person; hundreds undecided are not read, and any writer of a shared scope could
+# otherwise grow every reader's list without bound (attack9 F4).
+PENDING_CAP = 200
+PAGE_MAX = MAX_PROPOSAL_PAGE
 STATUSES = ("pending", "accepted", "rejected")
 ACTIONS = ("accept", "reject", "undo")
 _ID = re.compile(r"^[0-9a-f]{8,32}$")
 _NEXT = {"accept": ("pending", "accepted"), "reject": ("pending", "rejected")}
+
+
+@dataclass(frozen=True, slots=True)
+class ProposalPage:
+    """One page of a proposal listing, oldest first; pass ``next_cursor`` back for the next (None: the last)."""
+
+    items: tuple[SameAs, ...]
+    next_cursor: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +80,8 @@ def proposal_id(a: str, b: str, scopes: Sequence[str]) -> str:
 
 
 class _Resolution(_Scopes):
+    pending_cap: int = PENDING_CAP
+
     # -- at write time -----------------------------------------------------------------------------
 
     def _resolve(
@@ -131,6 +152,8 @@ class _Resolution(_Scopes):
                     if j is not None and (known not in judged or j.score > judged[known][0].score):
                         judged[known] = (j, key)
                 judged = {k: v for k, v in judged.items() if may_know(k, v[1])}
+                if not judged and len(new.split()) == 1:
+                    judged = self._partial(e.name, new, targets, may_know)
                 if len(judged) == 1 and e.name.casefold() not in named:
                     known, (j, _) = next(iter(judged.items()))
                     # A name the writer knows already (exactly, or as an alias) keeps its entity: proposed at
@@ -146,6 +169,21 @@ class _Resolution(_Scopes):
                 out.append(e)
         return Resolution(out, linked, proposed)
 
+    def _partial(
+        self, name: str, new: str, targets: Sequence[str], may_know: Callable[[str, str], bool]
+    ) -> dict[str, tuple[Judgement, str]]:
+        """The partial tier: known people whose last name is the lone word ``new`` ("Okafor" beside "Ngozi
+        Okafor"), those the writer may know; none when more than ``MAX_PROPOSALS`` share it (no one is picked
+        out). Tried only when no name of as many words passed."""
+        found: dict[str, tuple[Judgement, str]] = {}
+        for known, key in self.lexicon.surnamed(new):
+            if entity_key(known) == entity_key(name) or self.lexicon.paired(name, known, targets):
+                continue
+            j = judge_partial(new, key)
+            if j is not None and known not in found and may_know(known, key):
+                found[known] = (j, key)
+        return found if len(found) <= MAX_PROPOSALS else {}
+
     def _may_know(self, conn: Session, name: str, key: str, scopes: builtins.list[str]) -> bool:
         """Whether a principal reading ``scopes`` may learn entity ``name`` by the phrase ``key``: a memory
         there mentions it by that name, or gave it that alias."""
@@ -160,38 +198,86 @@ class _Resolution(_Scopes):
         memory_id: str,
         proposed: Sequence[tuple[str, str, Judgement]],
         scopes: Sequence[str],
-    ) -> list[str]:
-        """Pending ``SAME_AS`` edges for a memory just inserted in ``tx`` into ``scopes``; their ids."""
-        out = []
+    ) -> tuple[list[str], list[str]]:
+        """Pending ``SAME_AS`` edges for a memory just inserted in ``tx`` into ``scopes``: the ids recorded, and
+        the pairs (``"new ~ known"``) not proposed because a scope of the memory has ``pending_cap`` pending."""
+        out: list[str] = []
+        held: list[str] = []
         home = tuple(sorted(scopes))
+        room: int | None = None  # counted once, and only for a write that proposes something
         for a, b, j in proposed:
+            if room is None:
+                room = self.pending_cap - max(self.graph.pending_same_count(tx.conn, s) for s in home)
+            if room <= 0:
+                # Not marked as paired: once some are decided, the next mention of the pair proposes it.
+                held.append(f"{a} ~ {b}")
+                continue
             pid = proposal_id(a, b, home)
             p = SameAs(pid, a, b, j.tier, j.score, memory_id, "pending", tx.now, scopes=home)
             if self.graph.propose_same(tx.conn, p):
                 out.append(pid)
+                room -= 1
             # Marked at once (before the commit): at worst a failed transaction leaves the pair unproposed until
             # the lexicon is next rebuilt, while unmarked, every mention would ask the store again.
             self.lexicon.paired(a, b, home, add=True)
-        return out
+        return out, held
 
     # -- listing and deciding ----------------------------------------------------------------------
 
     def entity_proposals(
         self, status: str = "pending", *, principal: Principal = LOCAL_PRINCIPAL
     ) -> builtins.list[SameAs]:
-        """``SAME_AS`` proposals with ``status`` (or ``"all"``) that ``principal`` may see, oldest first."""
+        """Every ``SAME_AS`` proposal with ``status`` (or ``"all"``) that ``principal`` may see, oldest first
+        (``entity_proposal_page`` a page at a time)."""
+        out: builtins.list[SameAs] = []
+        cursor: str | None = None
+        while True:
+            page = self.entity_proposal_page(status, limit=PAGE_MAX, cursor=cursor, principal=principal)
+            out.extend(page.items)
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    def entity_proposal_page(
+        self,
+        status: str = "pending",
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        principal: Principal = LOCAL_PRINCIPAL,
+    ) -> ProposalPage:
+        """At most ``limit`` (1 to ``PAGE_MAX``) ``SAME_AS`` proposals with ``status`` (or ``"all"``) that
+        ``principal`` may see, oldest first, after ``cursor`` (a ``next_cursor`` of an earlier page)."""
         if status not in (*STATUSES, "all"):
             raise InvalidInput(
                 f"unknown status {status[:40]!r}",
                 hint="use one of: pending, accepted, rejected, all",
             )
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
+            raise InvalidInput(
+                f"limit must be a whole number from 1 to {PAGE_MAX}",
+                hint="pass a smaller limit and follow next_cursor for the rest",
+            )
+        after = _decode_cursor(cursor) if cursor is not None else None
+        shown: builtins.list[SameAs] = []
         with self.graph.read() as conn:
-            found = self.graph.same_as(conn)
-            return [
-                self._shown(p, principal)
-                for p in found
-                if (status == "all" or p.status == status) and self._sees(conn, p, principal, Level.READ)
-            ]
+            # Read in batches from the cursor on and keep what the principal may see, until one more than a
+            # page is found (so the answer knows whether there is a next page) or the store has no more.
+            while len(shown) <= limit:
+                batch = self.graph.same_as(
+                    conn, status=None if status == "all" else status, after=after, limit=limit + 1
+                )
+                for p in batch:
+                    after = (p.created_at, p.id)
+                    if self._sees(conn, p, principal, Level.READ):
+                        shown.append(p)
+                        if len(shown) > limit:
+                            break
+                if len(batch) <= limit:
+                    break
+        items = shown[:limit]
+        nxt = _encode_cursor(items[-1]) if len(shown) > limit else None
+        return ProposalPage(tuple(self._shown(p, principal) for p in items), nxt)
 
     def decide_proposal(
         self, proposal: str, action: str, *, principal: Principal = LOCAL_PRINCIPAL
@@ -290,3 +376,21 @@ class _Resolution(_Scopes):
         if level is Level.WRITE:
             return all(principal.may(Level.WRITE, ScopeId.parse(s), tree) for s in p.scopes)
         return True
+
+
+def _encode_cursor(p: SameAs) -> str:
+    return base64.urlsafe_b64encode(f"same_as|{p.created_at.isoformat()}|{p.id}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        kind, at, pid = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        when = datetime.fromisoformat(at)
+        if kind != "same_as" or not re.fullmatch(r"[0-9a-f]{32}", pid) or when.tzinfo is None:
+            raise ValueError(cursor)
+        return when, pid
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput(
+            "cursor is not one a proposal listing issued",
+            hint="pass the next_cursor of the previous page unchanged, or list again without a cursor",
+        ) from None

@@ -91,6 +91,7 @@ class _Scopes(_Reads):
                 )
             self.graph.ensure_scopes(tx.conn, [str(s) for s in (sid, pid) if s is not None], tx.now)
             self.graph.set_parent(tx.conn, str(sid), str(pid) if pid else None)
+            self._announce_tree(tx)
             return True
 
         return self._placed(sid, pid, principal, self.reconciler.submit(intent), "scope_create")
@@ -129,9 +130,22 @@ class _Scopes(_Reads):
             if pid is not None:
                 self.graph.ensure_scopes(tx.conn, [str(pid)], tx.now)
             self.graph.set_parent(tx.conn, str(sid), str(pid) if pid else None)
+            self._announce_tree(tx)
             return True
 
         return self._placed(sid, pid, principal, self.reconciler.submit(intent), "scope_move")
+
+    def _announce_tree(self, tx: Tx) -> None:
+        """A shared store: the scope tree changed in ``tx`` (who reads what), and other nodes check it against
+        the change log's head before every access decision (``_tree``). A move, a creation or a purge that
+        re-parents children may touch no memory, so it records one change (re-projecting a memory changes
+        nothing) to move the head. With no memory at all nobody can read anything through the old tree, and
+        the first write moves the head."""
+        if not self.graph.shared or tx.changes:
+            return
+        some = self.graph.ids_with_prefix(tx.conn, "", limit=1)
+        if some:
+            tx.record("scope", some[0])
 
     def _held_by_others(self, sid: ScopeId, principal: Principal) -> bool:
         """True when ``sid`` belongs to someone other than ``principal``: a ``user:`` scope it does not

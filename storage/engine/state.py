@@ -101,6 +101,7 @@ class _State:
         # Predicates with one current value per subject: a new value supersedes the old (settings can widen it).
         self.functional: frozenset[str] = frozenset(DEFAULT_FUNCTIONAL)
         self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
+        self.sampler: llm.Enricher | None = None  # the writing clients' own models (use_sampling)
         self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
@@ -129,3 +130,11 @@ class _State:
                 lambda: self.reconciler.committed_seq,
             )
         )
+
+    def _enrichment_pending(self, memory_id: str) -> str | None:
+        """Which model pass still has ``memory_id`` queued: ``sampling``, ``llm`` or None."""
+        if self.sampler is not None and self.sampler.pending(memory_id):
+            return "sampling"
+        if self.enricher is not None and self.enricher.pending(memory_id):
+            return "llm"
+        return None

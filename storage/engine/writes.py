@@ -41,6 +41,8 @@ from storage.language.extraction import _norm, extract
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
+SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
+
 
 class _Writes(_Resolution):
     # -- writes ------------------------------------------------------------------------------------
@@ -59,22 +61,29 @@ class _Writes(_Resolution):
         metadata: Mapping[str, Any] | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
         source: str = "",
+        extractor: llm.Extractor | None = None,
     ) -> WriteReceipt:
         """Store a memory. Identical content already current in every target scope -> ``duplicate``; in some
         of them -> ``linked`` (the same memory gains the other scopes); otherwise ``added``.
 
-        Returns once the canonical store has committed it (acknowledged = durable).
+        Returns once the canonical store has committed it (acknowledged = durable). ``extractor``: the
+        writer's own model (MCP sampling), asked after the commit instead of the configured one.
         """
         item = WriteItem(
             content, scopes, kind, event_time, valid_from, valid_to, entities, relations, metadata, source
         )
-        return self.write_many([item], principal=principal)[0]
+        return self.write_many([item], principal=principal, extractor=extractor)[0]
 
     def write_many(
-        self, items: Sequence[WriteItem], *, principal: Principal = LOCAL_PRINCIPAL
+        self,
+        items: Sequence[WriteItem],
+        *,
+        principal: Principal = LOCAL_PRINCIPAL,
+        extractor: llm.Extractor | None = None,
     ) -> list[WriteReceipt]:
         """Write several memories: validated together (one bad item rejects the call and writes nothing),
-        embedded in batches, committed in group transactions. Receipts come back in order."""
+        embedded in batches, committed in group transactions. Receipts come back in order. ``extractor``:
+        the writer's own model for the pass after the commit (``enrich_later``)."""
         now = _now()
         prepared = []
         for n, item in enumerate(items):
@@ -94,10 +103,9 @@ class _Writes(_Resolution):
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
         receipts = self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
-        if self.enricher is not None:
-            for p, r in zip(prepared, receipts, strict=True):
-                if r.status == "added":
-                    self.enricher.submit(self._llm_job(r, p, now, principal))
+        for p, r in zip(prepared, receipts, strict=True):
+            if r.status == "added":
+                self.enrich_later(r, p, now, principal, extractor)
         self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
         changed = [r for r in receipts if r.status != "duplicate"]
         if changed:
@@ -310,7 +318,7 @@ class _Writes(_Resolution):
             self._insert(tx, new, p.scopes, p.entities, p.relations, since)
             names = tuple(sorted(e.name for e in p.entities))
             event_time = p.event_time if dated(p.kind, p.event_time_source) else None
-            proposals = tuple(self._record_proposals(tx, cur, p.proposed, p.scopes))
+            proposals, held = self._record_proposals(tx, cur, p.proposed, p.scopes)
             resolved = tuple(f"{said} -> {name} ({tier})" for said, name, tier in p.linked)
             receipt = WriteReceipt(
                 cur,
@@ -319,7 +327,8 @@ class _Writes(_Resolution):
                 names,
                 event_time,
                 resolved=resolved,
-                proposals=proposals,
+                proposals=tuple(proposals),
+                not_proposed=tuple(held),
             )
             return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
 
@@ -330,9 +339,33 @@ class _Writes(_Resolution):
         if self.enricher is None:
             self.enricher = llm.Enricher(extractor, self._apply_llm)
 
+    def use_sampling(self, *, limit: int = SAMPLING_QUEUE) -> None:
+        """Accept writes that bring their writer's own model (``write(extractor=...)``: MCP sampling). They
+        are asked one at a time, on a worker of their own; past ``limit`` memories waiting, a memory is
+        recorded as skipped (the offline extraction stands) rather than queued."""
+        if self.sampler is None:
+            self.sampler = llm.Enricher(None, self._apply_llm, limit=limit)
+
+    def enrich_later(
+        self,
+        r: WriteReceipt,
+        p: _Prepared,
+        now: datetime,
+        principal: Principal,
+        extractor: llm.Extractor | None,
+    ) -> None:
+        """Queue a newly added memory for the model pass after its commit: the writer's own model when it
+        brought one and sampling is on, else the configured LLM, else nothing (the offline extraction)."""
+        job = self._llm_job(r, p, now, principal)
+        if extractor is not None and self.sampler is not None:
+            # Bound to the session that wrote this memory: its text goes to that client and no other.
+            self.sampler.submit(dataclasses.replace(job, extractor=extractor))
+        elif self.enricher is not None:
+            self.enricher.submit(job)
+
     def wait_enriched(self, timeout: float = 30.0) -> bool:
         """Block until the LLM pass has handled every memory written so far (True; False on timeout)."""
-        return self.enricher is None or self.enricher.wait_idle(timeout)
+        return all(e is None or e.wait_idle(timeout) for e in (self.enricher, self.sampler))
 
     def _llm_job(self, r: WriteReceipt, p: _Prepared, now: datetime, principal: Principal) -> llm.Job:
         speaker = speaker_of(p.metadata, p.scopes, principal.name)
@@ -341,7 +374,7 @@ class _Writes(_Resolution):
     def _apply_llm(
         self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
     ) -> None:
-        model = self.enricher.extractor.model if self.enricher is not None else ""
+        model = self.enricher.extractor.model if self.enricher is not None and self.enricher.extractor else ""
         self.reconciler.submit(
             lambda tx: llm.apply(self.graph, tx, job, result, error, functional=self.functional, model=model)
         )

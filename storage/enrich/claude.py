@@ -10,7 +10,6 @@ Anything malformed is a failure: nothing is applied and the reason is kept for `
 from __future__ import annotations
 
 import random
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -20,59 +19,18 @@ from typing import Any
 import anthropic
 from anthropic.types import MessageParam, TextBlockParam, ToolChoiceToolParam, ToolParam
 
+from storage.enrich import prompt
+
 # Re-exported: these lived here before storage.enrich.results, which the engine imports without the SDK.
 from storage.enrich.results import ExtractionFailed, LlmResult, LlmStatement, Usage
 
 __all__ = ["ClaudeExtractor", "ExtractionFailed", "LlmResult", "LlmStatement", "Usage"]
 
-STATUSES = ("asserted", "negated", "hypothetical", "uncertain", "reported")
-MAX_STATEMENTS = 64
-_PREDICATE = re.compile(r"[a-z][a-z0-9_]{0,63}")
-INSTRUCTIONS = """You extract structured statements from one memory written by or about a user, for a
-long-term memory store. Call the record_statements tool exactly once.
-
-Rules:
-- A statement is (subject, predicate, object). Subjects and objects are names as written in full ("Ana Lima",
-  "Acme Corp", "Lisbon") or short common-noun phrases for things ("oat milk", "peanuts").
-- "I", "me", "my" refer to the speaker named in the request; use that name. Resolve "he"/"she" to the person
-  named earlier in the text when it is clear; otherwise leave the statement out.
-- Predicates are snake_case. Prefer: lives_in, works_at, job_title, studies_at, married_to, likes, dislikes,
-  allergic_to, owns, visited, born_in, from, phone, email, sibling_of, friend_of, parent_of, child_of,
-  partner_of, colleague_of, reports_to; use lived_in, worked_at, studied_at for the past. "moved to X" is
-  lives_in X.
-- status says how the statement was made: asserted (stated as true), negated ("doesn't", "never", "no
-  longer"), hypothetical (conditions, plans, wishes, questions, the future), uncertain ("maybe", "I think"),
-  reported (someone else said or believes it). Only asserted statements become facts; report the others
-  with their status anyway.
-- ended is true when the text says something stopped being true ("no longer works at X").
-- types: person, org, place or thing.
-- Do not invent anything that is not in the text. An empty list is a valid answer."""
+STATUSES, MAX_STATEMENTS, INSTRUCTIONS = prompt.STATUSES, prompt.MAX_STATEMENTS, prompt.INSTRUCTIONS
 TOOL: ToolParam = {
-    "name": "record_statements",
-    "description": "Record every statement the memory makes, with its assertion status.",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "statements": {
-                "type": "array",
-                "maxItems": MAX_STATEMENTS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "subject": {"type": "string"},
-                        "subject_type": {"type": "string", "enum": ["person", "org", "place", "thing"]},
-                        "predicate": {"type": "string"},
-                        "object": {"type": "string"},
-                        "object_type": {"type": "string", "enum": ["person", "org", "place", "thing"]},
-                        "status": {"type": "string", "enum": list(STATUSES)},
-                        "ended": {"type": "boolean"},
-                    },
-                    "required": ["subject", "predicate", "object", "status"],
-                },
-            }
-        },
-        "required": ["statements"],
-    },
+    "name": prompt.TOOL_NAME,
+    "description": prompt.TOOL_DESCRIPTION,
+    "input_schema": prompt.SCHEMA,
 }
 
 
@@ -100,10 +58,7 @@ class ClaudeExtractor:
         self._last = 0.0
 
     def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult:
-        request = (
-            f"Speaker: {speaker or 'unknown (leave first-person statements out)'}\n"
-            f"Written at: {written_at.isoformat()}\n\n<memory>\n{content}\n</memory>"
-        )
+        request = prompt.request_text(content, written_at=written_at, speaker=speaker)
         blocks, usage, model, attempt = self.ask(INSTRUCTIONS, TOOL, request)
         return LlmResult(_parse(blocks, usage, attempt), usage, model, attempt)
 
@@ -188,29 +143,4 @@ def _parse(blocks: Any, usage: Usage, attempt: int) -> tuple[LlmStatement, ...]:
     call = next((b for b in blocks if getattr(b, "type", "") == "tool_use" and b.name == TOOL["name"]), None)
     if call is None:
         raise ExtractionFailed("malformed answer: the model did not call record_statements", usage, attempt)
-    raw = call.input.get("statements") if isinstance(call.input, dict) else None
-    if not isinstance(raw, list) or len(raw) > MAX_STATEMENTS:
-        raise ExtractionFailed("malformed answer: 'statements' is not a list of at most 64", usage, attempt)
-    out = []
-    for n, item in enumerate(raw):
-        ok = isinstance(item, dict) and all(
-            isinstance(item.get(k), str) and 0 < len(item[k].strip()) <= 200
-            for k in ("subject", "predicate", "object")
-        )
-        if not ok or item.get("status") not in STATUSES or not _PREDICATE.fullmatch(item["predicate"]):
-            raise ExtractionFailed(
-                f"malformed answer: statement {n} is not a valid statement", usage, attempt
-            )
-        types = ("person", "org", "place", "thing")
-        out.append(
-            LlmStatement(
-                item["subject"].strip(),
-                item["predicate"],
-                item["object"].strip(),
-                item["status"],
-                item.get("subject_type") if item.get("subject_type") in types else "thing",
-                item.get("object_type") if item.get("object_type") in types else "thing",
-                item.get("ended") is True,
-            )
-        )
-    return tuple(out)
+    return prompt.parse_statements(call.input, usage, attempt)

@@ -1,14 +1,17 @@
 """Running the LLM enrichment after the commit: a queue, one worker thread, and applying what it found.
 
 A write is acknowledged before any of this starts, so a slow, rate-limited or failing model never delays or
-fails it. Each job asks the extractor once (with its own retries), then applies the asserted statements it
-returned as relations, and reconciles them like offline ones, in one writer intent. A failure applies
+fails it. A job may bring its own extractor (the writing client's model, through MCP sampling:
+``Job.extractor``); the engine queues those on an Enricher of their own, so a slow client never holds up the
+configured model. Each job asks the extractor once (with its own retries), then applies the asserted
+statements it returned as relations, and reconciles them like offline ones, in one writer intent. A failure applies
 nothing and is recorded (``Enrichment`` row) so ``memory_read`` shows it. On close, the job in flight
 finishes and jobs still queued are recorded as not run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -18,10 +21,21 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from storage.enrich import Fact
-from storage.enrich.results import ExtractionFailed, LlmResult, Usage
+from storage.enrich.results import SAMPLING, ExtractionFailed, ExtractionSkipped, LlmResult, Skip, Usage
 from storage.ports.canonical import CanonicalStore
 
-__all__ = ["Enricher", "ExtractionFailed", "Extractor", "Job", "LlmResult", "apply", "describe"]
+__all__ = [
+    "SAMPLING",
+    "Enricher",
+    "ExtractionFailed",
+    "ExtractionSkipped",
+    "Extractor",
+    "Job",
+    "LlmResult",
+    "Skip",
+    "apply",
+    "describe",
+]
 from storage.domain.models import EntityIn
 from storage.enrich.reconcile import Access, Outcome, reconcile
 from storage.language.extraction import _norm
@@ -45,16 +59,22 @@ class Job:
     scopes: tuple[str, ...]
     speaker: str | None
     access: Access
+    extractor: Extractor | None = None  # this job's own model (the writing client's, through MCP sampling)
 
 
 class Enricher:
     """One background worker feeding ``apply`` (which runs a writer intent) with extractor results."""
 
     def __init__(
-        self, extractor: Extractor, apply: Callable[[Job, LlmResult | None, ExtractionFailed | None], None]
+        self,
+        extractor: Extractor | None,
+        apply: Callable[[Job, LlmResult | None, ExtractionFailed | None], None],
+        *,
+        limit: int | None = None,
     ) -> None:
-        self.extractor = extractor
+        self.extractor = extractor  # None: every job brings its own
         self._apply = apply
+        self._limit = limit  # jobs waiting beyond this are recorded as skipped, without asking any model
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._pending: set[str] = set()
         self._cond = threading.Condition()
@@ -66,6 +86,11 @@ class Enricher:
         with self._cond:
             if self._stopping:
                 return
+            if self._limit is not None and len(self._pending) >= self._limit:
+                # Bounded: a client writing faster than its model answers gets the offline extraction, and
+                # the queue holds no more copies of content than the limit.
+                reason = f"{self._limit} memories were already waiting for a model"
+                job = dataclasses.replace(job, content="", extractor=Skip(reason))
             self._pending.add(job.memory_id)
         self._jobs.put(job)
 
@@ -103,11 +128,12 @@ class Enricher:
             job = self._jobs.get()
             if job is None:
                 return
+            extractor = job.extractor or self.extractor
             try:
                 try:
-                    result = self.extractor.extract(
-                        job.content, written_at=job.event_time, speaker=job.speaker
-                    )
+                    if extractor is None:
+                        raise ExtractionSkipped("no model to ask")
+                    result = extractor.extract(job.content, written_at=job.event_time, speaker=job.speaker)
                 except ExtractionFailed as exc:
                     self._apply(job, None, exc)
                 except Exception as exc:  # a bug or an SDK surprise: still visible in memory_read
@@ -140,8 +166,14 @@ def apply(
 
     Nothing is applied to a memory that is gone or no longer current (erased, retired, superseded since)."""
     usage = result.usage if result is not None else (error.usage if error is not None else Usage())
+    if job.extractor is not None:  # the job's own model: say which (sampling:<the model the client used>)
+        model = job.extractor.model
+        if result is not None and job.extractor.model == SAMPLING:
+            model = f"{SAMPLING}:{result.model}"[:200]
+    elif result is not None:
+        model = result.model
     row: dict[str, Any] = {
-        "model": result.model if result is not None else model,
+        "model": model,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cache_read_tokens": usage.cache_read_tokens,
@@ -152,7 +184,8 @@ def apply(
         return None  # erased or no longer current: nothing to say about it
     if result is None:
         reason = error.reason if error is not None else "not run"
-        graph.record_enrichment(tx.conn, job.memory_id, row | {"status": "failed", "detail": reason})
+        status = "skipped" if isinstance(error, ExtractionSkipped) else "failed"
+        graph.record_enrichment(tx.conn, job.memory_id, row | {"status": status, "detail": reason})
         return None
     memory = graph.fetch(tx.conn, [job.memory_id])[job.memory_id]
     known = {_norm(e) for e in memory.entities}
@@ -197,11 +230,18 @@ def apply(
     return out
 
 
-def describe(row: dict[str, Any] | None, pending: bool) -> str | None:
-    """One line for memory_read: how the LLM enrichment went, and what it cost in tokens."""
+def describe(row: dict[str, Any] | None, pending: str | None) -> str | None:
+    """One line for memory_read: how the LLM enrichment went, and what it cost in tokens. ``pending``: which
+    model pass (``llm`` or ``sampling``) still has the memory queued, if any."""
     if row is None:
-        return "llm: pending" if pending else None
+        return f"{pending}: pending" if pending else None
+    model = str(row["model"])
+    if model == SAMPLING or model.startswith(SAMPLING + ":"):
+        # The client's own model: the client pays for it and reports no token counts.
+        who = f"sampling (the client's model {model[len(SAMPLING) + 1 :]})" if ":" in model else "sampling"
+        tail = "" if row["status"] == "done" else "; the offline extraction stands"
+        return f"{who}: {row['status']} ({row['detail']}){tail}"
     return (
-        f"llm {row['model']}: {row['status']} ({row['detail']}); tokens in {row['input_tokens']} "
+        f"llm {model}: {row['status']} ({row['detail']}); tokens in {row['input_tokens']} "
         f"(cache read {row['cache_read_tokens']}, cache write {row['cache_write_tokens']}), out {row['output_tokens']}"
     )

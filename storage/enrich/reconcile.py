@@ -58,6 +58,19 @@ class Access:
     can_write: Callable[[Sequence[str]], bool]
 
 
+SAME_STATEMENT_LIMIT = 32
+"""How many earlier open tellings of one statement (subject, predicate, object) and of its opposite a new one is
+compared with, newest first: duplicates reported, contradictions linked, and tellings closed by "no longer"."""
+
+
+def _newest_tellings(
+    graph: CanonicalStore, conn: Session, subject: str, predicate: str, obj: str, new_id: str
+) -> list[OpenRelation]:
+    # One more than the limit: a store that reads its own transaction's writes returns the new telling too.
+    found = graph.open_relations(conn, subject, [predicate], obj, newest=SAME_STATEMENT_LIMIT + 1)
+    return [r for r in found if r.memory_id != new_id][-SAME_STATEMENT_LIMIT:]
+
+
 def reconcile(
     graph: CanonicalStore,
     conn: Session,
@@ -83,14 +96,13 @@ def reconcile(
         obj_key = entity_key(f.object)
         # Only what can matter is fetched: the same relation (duplicate, negation), its opposite, and every
         # value only for predicates with one value (update, fixed). Keeps the cost flat as a subject's
-        # likes and visits pile up.
-        found = graph.open_relations(conn, f.subject, [f.predicate], f.object)
+        # likes and visits pile up; the same statement made again and again (in any scope: entities are
+        # shared) is compared with its SAME_STATEMENT_LIMIT most recent tellings only.
+        found = _newest_tellings(graph, conn, f.subject, f.predicate, f.object, new_id)
         if f.predicate in OPPOSITE:
-            found += graph.open_relations(conn, f.subject, [OPPOSITE[f.predicate]], f.object)
+            found += _newest_tellings(graph, conn, f.subject, OPPOSITE[f.predicate], f.object, new_id)
         if f.status == "asserted" and (f.predicate in functional or f.predicate in FIXED):
-            found += [
-                r for r in graph.open_relations(conn, f.subject, [f.predicate]) if r.object_id != obj_key
-            ]
+            found += graph.open_relations(conn, f.subject, [f.predicate], other_than=f.object)
         rels = [
             r
             for r in found

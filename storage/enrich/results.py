@@ -8,6 +8,11 @@ owner 1.15 s of CPU and 39 MiB resident before its first answer (docs/benchmarks
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+
+# The model name of extractors that ask the writing client's own model (MCP sampling); the model the client
+# reports is appended ("sampling:claude-x"). memory_read words their outcome differently (no token counts).
+SAMPLING = "sampling"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +56,23 @@ class ExtractionFailed(Exception):
     def __init__(self, reason: str, usage: Usage, attempts: int) -> None:
         super().__init__(reason)
         self.reason, self.usage, self.attempts = reason, usage, attempts
+
+
+class ExtractionSkipped(ExtractionFailed):
+    """The model was not asked at all (the client cannot be sampled, too many jobs waiting): the offline
+    extraction stands, and ``reason`` says why for ``memory_read``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, Usage(), 0)
+
+
+class Skip:
+    """The extractor of a job that is not to be asked: recorded as skipped with ``reason``."""
+
+    model = SAMPLING
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult:
+        raise ExtractionSkipped(self.reason)

@@ -26,6 +26,8 @@ _CAP_RUN = re.compile(
     r"(?:[A-Z][\w'’&-]*))*"
 )
 _SENTENCE_ENDS = frozenset('.!?:;\n"“(')
+# Titles before a name ("Dr. Okafor"): never an entity alone, and their period does not end a sentence.
+PERSON_TITLES = frozenset(("dr", "mr", "mrs", "ms", "prof"))
 MAX_NGRAM = 5
 
 # Capitalised words that are almost never entities on their own.
@@ -371,6 +373,24 @@ class EntityLexicon:
                     out.append((entity, k))
         return out[:MAX_CANDIDATES]
 
+    def surnamed(self, word: str) -> list[tuple[str, str]]:
+        """Known names of two or three words whose last word is ``word`` (one word, normalised) and whose
+        other words differ from it: ``(entity name, key)``, none when more than ``MAX_CANDIDATES`` names
+        contain the word (a common word picks no one out)."""
+        w = _norm(word)
+        if not w or " " in w:
+            return []
+        with self._lock:
+            keys = self._by_token.get(w, ())
+            if len(keys) > MAX_CANDIDATES:
+                return []
+            out = []
+            for k in sorted(keys):
+                kw = k.split()
+                if 2 <= len(kw) <= 3 and kw[-1] == w and w not in kw[:-1]:
+                    out.append((self._names[k], k))
+        return out
+
     def _near_words(self, w: str) -> set[str]:
         """Known words equal to ``w``, one edit from it (5+ letters) or sounding like it. Call under the lock."""
         out = {w} if w in self._by_token else set()
@@ -405,6 +425,9 @@ class EntityLexicon:
                 for n in range(min(MAX_NGRAM, len(words) - i), 0, -1):
                     key = " ".join(words[i : i + n])
                     name = self._names.get(key)
+                    if name is None and (base := _unpossessed(words[i + n - 1])) is not None:
+                        key = " ".join([*words[i : i + n - 1], base])  # "Ana's dentist" names Ana
+                        name = self._names.get(key)
                     if name is not None:
                         how: Literal["exact", "alias"] = "exact" if key == _norm(name) else "alias"
                         found.setdefault(name, EntityMatch(name, how, key, key))
@@ -424,7 +447,7 @@ class EntityLexicon:
         if limit < 1 or not words:
             return []
         found = {m.name: m for m in self._exact(words)}
-        query = set(words)
+        query = set(words) | {b for w in words if (b := _unpossessed(w)) is not None}
         with self._lock:
             if not self._names:
                 return []
@@ -460,6 +483,14 @@ class EntityLexicon:
 
 def _words(text: str) -> list[str]:
     return [m.group(0).strip(".'’-&").casefold() for m in _TOKEN.finditer(text)]
+
+
+def _unpossessed(word: str) -> str | None:
+    """``ana`` for ``ana's`` (a name's possessive); None for a word without one. Names that end in 's
+    ("McDonald's") still match as written: this is only tried when the word as written matched nothing."""
+    if len(word) > 2 and word.endswith(("'s", "\u2019s")):
+        return word[:-2]
+    return None
 
 
 def _fuzzy_size(word: str) -> bool:
@@ -509,6 +540,12 @@ def _after_sentence_end(text: str, start: int) -> bool:
         if text[i - 1] == "\n":
             return True
         i -= 1
+    if i > 0 and text[i - 1] == ".":
+        j = i - 1
+        while j > 0 and text[j - 1].isalpha():
+            j -= 1
+        if text[j : i - 1].casefold() in PERSON_TITLES:
+            return False
     return i > 0 and text[i - 1] in _SENTENCE_ENDS
 
 
@@ -520,7 +557,7 @@ def capitalised_spans(text: str) -> list[str]:
         # A sentence-initial capital says nothing: drop leading function words there, and a lone
         # sentence-initial word unless it is an all-caps acronym.
         sentence_start = _after_sentence_end(text, m.start())
-        while words and words[0].strip(".'’").casefold() in _NOT_ENTITIES:
+        while words and words[0].strip(".'’").casefold() in _NOT_ENTITIES | PERSON_TITLES:
             words.pop(0)
             sentence_start = False
         while words and words[-1].casefold() in {"of", "de", "the", "and", "&", "van", "von"}:
@@ -531,7 +568,7 @@ def capitalised_spans(text: str) -> list[str]:
             word = words[0].strip(".'’-")
             if sentence_start and not (word.isupper() and len(word) >= 2):
                 continue
-            if word.casefold() in _NOT_ENTITIES or len(word) < 2:
+            if word.casefold() in _NOT_ENTITIES | PERSON_TITLES or len(word) < 2:
                 continue
         name = " ".join(w.strip(".,'’") for w in words)
         if name:
@@ -562,5 +599,5 @@ def extract(
         if key and key not in entities and len(name) <= MAX_NAME_CHARS:
             entities[key] = EntityIn(name=name)
             found_names += 1
-    found = tuple(find_times(content, written_at)) if times else ()
+    found = tuple(find_times(content, written_at, clock=True)) if times else ()
     return Extraction(entities=tuple(entities.values()), times=found)

@@ -13,7 +13,9 @@ Hawking"; "Alexandra" beside "Alexander" is another person's name). Anything wea
 still passes ("Jon Smith" for "John Smith", "Katherine Johnston" for "Katherine Johnson") is **ambiguous**: the
 caller gets a pending ``SAME_AS`` proposal, never a merge. Short names that differ only in their vowels
 ("Tom"/"Tim", "Paul"/"Paula", "Maria"/"Mario", "Luna"/"Lena") and words with digits ("OPS-3386"/"OPS-8066") are
-different names and not even proposed. Blocking (which names
+different names and not even proposed. A lone word that is the last word
+of a known name of two or three words ("Okafor", or "Dr. Okafor", beside "Ngozi Okafor") is the **partial** tier:
+proposed, never linked (``judge_partial``). Blocking (which names
 are compared at all) is the lexicon's job (``EntityLexicon.similar``); this module only judges pairs.
 """
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Tier = Literal["fuzzy", "phonetic"]
+Tier = Literal["fuzzy", "phonetic", "partial"]
 
 _VOWELS = frozenset("aeiouy")
 _FRONT = frozenset("eiy")
@@ -164,6 +166,18 @@ def judge(new: str, known: str) -> Judgement | None:
             # (Alexander and Alexandra, Daniel and Danielle, Stefan and Stefanie): proposed, never linked.
             confident = bool(equal) and shortest >= 6 and d <= 2 and x[-1] == y[-1]
     return Judgement(tier, score, confident)
+
+
+def judge_partial(new: str, known: str) -> Judgement | None:
+    """Whether a lone word (``new``, normalised) may be the person ``known`` names by their last word: "okafor"
+    (from "Dr. Okafor") beside "ngozi okafor". Never confident (several people share a surname), so at most
+    proposed; never for a first name ("sam" beside "sam park" is anyone called Sam)."""
+    a, b = new.split(), known.split()
+    if len(a) != 1 or not 2 <= len(b) <= 3 or b[-1] != a[0] or a[0] in b[:-1]:
+        return None
+    if len(a[0]) < 3 or any(ch.isdigit() for ch in a[0]):
+        return None
+    return Judgement("partial", round(1 / len(b), 3), False)
 
 
 def _skeleton(word: str) -> str:

@@ -35,6 +35,7 @@ Resolution rules where English is ambiguous:
   one ("the review will be on Tuesday"). A yearless date in a clause with neither a future marker nor a
   past-tense verb ("the flight leaves on December 2", "June 3: dentist") is the nearer of the last and the
   next occurrence, the next only if it is under six months away.
+* A yearless date right after "since" ("since May 20 Ana works at Globex") is always the most recent one.
 * Bare month ("in May", "since June"): the most recent one that has begun by the reference date.
   "last May": the most recent May strictly before the reference month; "next May": the first strictly
   after it; "this May": the reference year's.
@@ -52,6 +53,8 @@ Resolution rules where English is ambiguous:
   "this winter" the one containing the reference date (else the one starting in its year). Quarters use
   granularity "season".
 * Parts of a day (morning 05-12, afternoon 12-18, evening 18-24, night 18-06) have granularity "day".
+* With ``clock=True`` (write time), a day or part of one next to a clock time ("December 15 at 3pm",
+  "at 9:30 a.m. on Friday", "tonight at 1am") is that minute, granularity "instant".
 * "May" is a month only when followed by a day or year or after in/last/next/since/before/after, so
   "May I" and "this may take" are not dates; "20 May" needs an ordinal, "of", or a year ("5 may help").
 * Direction: before/until/till/by X -> "before"; after/since X and "from X on(wards)" -> "after"; the
@@ -293,6 +296,9 @@ _PAST_VERB_RX = _rx(
 )
 
 
+_SINCE_RX = _rx(rf"{_B}since{_S}(?:the{_S})?\Z")
+
+
 def _clause(m: re.Match[str]) -> str:
     text = m.string
     start = max(
@@ -305,6 +311,8 @@ def _clause(m: re.Match[str]) -> str:
 def _tense(m: re.Match[str]) -> Literal["ahead", "back", "near"]:
     """The direction a yearless date points in: ahead with a future marker (and no past marker), back with a
     past-tense verb, else (present tense: "the flight leaves on December 2") the nearer occurrence."""
+    if _SINCE_RX.search(m.string, max(0, m.start() - 16), m.start()):
+        return "back"  # "since May 20": a start that has come, whatever the clause's tense
     clause = _clause(m)
     if _FUTURE_RX.search(clause) and not _PAST_RX.search(clause):
         return "ahead"
@@ -513,8 +521,51 @@ def _direction(text: str, m: re.Match[str]) -> tuple[int, int, Literal["at", "be
     return start, end, "at"
 
 
-def find_times(text: str, ref: datetime) -> list[TimeMention]:
-    """All time expressions in text, in order of appearance, non-overlapping (longest match wins)."""
+# A clock time right after a day ("December 15 at 3pm", "tomorrow at 09:30", "on Friday, 3:15 p.m.") or right
+# before one ("at 3pm on December 15"). Needs am/pm or hh:mm (or noon/midnight): "at 3" alone is not a time.
+_CLOCK = (
+    r"(?:(?P<h>1[0-2]|0?[1-9])(?::(?P<m>[0-5][0-9]))?\s?(?:(?P<ap>[ap])m\b|(?P<ap2>[ap])\.m\.)"
+    r"|(?P<h24>[01]?[0-9]|2[0-3]):(?P<m24>[0-5][0-9])(?![0-9])"
+    r"|(?P<noon>noon|midday|midnight)\b)"
+)
+_CLOCK_AFTER_RX = _rx(rf"\A,?{_S}(?:at{_S}|@{_S}?|around{_S}|from{_S})?{_CLOCK}")
+_CLOCK_BEFORE_RX = _rx(rf"{_B}(?:at{_S}|@{_S}?|around{_S})?{_CLOCK}{_S}(?:on{_S})?\Z")
+
+
+def _clock(m: re.Match[str]) -> tuple[int, int]:
+    if m["noon"]:
+        return (0, 0) if m["noon"].casefold() == "midnight" else (12, 0)
+    if m["h24"] is not None:
+        return int(m["h24"]), int(m["m24"])
+    hour = int(m["h"]) % 12 + (12 if (m["ap"] or m["ap2"]).casefold() == "p" else 0)
+    return hour, int(m["m"] or 0)
+
+
+def _with_clock(text: str, t: TimeMention) -> TimeMention:
+    """A mention of one day (or part of one: "tomorrow morning") next to a clock time within it becomes that
+    instant (the minute), its span covering both."""
+    if t.granularity != "day" or t.hi - t.lo > timedelta(days=1) or t.direction != "at":
+        return t
+    after = _CLOCK_AFTER_RX.match(text[t.end : t.end + 24])
+    before = None if after else _CLOCK_BEFORE_RX.search(text[max(0, t.start - 24) : t.start])
+    if after is None and before is None:
+        return t
+    hour, minute = _clock(after or before)  # type: ignore[arg-type]
+    lo = t.lo.replace(hour=hour, minute=minute)
+    if lo < t.lo:  # "tonight at 1am": past midnight
+        lo += timedelta(days=1)
+    if not t.lo <= lo < t.hi:  # "this morning at 9pm": not a time of that span
+        return t
+    start = t.start - (len(before[0]) if before else 0)
+    end = t.end + (after.end() if after else 0)
+    return TimeMention(text[start:end], start, end, lo, lo, lo + timedelta(minutes=1), "instant", t.relative)
+
+
+def find_times(text: str, ref: datetime, *, clock: bool = False) -> list[TimeMention]:
+    """All time expressions in text, in order of appearance, non-overlapping (longest match wins). With
+    ``clock``, a one-day mention next to a clock time ("December 15 at 3pm") is that minute (granularity
+    "instant"): a memory's event time keeps it. Recall leaves it off: a question's "at 3pm on the 15th" still
+    looks at the whole day."""
     if not isinstance(text, str) or not text:
         return []
     c = _Ctx(ref.tzinfo or UTC, ref.date())
@@ -540,7 +591,7 @@ def find_times(text: str, ref: datetime) -> list[TimeMention]:
             continue
         starts.insert(i, t.start)
         kept.insert(i, t)
-    return kept
+    return [_with_clock(text, t) for t in kept] if clock else kept
 
 
 _ACCEPTED = (

@@ -142,9 +142,23 @@ class CanonicalReads(Protocol):
         Its cost must grow with the entity's mentions, not with the store."""
         ...
 
-    def same_as(self, conn: Session, ids: Sequence[str] | None = None) -> list[SameAs]:
-        """``SAME_AS`` proposals (every one, or those with the given ids), oldest first; ``a`` and ``b`` are the
-        entities' current names. Proposals are few (one per ambiguous new name), so reading all is cheap."""
+    def same_as(
+        self,
+        conn: Session,
+        ids: Sequence[str] | None = None,
+        *,
+        status: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int | None = None,
+    ) -> list[SameAs]:
+        """``SAME_AS`` proposals (every one, or those with the given ids), oldest first (by ``created_at``, then
+        id); ``a`` and ``b`` are the entities' current names. ``status`` keeps one status; ``after`` (a
+        ``(created_at, id)`` position) starts after that proposal; ``limit`` returns at most that many: the
+        listing pages through them without reading them all."""
+        ...
+
+    def pending_same_count(self, conn: Session, scope: str) -> int:
+        """How many pending ``SAME_AS`` proposals apply to ``scope`` (have it among their ``scopes``)."""
         ...
 
     def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
@@ -216,9 +230,16 @@ class CanonicalWrites(Protocol):
     ) -> None: ...
 
     def open_relations(
-        self, conn: Session, subject: str, predicates: Sequence[str], obj: str | None = None
+        self,
+        conn: Session,
+        subject: str,
+        predicates: Sequence[str],
+        obj: str | None = None,
+        *,
+        newest: int | None = None,
+        other_than: str | None = None,
     ) -> list[OpenRelation]:
-        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was stated for the relation."""
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was stated for the relation. ``newest`` keeps only the most recently recorded edges per predicate, cut before their memories are looked up, so the cost stays flat however often the same statement was made. ``other_than`` leaves out edges to that object."""
         ...
 
     def close_relation(
@@ -387,4 +408,12 @@ class CanonicalStore(
         given; ``max_seq`` is the head of the log across every node; and the log is never pruned by one node.
         A transaction of a shared store may not see its own earlier writes from its reads: the intents of such
         a store are committed one per transaction."""
+        ...
+
+    @property
+    def identity(self) -> str:
+        """Which store this is, stable across restarts and different for another store (another graph, or a
+        graph made anew under the same address): a data directory records the identity its projections mirror,
+        and rebuilds them when it opens on another (docs/scale-out.md, "Restarts and moves"). ``kuzu`` for
+        the embedded store, which lives in the data directory itself."""
         ...

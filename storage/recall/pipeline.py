@@ -480,7 +480,8 @@ def _same_chain(a: Memory, b: Memory) -> bool:
 
 def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> list[_Candidate]:
     """Fold each candidate that repeats a better one (same normalised text, or cosine >= the recipe's
-    threshold between the stored vectors the vector lane returned, and the same numbers) into it; refill
+    threshold between the stored vectors the vector lane returned, and the same numbers) into it, or repeats
+    one already folded (so which twin ranks first does not change what folds together); refill
     from the pool so ``k`` results remain if possible. A candidate no vector search found is compared by
     text only: a near-duplicate of a result is, in practice, found by the vector lane next to it.
 
@@ -490,18 +491,19 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
     """
     kept: list[_Candidate] = []
     by_text: dict[str, _Candidate] = {}
+    seen: list[tuple[_Candidate, _Candidate]] = []  # (a result or one folded into it, the result)
     queue = list(cands)
     while queue:
         c = queue.pop(0)
         twin = by_text.get(_text_key(c.memory.content))
         if twin is None and recipe.dedup_cosine is not None and c.unit is not None:
-            for other in kept:
+            for other, result in seen:  # the folded ones too: a twin of a twin joins the same result
                 if (
                     other.unit is not None
                     and float(c.unit @ other.unit) >= recipe.dedup_cosine
                     and _numbers(other.memory.content) == _numbers(c.memory.content)
                 ):
-                    twin = other
+                    twin = result
                     break
         if (
             twin is not None
@@ -510,9 +512,12 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
             and not _same_chain(twin.memory, c.memory)
         ):
             twin.collapsed.append(c.memory.id)
+            by_text.setdefault(_text_key(c.memory.content), twin)
+            seen.append((c, twin))
         else:
             kept.append(c)
             by_text.setdefault(_text_key(c.memory.content), c)
+            seen.append((c, c))
         if not queue and len(kept) < q.k:
             queue = pool.take(q.k - len(kept))
             for extra in queue:

@@ -79,6 +79,10 @@ class Reconciler:
         self._cond = threading.Condition()
         with graph.read() as conn:
             self._seq = graph.max_seq(conn)
+        if not graph.shared:
+            # An erasure prunes the embedded log whole, and its head goes with it: numbering must go on past
+            # what the projections applied, or the next changes would look applied already and never be.
+            self._seq = max(self._seq, *(p.watermark.value for p in self._projections))
         self._committed = self._seq
         self._projected = min((p.watermark.value for p in self._projections), default=self._seq)
         self._last_pruned = self._projected
@@ -99,9 +103,12 @@ class Reconciler:
         # With a shared store: called in the projector thread with each batch of changes before readers waiting
         # for them are woken (the engine refreshes what it caches of the canonical state: scopes, lexicon).
         self.on_changes: Callable[[list[Change]], None] | None = None
+        # A shared store: why its last poll of the log's head failed (None while it answers). Every call of
+        # this node fails meanwhile; /healthz says so, so that a load balancer stops sending it work.
+        self.canonical_error: str | None = None
         # While set (``follow``): called in the projector thread after each batch it applies, once readers
         # waiting for that batch are woken, with the batch's last seq (an erasure's rebuilt projections follow).
-        self._follower_fn: Callable[[int], None] | None = None
+        self._on_batch: Callable[[int], None] | None = None
         self._wake_lock = threading.Lock()
         self._wake_queued = False  # a wake-up waits in the projector's queue
         self._follow_stop = threading.Event()
@@ -113,6 +120,9 @@ class Reconciler:
 
     def start(self) -> None:
         """Replay what the projections missed (crash repair), then start both threads."""
+        # The engine may have rebuilt the projections since __init__ (watermarks moved either way).
+        self._projected = min((p.watermark.value for p in self._projections), default=self._seq)
+        self._last_pruned = self._last_maintained = self._projected
         self._catch_up(replay=True)
         self._writer.start()
         self._projector.start()
@@ -392,7 +402,7 @@ class Reconciler:
                 self._projected = top
                 self._projector_error = None
                 self._cond.notify_all()
-            follower = self._follower_fn
+            follower = self._on_batch
             if follower is not None:
                 follower(top)
         pending = self._pending_maintenance()
@@ -469,7 +479,7 @@ class Reconciler:
         from projector jobs (``on_projector``), so no batch is half followed. ``fn`` runs after the readers
         waiting for the batch are woken: what it costs delays the next batch, never this one's readers; it
         must not raise."""
-        self._follower_fn = fn
+        self._on_batch = fn
 
     def rebuilt(self) -> None:
         """Called (in the projector thread) after a projection was rebuilt from a canonical snapshot."""
@@ -490,18 +500,21 @@ class Reconciler:
             self._wake_projector()
 
     def _follow_loop(self) -> None:
-        """Keep a node's projections near the shared log while nobody reads (a recall syncs anyway)."""
+        """Keep a node's projections near the shared log while nobody reads (a recall syncs anyway), and keep
+        ``canonical_error`` up to date for the node's health check."""
         failing = False
         while not self._follow_stop.wait(FOLLOW_S):
             try:
                 self.sync_head()
             except Exception as exc:
+                self.canonical_error = f"{type(exc).__name__}: {exc}"
                 if not failing:  # once per outage, not twice a second
                     log.warning(
                         "cannot read the shared change log's head (%s); retrying every %.1f s", exc, FOLLOW_S
                     )
                 failing = True
             else:
+                self.canonical_error = None
                 if failing:
                     log.warning("the shared change log is reachable again")
                 failing = False

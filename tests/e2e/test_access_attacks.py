@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -540,3 +541,40 @@ async def test_another_teams_alias_does_not_fold_my_mention_into_an_entity(store
             {"content": "Sparrow met Ada Quist again.", "entities": [{"name": "Ada Quist"}]},
         )
         assert mine["entities"] == ["Ada Quist"]  # "Sparrow" is that entity's mention, not one of its own
+
+
+async def test_a_join_applies_to_recalls_that_read_the_scope_it_was_decided_in(store: Store) -> None:
+    """attack9 F8, decided (docs/entities.md, "Access"): an accepted join is about the two entities, which are
+    store-wide like their names. It applies to every recall that reads one of the proposal's scopes, and there
+    the joined name reaches what the other name reaches, every memory the reader may read (another team's
+    included, as asking by the other name already did). A recall that reads none of those scopes is unchanged."""
+    async with _clients(store, ("ta", "team:a=w"), ("tb", "team:b=w"), ("ab", "team:a=r", "team:b=r")) as (
+        ta,
+        tb,
+        ab,
+    ):
+        await call(ta, "memory_write", {"content": "John Smith leads the audit.", "scopes": ["team:a"]})
+        await call(tb, "memory_write", {"content": "John Smith fixed the boiler.", "scopes": ["team:b"]})
+        raised = await call(
+            tb, "memory_write", {"content": "Jon Smith sent the invoice.", "scopes": ["team:b"]}
+        )
+        [pid] = raised["proposals"]
+
+        async def walked(client: Client, query: str, scopes: list[str] | None = None) -> set[str]:
+            args: dict[str, Any] = {"query": query, "explain": True, **({"scopes": scopes} if scopes else {})}
+            found = await call(client, "recall", args)
+            return {h["content"] for h in found["results"] if "graph" in h["explain"]["lanes"]}
+
+        probes = [(ta, None), (ab, ["team:a"]), (ab, ["team:a", "team:b"])]
+        before = [await walked(c, "What did Jon Smith do?", s) for c, s in probes]
+        by_other_name = await walked(ab, "What did John Smith do?", ["team:a", "team:b"])
+        await call(tb, "entities", {"action": "accept", "id": pid})
+        after = [await walked(c, "What did Jon Smith do?", s) for c, s in probes]
+
+        # Reading none of the proposal's scopes (team:b): nothing changed, for ta and for ab asking in team:a.
+        assert after[:2] == before[:2]
+        assert "John Smith leads the audit." not in after[0] | after[1]
+        # Reading team:b: Jon Smith now reaches what John Smith reaches, team:a's memory included.
+        assert before[2] == {"Jon Smith sent the invoice."}
+        assert after[2] == by_other_name | {"Jon Smith sent the invoice."}
+        assert "John Smith leads the audit." in after[2]

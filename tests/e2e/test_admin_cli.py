@@ -189,3 +189,35 @@ async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_own
         assert all(
             "graph" not in r["explain"]["lanes"] for r in found["results"] if r["id"].startswith(lunch["id"])
         )
+
+        # attack9 F4: the listing pages; the CLI prints the command for the next page, refuses bad arguments.
+        await call(
+            client,
+            "memory_write",
+            {"content": "Katherine Johnson leads the budget review.", "scopes": ["user:cli"]},
+        )
+        johnston = await call(
+            client,
+            "memory_write",
+            {"content": "Katherine Johnston runs the warehouse.", "scopes": ["user:cli"]},
+        )
+        [second] = johnston["proposals"]
+        first = await _cli("entities", "list", "--limit", "1", "--data-dir", data)
+        assert first.returncode == 0, first.stderr
+        lines = first.stdout.decode().splitlines()
+        assert lines[0].startswith(f"{pid}  pending")
+        assert lines[1].startswith("more: mnemograph entities list --status pending --limit 1 --cursor ")
+        rest = await _cli(*lines[1].split()[2:], "--data-dir", data)
+        assert rest.returncode == 0, rest.stderr
+        assert rest.stdout.decode().splitlines() == [
+            f"{second}  pending   'Katherine Johnston' same as 'Katherine Johnson'  (fuzzy, 0.94; memory "
+            f"{johnston['id'][:12]})"
+        ]
+        for bad, says in (
+            (["--limit", "0"], b"out of range: use 1 to 200"),
+            (["--limit", "ten"], b"not a whole number"),
+            (["--cursor", "bm9wZQ=="], b"list again without a cursor"),
+        ):
+            refused = await _cli("entities", "list", *bad, "--data-dir", data)
+            assert refused.returncode == 2
+            assert says in refused.stderr, refused.stderr

@@ -8,15 +8,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
 from storage.adapters.falkordb import local as falkordb_local
-from tests.e2e.conftest import MNEMOGRAPH, HttpServer, Store, _store, await_for, call, free_port
+from tests.e2e.conftest import MNEMOGRAPH, HttpServer, Store, await_for, call, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.slow]
 
@@ -24,25 +22,6 @@ SCOPE = "team:fleet"
 CLIENTS_PER_NODE = 4
 WRITES_PER_CLIENT = 10
 KILL_AFTER = 25  # acknowledged writes before node b dies
-
-
-@pytest.fixture
-def falkordb(tmp_path: Path) -> Iterator[falkordb_local.LocalServer]:
-    server = falkordb_local.start(tmp_path / "falkordb")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    a, b = _store(tmp_path / "node-a"), _store(tmp_path / "node-b")
-    try:
-        yield next(a), next(b)
-    finally:
-        for gen in (a, b):
-            gen.close()  # stops the node's owner, removes its runtime directory
 
 
 class Node:

@@ -121,3 +121,15 @@ def test_digest_settings_reach_the_engine(engine: Engine) -> None:
     assert receipt.digest == "off"
     assert engine.wait_digested(0) is False  # off: the conversation waits, recorded in the store
     assert engine.consolidate() == 1  # and is digested on request (what `mnemograph digests` runs)
+
+
+def test_sampling_is_off_unless_turned_on(engine: Engine) -> None:
+    assert (load_settings({}).sampling, load_settings({}).sampling_timeout) == (False, 60.0)
+    s = load_settings({"MNEMOGRAPH_SAMPLING": "on", "MNEMOGRAPH_SAMPLING_TIMEOUT": "5"})
+    assert (s.sampling, s.sampling_timeout) == (True, 5.0)
+    with pytest.raises(SettingsError, match="MNEMOGRAPH_SAMPLING must be on or off"):
+        load_settings({"MNEMOGRAPH_SAMPLING": "maybe"})
+    write_time(WriteTimeOptions(sampling=False))(engine)
+    assert engine.sampler is None  # off: no worker, and writes that bring a model are not sent to it
+    write_time(WriteTimeOptions(sampling=s.sampling))(engine)
+    assert engine.sampler is not None

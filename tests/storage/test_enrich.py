@@ -4,6 +4,7 @@ show them. Real stores in tmp_path, real model."""
 
 from __future__ import annotations
 
+import threading
 import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
@@ -242,3 +243,59 @@ def test_a_fault_in_extraction_never_fails_the_write(engine: Engine, monkeypatch
     assert receipt.status == "added"
     assert {"Ana", "Globex"} <= set(receipt.entities)
     assert engine.recall("Where does Ana work?", ["user:ana"], k=3)[0].memory.id == receipt.id
+
+
+def test_a_name_in_the_possessive_is_a_query_entity(engine: Engine) -> None:
+    """ "who is Ana's dentist" named no entity Ana (the word was "ana's"), so a path from "dentist" through
+    Ana counted as two hops and its bonus lifted "Ana lives in Lisbon" above both dentist memories."""
+    engine.write("Ana's a dentist.", ["user:ana"])
+    engine.write("Ana's dentist is Dr. Okafor.", ["user:ana"])
+    engine.amend(engine.write("Ana lives in Porto.", ["user:ana"]).id, "Ana lives in Lisbon since May.")
+    assert {m.name for m in engine.lexicon.match("who is Ana's dentist")} >= {"Ana", "dentist"}
+    top = engine.recall("who is Ana's dentist", ["user:ana"])[0]
+    assert "dentist" in top.memory.content
+
+
+def test_memory_read_never_shows_a_finished_model_pass_without_its_relations(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass commits while memory_read is between its queries (CI caught it showing 'done' and no
+    relations): whatever the interleaving, a pass shown as done comes with the relations it added."""
+    from storage.enrich.results import LlmResult, LlmStatement, Usage
+
+    answered = threading.Event()
+
+    class SlowModel:
+        model = "sampling"
+
+        def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult:
+            answered.wait(10)
+            return LlmResult((LlmStatement("Ana", "works_at", "Acme", "asserted"),), Usage(), "m1", 1)
+
+    engine.use_sampling()
+    receipt = engine.write(
+        "Big news from Ana today: she signed with the Acme people.", ["user:sam"], extractor=SlowModel()
+    )
+    relation_history = engine.graph.relation_history
+
+    reader = threading.current_thread()
+
+    def pass_commits_meanwhile(conn: object, ids: list[str]) -> object:
+        rows = relation_history(conn, ids)  # type: ignore[arg-type]
+        if threading.current_thread() is not reader:  # the pass reads relations too
+            return rows
+        answered.set()
+        assert engine.sampler is not None
+        assert engine.sampler.wait_idle(30)
+        return rows
+
+    monkeypatch.setattr(engine.graph, "relation_history", pass_commits_meanwhile)
+    during = engine.read(receipt.id)
+    monkeypatch.undo()
+    after = engine.read(receipt.id)
+    assert ": done (1 relation(s) added" in (after.enrichment or ""), after.enrichment
+    assert [r.split(" [")[0] for r in after.relations] == ["Ana —works_at→ Acme"], after.relations
+    assert during.relations or ": done" not in (during.enrichment or ""), (
+        during.enrichment,
+        during.relations,
+    )

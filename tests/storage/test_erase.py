@@ -106,3 +106,21 @@ def test_a_crash_in_the_middle_of_erase_or_purge_is_finished_at_restart(
         assert {m for m in acked if m not in remaining} == set()
         assert eng.verify().ok
     assert files_containing(data, canary.encode()) == [], f"{op} killed at {where} left the canary"
+
+
+def test_a_restart_after_an_erase_keeps_the_search_indexes(tmp_path: Path, embedder: CachedEmbedder) -> None:
+    """The erasure prunes the embedded change log whole. After a restart, the next write must still reach the
+    search indexes (0328284 numbered it from the empty log, at or below what the indexes had applied, so it
+    was never applied), and the indexes must not be rebuilt at every start after any erase."""
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        gone = eng.write("The vault code is 1234.", ["user:ana"])
+        keep = eng.write("The lobby opens at 8am.", ["user:ana"])
+        eng.erase(gone.id, confirm=gone.id)
+    generations = sorted(p.name for p in [*(data / "text").iterdir(), *(data / "vectors").iterdir()])
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        assert [h.memory.id for h in eng.recall("lobby opens", ["user:ana"])] == [keep.id]
+        after = eng.write("The gym opens at 6am.", ["user:ana"])
+        assert [h.memory.id for h in eng.recall("gym opens", ["user:ana"])][:1] == [after.id]
+        assert eng.verify().ok
+    assert sorted(p.name for p in [*(data / "text").iterdir(), *(data / "vectors").iterdir()]) == generations

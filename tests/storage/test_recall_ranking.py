@@ -119,6 +119,13 @@ def test_near_duplicates_fold_into_the_better_result(engine: Engine) -> None:
     cat_hits = [h for h in cats if "cat" in h.memory.content.casefold()]
     assert len(cat_hits) == 1
     assert {cat_hits[0].memory.id, *cat_hits[0].collapsed} == {a.id, b.id, c.id}
+    # Whichever twin ranks first, the three fold together: here c does, and b is near a, not c.
+    echo = [
+        h
+        for h in engine.recall("ana's cat is named miso!!", ["user:ana"], k=5)
+        if "cat" in h.memory.content.casefold()
+    ]
+    assert [(h.memory.id, set(h.collapsed)) for h in echo] == [(c.id, {a.id, b.id})]
     codes = engine.recall("gym locker code", ["user:ana"], k=5)
     assert len([h for h in codes if "locker" in h.memory.content]) == 2
     plain = engine.recall(

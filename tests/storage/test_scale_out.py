@@ -11,7 +11,7 @@ import pytest
 
 from storage import CachedEmbedder, Engine, EntityIn, WriteItem
 from storage.adapters.falkordb import local as falkordb_local
-from storage.domain.errors import InvalidInput
+from storage.domain.errors import InvalidInput, StorageUnavailable
 from tests.conftest import files_containing
 from tests.e2e.conftest import wait_for
 from tests.storage.contract._records import canary, needles
@@ -207,3 +207,127 @@ def test_a_node_rebuilds_its_indexes_when_changes_it_never_applied_were_pruned(
     assert ids[:1] == [late.id]
     assert gone.id not in ids
     assert a.verify().ok
+
+
+def test_a_data_directory_that_served_the_embedded_store_joins_a_shared_graph_with_fresh_indexes(
+    node: Callable[[str], Engine], tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    # A newcomer tries the embedded mode on a machine first, then points the same data directory at the team's
+    # graph, which has more changes already: the watermarks (embedded seq 3) are inside the shared log.
+    solo = Engine.open(tmp_path / "a", embedder=embedder, warm=False)
+    local = [
+        solo.write(f"Solo note {n}: the zebra enclosure needs a new gate.", ["team:zoo"]) for n in range(3)
+    ]
+    solo.close()
+    b = node("b")
+    shared = [
+        b.write(f"Team note {n}: the penguins eat at noon, feeder {n}.", ["team:zoo"]) for n in range(6)
+    ]
+    a = node("a")
+    ids = {h.memory.id for h in a.recall("penguins eat at noon feeder", ["team:zoo"], k=10)}
+    assert {w.id for w in shared} <= ids  # the first changes of the shared log were skipped on 0328284
+    assert not {w.id for w in local} & {h.memory.id for h in a.recall("zebra enclosure gate", ["team:zoo"])}
+    report = a.verify()
+    assert report.ok, report.drift
+    assert report.counts == {"falkordb": 6, "lancedb": 6, "tantivy": 6}
+
+
+def test_a_node_rebuilds_its_indexes_when_the_shared_graph_was_made_anew(
+    node: Callable[[str], Engine], falkordb: falkordb_local.LocalServer
+) -> None:
+    import redis
+
+    a = node("a")
+    old = [a.write(f"Old graph note {n}: the boiler is serviced in March.", ["team:ops"]) for n in range(4)]
+    a.close()
+    # The server's graph is lost and made again (restored from an older backup, a lagging replica promoted,
+    # flushed by mistake): a new log whose head is behind the node's watermarks.
+    redis.Redis(port=falkordb.port).execute_command("GRAPH.DELETE", "shared")
+    new = node("b").write("New graph note: the boiler moved to the basement.", ["team:ops"])
+    back = node("a")
+    assert [h.memory.id for h in back.recall("boiler basement", ["team:ops"])] == [new.id]
+    assert not {w.id for w in old} & {h.memory.id for h in back.recall("boiler serviced March", ["team:ops"])}
+    report = back.verify()
+    assert report.ok, report.drift
+    assert report.counts == {"falkordb": 1, "lancedb": 1, "tantivy": 1}
+
+
+def test_a_running_node_says_so_when_its_graph_was_deleted_or_replaced(
+    node: Callable[[str], Engine], falkordb: falkordb_local.LocalServer
+) -> None:
+    import redis
+
+    a = node("a")
+    old = a.write("Old graph note: the boiler is serviced in March.", ["team:ops"])
+    server = redis.Redis(port=falkordb.port)
+    server.execute_command("GRAPH.DELETE", "shared")  # the server lost its data while a runs
+    # A clear error naming what happened and what to do, not an internal error (0328284: "Invalid graph
+    # operation on empty key", reported to the agent as a crash).
+    with pytest.raises(StorageUnavailable, match="deleted or replaced") as lost:
+        a.recall("boiler", ["team:ops"])
+    assert "restart this node" in (lost.value.hint or "")
+    with pytest.raises(StorageUnavailable, match="deleted or replaced"):
+        a.list_scopes()
+    # Another node starts on the same name: a new, empty graph. a must not answer from its projections of
+    # the old one as if they mirrored the new (0328284 returned the old graph's memory, deleted everywhere).
+    fresh = node("b").write("New graph note: the boiler moved to the basement.", ["team:ops"])
+    with pytest.raises(StorageUnavailable, match="deleted or replaced"):
+        a.recall("boiler", ["team:ops"])
+    a.close()
+    back = node("a")  # restarted: rebuilt from the new graph
+    assert [h.memory.id for h in back.recall("boiler", ["team:ops"])] == [fresh.id]
+    assert old.id != fresh.id
+    assert back.verify().ok
+
+
+def test_a_scope_moved_out_of_a_subtree_on_one_node_is_closed_to_its_old_readers_on_another(
+    node: Callable[[str], Engine],
+) -> None:
+    from scopes import Grant, Principal
+    from storage.domain.errors import NotFound
+
+    a, b = node("a"), node("b")
+    a.create_scope("team:all")
+    a.create_scope("project:secret", parent="team:all")
+    secret = a.write("The merger with Initech closes on Friday.", ["project:secret"])
+    reader = Principal("reader", grants=(Grant.parse("team:all=r"),))  # reads team:all and what is under it
+    assert [
+        h.memory.id for h in b.recall("merger Initech", ["team:all"], descendants=True, principal=reader)
+    ] == [secret.id]
+    a.move_scope("project:secret", None)  # the admin takes the project away from the team's readers
+    # On b at once, and with no other change coming (0328284 kept granting it until b next applied one).
+    assert b.recall("merger Initech", ["team:all"], descendants=True, principal=reader) == []
+    with pytest.raises(NotFound):
+        b.read(secret.id, principal=reader)
+    assert "project:secret" not in {s.id for s in b.list_scopes(principal=reader)}
+    # The tree b answers from is the shared one: the move shows in its list for the local user.
+    assert {s.id: s.parent for s in b.list_scopes()}["project:secret"] is None
+
+
+def test_backup_of_a_node_is_refused_with_what_to_do_instead(
+    node: Callable[[str], Engine], tmp_path: Path
+) -> None:
+    a = node("a")
+    a.write("The ferns need water on Fridays.", ["user:dee"])
+    with pytest.raises(InvalidInput, match="FalkorDB server") as refused:
+        a.backup(tmp_path / "copy")
+    assert "export" in (refused.value.hint or "")
+    assert not (tmp_path / "copy").exists()
+    assert a.verify().ok
+
+
+def test_a_node_restarted_without_its_canonical_address_refuses_to_become_an_embedded_store(
+    node: Callable[[str], Engine], tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    from storage.domain.errors import StoreMismatch
+
+    a = node("a")
+    w = a.write("Ana's team ships the billing service on Thursdays.", ["team:billing"])
+    a.close()
+    # The operator restarts the node and forgets --canonical: 0328284 served a new, empty embedded store.
+    with pytest.raises(StoreMismatch, match="shared FalkorDB graph") as refused:
+        Engine.open(tmp_path / "a", embedder=embedder, warm=False)
+    assert "--canonical" in (refused.value.hint or "")
+    again = node("a")  # nothing changed: with its address it serves the team's memories as before
+    assert [h.memory.id for h in again.recall("billing service", ["team:billing"])] == [w.id]
+    assert again.verify().ok

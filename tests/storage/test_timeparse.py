@@ -541,3 +541,39 @@ def test_impossible_dates_are_refused(value: str) -> None:
 @pytest.mark.parametrize("text", ["Feb 29, 2023", "2023-02-29", "June 31", "the 30th of February"])
 def test_impossible_dates_are_not_times(text: str) -> None:
     assert find_times(text, REF) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "span", "when"),
+    [
+        ("Dentist on May 31 at 3pm.", "May 31 at 3pm", datetime(2023, 5, 31, 15, 0, tzinfo=UTC)),
+        (
+            "at 3:30 p.m. on May 20 we met",
+            "at 3:30 p.m. on May 20",
+            datetime(2023, 5, 20, 15, 30, tzinfo=UTC),
+        ),
+        ("lunch tomorrow at 12:30", "tomorrow at 12:30", datetime(2023, 5, 31, 12, 30, tzinfo=UTC)),
+        ("tomorrow morning at 9am", "tomorrow morning at 9am", datetime(2023, 5, 31, 9, 0, tzinfo=UTC)),
+        ("tonight at 1am", "tonight at 1am", datetime(2023, 5, 31, 1, 0, tzinfo=UTC)),
+        ("on Friday at noon", "Friday at noon", datetime(2023, 5, 26, 12, 0, tzinfo=UTC)),
+    ],
+)
+def test_a_clock_time_next_to_a_day_makes_an_instant(text: str, span: str, when: datetime) -> None:
+    (t,) = find_times(text, REF, clock=True)
+    assert (t.text, t.when, t.granularity, t.hi - t.lo) == (span, when, "instant", timedelta(minutes=1))
+    (plain,) = find_times(text, REF)  # recall's reading: the whole day (or part of it)
+    assert plain.granularity == "day"
+
+
+@pytest.mark.parametrize("text", ["yesterday at 3 we ran", "this morning at 9pm", "since May 20 at 10am"])
+def test_no_clock_time_or_one_outside_the_day_part_leaves_the_day(text: str) -> None:
+    (t,) = find_times(text, REF, clock=True)
+    assert t.granularity == "day"
+
+
+def test_a_yearless_date_after_since_has_begun() -> None:
+    # Present tense and the next October nearer than the last: still the last, as "since" says.
+    (t,) = find_times("since October 20 Ana works at Globex", REF)
+    assert (t.lo, t.direction) == (datetime(2022, 10, 20, tzinfo=UTC), "after")
+    (flight,) = find_times("the flight leaves on October 20", REF)  # no "since": the nearer one
+    assert flight.lo == datetime(2023, 10, 20, tzinfo=UTC)

@@ -62,6 +62,17 @@ def test_event_time_from_caller_from_content_or_write_time(engine: Engine) -> No
     assert engine.read(relative.id).memory.event_time_source == "content"
 
 
+def test_a_clock_time_in_the_content_is_kept_in_the_event_time(engine: Engine) -> None:
+    """ "Dentist appointment on December 15, 2026 at 3pm" happened at 15:00, not at midnight."""
+    dentist = engine.write("Dentist appointment on December 15, 2026 at 3pm.", ["user:ana"])
+    assert dentist.event_time == datetime(2026, 12, 15, 15, 0, tzinfo=UTC)
+    before = engine.write("At 9:30 a.m. on 2026-12-16 the plumber comes.", ["user:ana"])
+    assert before.event_time == datetime(2026, 12, 16, 9, 30, tzinfo=UTC)
+    vague = engine.write("On December 17, 2026 at 3 we meet.", ["user:ana"])  # "at 3": not a clock time
+    assert vague.event_time == datetime(2026, 12, 17, tzinfo=UTC)
+    assert engine.read(dentist.id).memory.event_time == dentist.event_time
+
+
 def test_provenance_metadata_and_validity_are_recorded(engine: Engine) -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
     receipt = engine.write(

@@ -3,11 +3,13 @@ SAME_AS (never merged), and the ``entities`` tool listing, accepting, rejecting 
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 from mcp import Client
 
+from storage.domain.models import MAX_ENTITIES
 from tests.tools.conftest import fails, ok
 from tools._wire import short_id
 
@@ -171,3 +173,107 @@ async def test_bad_proposal_calls_are_refused_and_change_nothing(client: Client)
     assert "undo it first" in text
     after = await proposals(client, "all")
     assert [(p["id"], p["status"]) for p in after] == [(before[0]["id"], "accepted")]
+
+
+def _surnames(n: int) -> list[str]:
+    """``n`` made-up surnames far apart from each other (so each 'Jon X' has one candidate, 'John X')."""
+    consonants, vowels = "bdfgklmnprstvz", "aeiou"
+    rng = random.Random(15)
+    out: set[str] = set()
+    while len(out) < n:
+        out.add("".join(rng.choice(consonants) + rng.choice(vowels) for _ in range(5)).capitalize())
+    return sorted(out)
+
+
+async def test_proposals_are_listed_a_page_at_a_time_and_capped_per_scope(client: Client) -> None:
+    """attack9 F4: one writer of a scope could raise proposals without bound and 'list' returned them all in
+    one answer. Now 'list' pages (limit + next_cursor), and a scope holds at most 200 pending proposals: past it
+    the memory is stored as written and the receipt lists the pairs it did not propose."""
+    surnames = _surnames(4 * MAX_ENTITIES)
+    batches = [surnames[i : i + MAX_ENTITIES] for i in range(0, len(surnames), MAX_ENTITIES)]
+    for i, batch in enumerate(batches):
+        await write(client, f"Roster {i}.", entities=[{"name": f"John {s}"} for s in batch])
+    raised: dict[str, int] = {}  # proposal id -> the write that raised it
+    for i, batch in enumerate(batches[:3]):
+        r = await write(client, f"Calls {i}.", entities=[{"name": f"Jon {s}"} for s in batch])
+        assert (len(r["proposals"]), r["not_proposed"]) == (MAX_ENTITIES, [])
+        raised |= dict.fromkeys(r["proposals"], i)
+    last = await write(client, "Calls 3.", entities=[{"name": f"Jon {s}"} for s in batches[3]])
+    room = 200 - 3 * MAX_ENTITIES
+    assert len(last["proposals"]) == room
+    assert len(last["not_proposed"]) == MAX_ENTITIES - room
+    assert all(pair.startswith("Jon ") and " ~ John " in pair for pair in last["not_proposed"])
+    raised |= dict.fromkeys(last["proposals"], 3)
+    # Nothing of the memory is lost at the cap: every name it gave is stored.
+    stored = await ok(client, "memory_read", {"id": last["id"]})
+    assert {f"Jon {s}" for s in batches[3]} <= set(stored["memory"]["entities"])
+
+    pages: list[list[str]] = []
+    args: dict[str, Any] = {"action": "list", "limit": 60}
+    while True:
+        page = await ok(client, "entities", args)
+        pages.append([p["id"] for p in page["proposals"]])
+        if page["next_cursor"] is None:
+            break
+        args = {"action": "list", "limit": 60, "cursor": page["next_cursor"]}
+    assert [len(p) for p in pages] == [60, 60, 60, 20]
+    listed = [i for p in pages for i in p]
+    assert sorted(listed) == sorted(raised)  # each once
+    assert [raised[i] for i in listed] == sorted(raised.values())  # oldest first
+    assert len(await proposals(client)) == 50  # the default page
+
+    # Bad paging arguments are refused, naming what to do.
+    for bad in ({"limit": 0}, {"limit": 201}, {"limit": "ten"}):
+        code, _ = await fails(client, "entities", {"action": "list", **bad})
+        assert code == "invalid_arguments"
+    code, text = await fails(client, "entities", {"action": "list", "cursor": "bm9wZQ=="})
+    assert code == "invalid_input"
+    assert "list again without a cursor" in text
+    first = listed[0]
+    code, text = await fails(client, "entities", {"action": "accept", "id": first, "limit": 5})
+    assert (code, "takes no limit or cursor" in text) == ("invalid_arguments", True)
+
+    # Deciding one makes room: a held-back pair is proposed when next written; another scope has its own room.
+    await ok(client, "entities", {"action": "reject", "id": first})
+    held = last["not_proposed"][0].split(" ~ ")[0]
+    again = await write(client, f"{held} called back.")
+    assert (len(again["proposals"]), again["not_proposed"]) == (1, [])
+    other = last["not_proposed"][1].split(" ~ ")[0]
+    full = await write(client, f"{other} wrote.")
+    assert (full["proposals"], len(full["not_proposed"])) == ([], 1)
+    elsewhere = await ok(
+        client, "memory_write", {"content": f"{other} wrote to us too.", "scopes": ["project:other"]}
+    )
+    assert len(elsewhere["proposals"]) == 1
+
+
+async def test_a_lone_surname_or_a_title_and_surname_is_proposed_as_the_known_person(client: Client) -> None:
+    """Issue 15, names with fewer words: "Dr. Okafor" after "Ngozi Okafor" is a mention of Okafor (the title is
+    not an entity, nor does its period end the sentence), proposed as Ngozi Okafor in the partial tier, never
+    linked. A lone first name is never guessed, and a surname many known people share picks no one out."""
+    await write(client, "Ngozi Okafor is my cardiologist.")
+    later = await write(client, "Dr. Okafor moved my appointment to Friday.")
+    assert (later["entities"], later["resolved"]) == (["Okafor"], [])
+    [pid] = later["proposals"]
+    [proposal] = await proposals(client)
+    assert (proposal["id"], proposal["name"], proposal["same_as"], proposal["tier"]) == (
+        pid,
+        "Okafor",
+        "Ngozi Okafor",
+        "partial",
+    )
+    mid = await write(client, "Ana's dentist is Dr. Okafor, not Mr. Okafor.")
+    assert "Okafor" in mid["entities"]
+    assert not {"Dr", "Mr"} & set(mid["entities"])
+    assert mid["proposals"] == []  # the pair is proposed once in a scope
+    first = await write(client, "Ngozi called about the results.")
+    assert first["proposals"] == []
+
+    # Two known Lindqvists: both proposed; four known Brandts: none picked out.
+    await write(client, "Tobias Lindqvist supervises my thesis. Maja Lindqvist chairs the panel.")
+    lindqvist = await write(client, "On Friday my supervisor Lindqvist approved the chapter.")
+    assert len(lindqvist["proposals"]) == 2
+    await write(client, "Anna Brandt bakes. Jonas Brandt sells. Lukas Brandt delivers. Petra Brandt counts.")
+    brandt = await write(client, "The bakery owner Brandt sent the invoice.")
+    assert "Brandt" in brandt["entities"]
+    assert brandt["proposals"] == []

@@ -85,6 +85,10 @@ class FalkorSession:
             result = self.graph.ro_query(query, plain(params or {}))
         except (redis_errors.ConnectionError, redis_errors.TimeoutError) as exc:
             raise _unavailable(exc) from exc
+        except redis_errors.ResponseError as exc:
+            if "empty key" in str(exc):  # the graph's key is gone from the server
+                raise graph_replaced() from exc
+            raise
         return [list(r) for r in result.result_set]
 
     def add(self, query: str, params: Mapping[str, Any] | None = None) -> None:
@@ -123,6 +127,17 @@ def _unavailable(exc: BaseException) -> StorageUnavailable:
         f"the FalkorDB server cannot be reached: {str(exc)[:200]}",
         hint="nothing from this call was kept unless it was acknowledged; check that the server runs and is "
         "reachable at the configured address, then retry",
+    )
+
+
+def graph_replaced() -> StorageUnavailable:
+    """The graph this node opened is gone from the server, or another graph now has its name (the server lost
+    or flushed its data, was restored from older files, or a replica that lagged was promoted)."""
+    return StorageUnavailable(
+        "the canonical graph on the FalkorDB server was deleted or replaced since this node opened it (the "
+        "server lost or flushed its data, or was restored from other files)",
+        hint="nothing was changed by this call; restore the server's data if they were lost, then restart this "
+        "node (`mnemograph stop`, then serve again): it rebuilds its search indexes from the graph as it is then",
     )
 
 

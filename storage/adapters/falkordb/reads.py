@@ -9,7 +9,15 @@ from concurrent.futures import Executor
 from datetime import datetime
 from typing import Any, TypeVar
 
-from storage.adapters.falkordb._cypher import _EPOCH, LIVE, RETURN_MEMORY, memory, session, utc
+from storage.adapters.falkordb._cypher import (
+    _EPOCH,
+    LIVE,
+    RETURN_MEMORY,
+    graph_replaced,
+    memory,
+    session,
+    utc,
+)
 from storage.domain.models import Memory
 from storage.domain.records import Change, KnownEntity, ProjectionRow, Relation, SameAs
 from storage.ports.canonical import Session
@@ -22,10 +30,20 @@ _SHARES = "any(x IN m.scopes WHERE x IN $ss)"
 
 
 class _Reads:
+    identity: str  # FalkorStore's, read when it opened the graph
+
     def max_seq(self, conn: Session) -> int:
-        # The counter every write increments in its own query: the head of the log, even after pruning.
-        rows = session(conn).rows("MATCH (q:Counter {name: 'changes'}) RETURN q.value")
-        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+        # The counter every write increments in its own query: the head of the log, even after pruning. Read
+        # with the graph's identity (each node asks before every recall and after every commit): a graph made
+        # anew under the same name while this node runs (restored, flushed, another node recreated it) has
+        # another log, and answering from this node's projections would mix the two stores.
+        rows = session(conn).rows(
+            "OPTIONAL MATCH (q:Counter {name: 'changes'}) OPTIONAL MATCH (s:Meta {key: 'store_id'}) "
+            "RETURN q.value, s.value"
+        )
+        if not rows or rows[0][0] is None or f"falkordb:{rows[0][1]}" != self.identity:
+            raise graph_replaced()
+        return int(rows[0][0])
 
     def oldest_change(self, conn: Session) -> int | None:
         rows = session(conn).rows("MATCH (c:Change) RETURN min(c.seq)")
@@ -114,17 +132,47 @@ class _Reads:
             for i, n, a in s.rows("MATCH (e:Entity) RETURN e.id, e.name, e.aliases ORDER BY e.id")
         ]
 
-    def same_as(self, conn: Session, ids: Sequence[str] | None = None) -> list[SameAs]:
-        where = "" if ids is None else " WHERE r.id IN $ids"
+    def same_as(
+        self,
+        conn: Session,
+        ids: Sequence[str] | None = None,
+        *,
+        status: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int | None = None,
+    ) -> list[SameAs]:
+        terms: list[str] = []
+        params: dict[str, Any] = {}
+        if ids is not None:
+            terms.append("r.id IN $ids")
+            params["ids"] = list(ids)
+        if status is not None:
+            terms.append("r.status = $st")
+            params["st"] = status
+        if after is not None:
+            terms.append("(r.created_at > $at OR (r.created_at = $at AND r.id > $aid))")
+            params["at"], params["aid"] = after
+        where = " WHERE " + " AND ".join(terms) if terms else ""
+        page = ""
+        if limit is not None:
+            page, params["n"] = " LIMIT $n", limit
         rows = session(conn).rows(
             f"MATCH (a:Entity)-[r:SAME_AS]->(b:Entity){where} RETURN r.id, a.name, b.name, r.tier, r.score, "
-            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes ORDER BY r.created_at, r.id",
-            {} if ids is None else {"ids": list(ids)},
+            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes "
+            f"ORDER BY r.created_at, r.id{page}",
+            params,
         )
         return [
             SameAs(i, a, b, t, float(sc), m, st, utc(c) or _EPOCH, utc(d), by or "", tuple(ss or ()))
             for i, a, b, t, sc, m, st, c, d, by, ss in rows
         ]
+
+    def pending_same_count(self, conn: Session, scope: str) -> int:
+        rows = session(conn).rows(
+            "MATCH ()-[r:SAME_AS]->() WHERE r.status = 'pending' AND $s IN r.scopes RETURN count(r)",
+            {"s": scope},
+        )
+        return int(rows[0][0]) if rows else 0
 
     def mentioning(
         self,

@@ -10,6 +10,7 @@ once fail one of them as a ``WriteRace``, which the reconciler retries.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class FalkorStore(_Conversations):
 
     name = "falkordb"
     shared = True
+    identity: str  # set once the graph's Meta is read (_check_meta)
 
     def __init__(self, address: FalkorAddress | str, *, dim: int, embedder_name: str) -> None:
         self.address = parse_url(address) if isinstance(address, str) else address
@@ -132,6 +134,13 @@ class FalkorStore(_Conversations):
             )
         if meta.get("schema") != SCHEMA_VERSION:
             raise StoreMismatch(f"unknown canonical schema version {meta.get('schema')!r}")
+        if "store_id" not in meta:  # made once per graph (graphs made before it get theirs now); first wins
+            self._create_once("CREATE (:Meta {key: 'store_id', value: $v})", {"v": uuid.uuid4().hex})
+            rows = self._graph.ro_query("MATCH (m:Meta {key: 'store_id'}) RETURN m.value").result_set
+            meta["store_id"] = rows[0][0]
+        # A graph made anew under the same address (restored, flushed, a replica promoted) is another store:
+        # the nodes' projections and watermarks mirror the old one (Engine.start rebuilds them).
+        self.identity = f"falkordb:{meta['store_id']}"
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

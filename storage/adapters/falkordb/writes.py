@@ -114,14 +114,31 @@ class _Writes(_Reads):
         )
 
     def open_relations(
-        self, conn: Session, subject: str, predicates: Sequence[str], obj: str | None = None
+        self,
+        conn: Session,
+        subject: str,
+        predicates: Sequence[str],
+        obj: str | None = None,
+        *,
+        newest: int | None = None,
+        other_than: str | None = None,
     ) -> list[OpenRelation]:
         params: dict[str, Any] = {"a": entity_key(subject), "ps": list(dict.fromkeys(predicates))}
         target = "(b:Entity)"
         if obj is not None:
             target, params["b"] = "(b:Entity {id: $b})", entity_key(obj)
+        other = ""
+        if other_than is not None:
+            other, params["x"] = " AND b.id <> $x", entity_key(other_than)
+        cut = ""
+        if newest is not None:  # per predicate, before the memories are looked up
+            cut = (
+                "WITH r.predicate AS p, collect([r, b]) AS rb UNWIND rb[..$n] AS x WITH x[0] AS r, x[1] AS b "
+            )
+            params["n"] = newest
         rows = session(conn).rows(
-            f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate IN $ps AND r.valid_to IS NULL "
+            f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate IN $ps AND r.valid_to IS NULL{other} "
+            f"{'WITH r, b ORDER BY r.recorded_at DESC ' if cut else ''}{cut}"
             f"MATCH (m:Memory {{id: r.memory_id}}) WHERE {LIVE} "
             "RETURN r.predicate, b.id, b.name, r.memory_id, r.valid_from, r.recorded_at, m.scopes "
             "ORDER BY r.recorded_at",

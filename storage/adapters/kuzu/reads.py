@@ -210,18 +210,38 @@ class _Reads:
             for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
         ]
 
-    def same_as(self, conn: Session, ids: Sequence[str] | None = None) -> list[SameAs]:
-        where = "" if ids is None else " WHERE r.id IN $ids"
+    def same_as(
+        self,
+        conn: Session,
+        ids: Sequence[str] | None = None,
+        *,
+        status: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int | None = None,
+    ) -> list[SameAs]:
+        where, params = _same_as_filter(ids, status, after)
+        page = ""
+        if limit is not None:
+            page, params["n"] = " LIMIT $n", limit
         rows = _rows(
             conn,
             f"MATCH (a:Entity)-[r:SAME_AS]->(b:Entity){where} RETURN r.id, a.name, b.name, r.tier, r.score, "
-            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes ORDER BY r.created_at, r.id",
-            {} if ids is None else {"ids": list(ids)},
+            "r.memory_id, r.status, r.created_at, r.decided_at, r.decided_by, r.scopes "
+            f"ORDER BY r.created_at, r.id{page}",
+            params,
         )
         return [
             SameAs(i, a, b, t, float(sc), m, st, utc(c) or c, utc(d), by or "", tuple(ss or ()))
             for i, a, b, t, sc, m, st, c, d, by, ss in rows
         ]
+
+    def pending_same_count(self, conn: Session, scope: str) -> int:
+        rows = _rows(
+            conn,
+            "MATCH ()-[r:SAME_AS]->() WHERE r.status = 'pending' AND list_contains(r.scopes, $s) RETURN count(*)",
+            {"s": scope},
+        )
+        return int(rows[0][0]) if rows else 0
 
     def mentioning(
         self,
@@ -349,3 +369,21 @@ class _Reads:
         only = [r[0] for r in rows if int(r[1]) == 0]
         shared = [r[0] for r in rows if int(r[1]) > 0]
         return only, shared
+
+
+def _same_as_filter(
+    ids: Sequence[str] | None, status: str | None, after: tuple[datetime, str] | None
+) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause (and its parameters) of a ``same_as`` read."""
+    terms: list[str] = []
+    params: dict[str, Any] = {}
+    if ids is not None:
+        terms.append("r.id IN $ids")
+        params["ids"] = list(ids)
+    if status is not None:
+        terms.append("r.status = $st")
+        params["st"] = status
+    if after is not None:
+        terms.append("(r.created_at > $at OR (r.created_at = $at AND r.id > $aid))")
+        params["at"], params["aid"] = after
+    return (" WHERE " + " AND ".join(terms) if terms else ""), params

@@ -129,6 +129,7 @@ class GraphStore(_Exports, _Conversations):
 
     name = "kuzu"
     shared = False  # one process owns the directory (owner.lock): the reconciler numbers the changes
+    identity = "kuzu"  # the graph lives in the data directory it serves
 
     def __init__(self, directory: Path, *, dim: int, embedder_name: str) -> None:
         self._dir = directory

@@ -123,7 +123,14 @@ class _Writes(_Reads):
         )
 
     def open_relations(
-        self, conn: Session, subject: str, predicates: Sequence[str], obj: str | None = None
+        self,
+        conn: Session,
+        subject: str,
+        predicates: Sequence[str],
+        obj: str | None = None,
+        *,
+        newest: int | None = None,
+        other_than: str | None = None,
     ) -> list[OpenRelation]:
         """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
         current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
@@ -133,16 +140,24 @@ class _Writes(_Reads):
             # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
             # seen to match a previous call's values in Kùzu 0.11. The recording memories are then looked up
             # by primary key (a join on ``m.id = r.memory_id`` would scan every memory).
-            params = {"a": entity_key(subject), "p": predicate}
+            params: dict[str, object] = {"a": entity_key(subject), "p": predicate}
             target = "(b:Entity)"
             if obj is not None:  # only this object: a key lookup on both ends
                 target, params["b"] = "(b:Entity {id: $b})", entity_key(obj)
+            other = ""
+            if other_than is not None:
+                other, params["x"] = " AND b.id <> $x", entity_key(other_than)
+            cut = ""
+            if newest is not None:
+                cut, params["n"] = " DESC LIMIT $n", newest
             rows = _rows(
                 conn,
-                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL "
-                "RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at",
+                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL{other} "
+                f"RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at{cut}",
                 params,
             )
+            if newest is not None:
+                rows.reverse()  # oldest first, as without the cut
             for bid, bn, mid, vf, at in rows:
                 state = _rows(
                     conn,

@@ -243,3 +243,31 @@ def test_aliases_merge_into_an_existing_entity_write_after_write(
     assert set(known["Site 0"].aliases) == {f"A{i}" for i in range(0, 120, 21)}
     with canonical.read() as s:
         assert canonical.aliases_given(s, known["Globex"].id, scopes=["user:a"]) == every
+
+
+def test_open_relations_keeps_the_newest_tellings_and_leaves_out_an_object(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """Reconciliation compares a statement with its most recent tellings only (``newest``, cut before the
+    recording memories are read) and asks a one-value predicate for the *other* values (``other_than``): the
+    cost of a write stays flat however often the same thing was said."""
+    from datetime import timedelta
+
+    ents = (EntityIn("Ana"), EntityIn("Coffee"), EntityIn("Tea"))
+    ids = []
+    for n in range(6):
+        mid = _insert(canonical, embedder, f"Ana likes coffee ({n}).", ["user:ana"], n + 1, ents)
+        with canonical.transaction() as tx:
+            canonical.relate(tx, mid, "Ana", "likes", "Coffee", T0 + timedelta(minutes=n))
+        ids.append(mid)
+    tea = _insert(canonical, embedder, "Ana likes tea.", ["user:ana"], 7, ents)
+    with canonical.transaction() as tx:
+        canonical.relate(tx, tea, "Ana", "likes", "Tea", T0 + timedelta(minutes=9))
+    with canonical.read() as s:
+        every = canonical.open_relations(s, "Ana", ["likes"], "Coffee")
+        assert [r.memory_id for r in every] == ids  # oldest first
+        newest = canonical.open_relations(s, "Ana", ["likes"], "Coffee", newest=3)
+        assert [r.memory_id for r in newest] == ids[3:]  # the three most recent, still oldest first
+        others = canonical.open_relations(s, "Ana", ["likes"], other_than="Coffee")
+        assert [(r.object_name, r.memory_id) for r in others] == [("Tea", tea)]
+        assert len(canonical.open_relations(s, "Ana", ["likes"])) == 7

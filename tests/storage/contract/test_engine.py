@@ -168,3 +168,63 @@ def test_same_as_proposals_are_canonical_survive_a_reopen_and_go_with_the_memory
     lunch = eng.recall(f"Where did I have lunch with John {surname}?", ["user:dee"])
     assert [h.memory.id for h in lunch] == [known.id]
     assert eng.verify().ok
+
+
+def test_a_statement_made_again_and_again_is_compared_with_its_newest_tellings(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """The same statement told many times (a team's agents, a long-running scope) must not make each further
+    write slower and its receipt longer: it is compared with its SAME_STATEMENT_LIMIT newest tellings."""
+    from storage.enrich.reconcile import SAME_STATEMENT_LIMIT
+
+    engine = open_engine(tmp_path / "data")
+    told = [
+        engine.write(f"Ana likes green tea (note {n}).", ["user:sam"]).id
+        for n in range(SAME_STATEMENT_LIMIT + 8)
+    ]
+    again = engine.write("Ana likes green tea, still.", ["user:sam"])
+    assert sorted(again.duplicates) == sorted(told[-SAME_STATEMENT_LIMIT:])
+    hates = engine.write("Ana hates green tea.", ["user:sam"])
+    newest = [*told, again.id][-SAME_STATEMENT_LIMIT:]
+    assert sorted(hates.contradicts) == sorted(newest)
+
+
+def test_proposals_page_in_order_and_stop_at_the_pending_cap_of_a_scope(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """attack9 F4 on each adapter: ``same_as`` pages by (created_at, id) from a cursor, and ``pending_same_count``
+    counts a scope's pending proposals, so a scope at the cap stores its writes and raises no more proposals."""
+    eng = open_engine(tmp_path / "data")
+    eng.pending_cap = 3  # the store's count is what is under contract here, not the default's size
+    surnames = ["Kowalczyk", "Abernathy", "Okonkwo", "Lindqvist", "Marchetti"]
+    eng.write_many([WriteItem("Roster.", ["team:a"], entities=[EntityIn(f"John {s}") for s in surnames])])
+    probe = eng.write_many(
+        [WriteItem("Calls.", ["team:a"], entities=[EntityIn(f"Jon {s}") for s in surnames])]
+    )[0]
+    assert len(probe.proposals) == 3
+    assert len(probe.not_proposed) == 2
+    assert set(probe.not_proposed) < {f"Jon {s} ~ John {s}" for s in surnames}
+    assert {f"Jon {s}" for s in surnames} <= set(eng.read(probe.id).memory.entities)  # stored as written
+    # Another scope has its own cap.
+    eng.write("I met John Abbotsford.", ["team:b"])
+    other = eng.write("Jon Abbotsford called.", ["team:b"])
+    assert len(other.proposals) == 1
+
+    listed = eng.entity_proposals("all")
+    pages, cursor = [], None
+    while True:
+        page = eng.entity_proposal_page("pending", limit=1, cursor=cursor)
+        pages.append([p.id for p in page.items])
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert pages == [[p.id] for p in listed]
+    assert [p.id for p in eng.entity_proposal_page("pending", limit=200).items] == [p.id for p in listed]
+
+    # A decision makes room: the held-back pair is proposed the next time it is written.
+    rejected = eng.decide_proposal(probe.proposals[0], "reject")
+    assert rejected.status == "rejected"
+    held = probe.not_proposed[0].split(" ~ ")[0]
+    again = eng.write(f"{held} wrote back.", ["team:a"])
+    assert (len(again.proposals), again.not_proposed) == (1, ())
+    assert eng.verify().ok

@@ -1,0 +1,85 @@
+"""MCP sampling end to end: ``mnemograph serve`` processes with ``MNEMOGRAPH_SAMPLING=on``, and a real SDK
+client implementing the sampling callback over stdio (through the stdio front-end and the owner's socket)
+and over streamable HTTP (stateless: its session ends with each request, so the memory keeps the offline
+extraction and says why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.context import ClientRequestContext
+from mcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResultWithTools,
+    SamplingCapability,
+    SamplingToolsCapability,
+    TextContent,
+    ToolUseContent,
+)
+
+from tests.e2e.conftest import Store, call, http_server
+
+pytestmark = pytest.mark.anyio
+
+NEWS = "Big news from Ana today: she signed with the Acme people."
+STATEMENTS = [{"subject": "Ana", "predicate": "works_at", "object": "Acme", "status": "asserted"}]
+TOOLS = SamplingCapability(tools=SamplingToolsCapability())
+
+
+class Model:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResultWithTools:
+        self.seen += [m.content.text for m in params.messages if isinstance(m.content, TextContent)]
+        call = ToolUseContent(
+            type="tool_use", name="record_statements", id="t1", input={"statements": STATEMENTS}
+        )
+        return CreateMessageResultWithTools(role="assistant", content=[call], model="stdio-model")
+
+
+async def settled(client: Client, memory_id: str) -> dict[str, Any]:
+    """memory_read once the pass after the commit has run (polls another process's state)."""
+    with anyio.fail_after(60):
+        while True:
+            record = await call(client, "memory_read", {"id": memory_id})
+            if record["enrichment"] is not None and not record["enrichment"].endswith("pending"):
+                return record
+            await anyio.sleep(0.05)
+
+
+async def test_a_stdio_clients_model_reads_what_it_writes(store: Store) -> None:
+    params = store.stdio(default_scope="user:sam")
+    params.env = {**(params.env or {}), "MNEMOGRAPH_SAMPLING": "on"}
+    model = Model()
+    async with Client(params, mode="legacy", sampling_callback=model, sampling_capabilities=TOOLS) as client:
+        new = await call(client, "memory_write", {"content": NEWS})
+        record = await settled(client, new["id"])
+        found = await call(client, "recall", {"query": "Where does Ana work?"})
+    assert record["enrichment"].startswith(
+        "sampling (the client's model stdio-model): done (1 relation(s) added"
+    ), record["enrichment"]
+    assert [r.split(" [")[0] for r in record["relations"]] == ["Ana —works_at→ Acme"], record
+    assert any(NEWS in text for text in model.seen), model.seen
+    assert new["id"] in [r["id"] for r in found["results"]], found
+
+
+async def test_an_http_session_ends_with_its_request_so_nothing_is_sampled(store: Store) -> None:
+    model = Model()
+    async with (
+        http_server(store, env={"MNEMOGRAPH_SAMPLING": "on"}) as server,
+        Client(server.url, mode="legacy", sampling_callback=model, sampling_capabilities=TOOLS) as client,
+    ):
+        new = await call(client, "memory_write", {"content": "Ana moved to Lisbon.", "scopes": ["user:sam"]})
+        record = await settled(client, new["id"])
+    assert model.seen == []
+    assert [r.split(" [")[0] for r in record["relations"]] == ["Ana —lives_in→ Lisbon"]
+    assert record["enrichment"] == (
+        "sampling: skipped (HTTP sessions end with their request, before the model could be asked); "
+        "the offline extraction stands"
+    )

@@ -1,0 +1,89 @@
+"""A front or a command started on one canonical store never talks to an owner serving another.
+
+A node's data directory has one owner process, which fronts attach to. When the owner was started on the
+embedded store (or another FalkorDB graph) and someone then runs ``serve --canonical falkordb://...`` or
+``verify --canonical ...`` on that directory, relaying to the running owner would read and write the other
+store without a word: a node meant to join the team's graph would keep writing into its own embedded one."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import pytest
+from mcp import Client
+
+from storage.adapters.falkordb import local as falkordb_local
+from tests.e2e.conftest import MNEMOGRAPH, Store, await_for, call, http_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+
+async def _run(store: Store, *args: str) -> tuple[int, str, str]:
+    done = await anyio.run_process(
+        [MNEMOGRAPH, *args, "--data-dir", str(store.data_dir)],
+        check=False,
+        env={**os.environ, **store.env()},
+        stdin=None,
+    )
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def test_a_front_or_command_on_another_canonical_store_refuses_the_running_owner(
+    store: Store, falkordb: falkordb_local.LocalServer
+) -> None:
+    url = falkordb.url("team")
+    async with http_server(store) as server:  # the embedded store: a newcomer's first try
+        async with Client(server.url) as client:
+            await call(
+                client,
+                "memory_write",
+                {"content": "Solo note: the kiln fires at dawn.", "scopes": ["team:x"]},
+            )
+        # Now the node is meant to join the team's graph; the embedded owner still runs.
+        status, out, err = await _run(store, "verify", "--json", "--canonical", url)
+        assert status != 0, f"verify answered for the embedded store as if it were {url}: {out}"
+        assert "stop it first" in err
+        assert f"canonical store kuzu, not {url}" in err
+        status, out, err = await _run(store, "serve", "--canonical", url)
+        assert status == 2, err
+        assert "stop it first" in err
+        # The same store as the owner's is served as before.
+        status, out, err = await _run(store, "verify", "--json")
+        assert status == 0, err
+
+
+async def test_healthz_says_unavailable_while_the_falkordb_server_is_down_and_ok_once_back(
+    store: Store, falkordb: falkordb_local.LocalServer
+) -> None:
+    import signal
+
+    import httpx2
+
+    async with http_server(store, "--canonical", falkordb.url("team")) as server:
+
+        def health() -> httpx2.Response:
+            return httpx2.get(f"{server.base}/healthz", timeout=5)
+
+        await await_for(lambda: health().json()["engine"] == "ready", within=90, what="the node's engine")
+        assert health().json()["status"] == "ok"
+        falkordb.stop(signal.SIGKILL)
+        # 0328284 kept answering 200 "ok": a load balancer kept sending work to a node that fails every call.
+        await await_for(lambda: health().status_code == 503, within=30, what="/healthz to report the outage")
+        body = health().json()
+        assert body["status"] == "unavailable"
+        assert "canonical store does not answer" in body["problem"]
+        async with Client(server.url) as client:
+            refused = await client.call_tool("recall", {"query": "kiln", "scopes": ["team:x"]})
+            assert refused.is_error
+            assert "cannot be reached" in refused.content[0].text  # type: ignore[union-attr]
+        back = falkordb_local.start(falkordb.directory, port=falkordb.port)
+        try:
+            await await_for(lambda: health().status_code == 200, within=30, what="/healthz to recover")
+            async with Client(server.url) as client:
+                w = await call(
+                    client, "memory_write", {"content": "The kiln fires at dawn.", "scopes": ["team:x"]}
+                )
+                assert w["status"] == "added"
+        finally:
+            back.stop()
