@@ -429,6 +429,10 @@ def run(args: argparse.Namespace) -> Run:
     start = time.perf_counter()
     data = Path(args.data)
     qs = spaced(split(load(data), args.split), args.limit)
+    if args.types:
+        # Tuning on the weak question types only (development split): the headline always scores them all.
+        kinds = set(args.types.split(","))
+        qs = [q for q in qs if q.type in kinds]
     scored = [q for q in qs if not q.abstention]
     log(f"{len(qs)} questions in the {args.split} split ({len(scored)} scored, abstention left out)")
     cache = DiskCache(Path(args.cache), MiniLMEmbedder())
@@ -554,6 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache", default=str(CACHE), help="embedding cache directory (kept between runs)")
     p.add_argument("--work", default=None, help="where the per-question data directories go (temp)")
     p.add_argument("--variants", default="", help="comma-separated subset of variants to score")
+    p.add_argument("--types", default="", help="comma-separated question types to keep (tuning on dev)")
     p.add_argument("--no-write", action="store_true", help="print the tables only")
     p.add_argument(
         "--save-lists", default="", help="pickle every question's unit lists here (offline tuning)"
