@@ -284,7 +284,11 @@ class CanonicalWrites(Protocol):
 
     def supersede(
         self, conn: Session, old: str, new: str, *, reason: str, at: datetime, close_valid_to: datetime
-    ) -> None: ...
+    ) -> None:
+        """Link ``new`` SUPERSEDES ``old`` and end ``old``'s validity at ``close_valid_to`` (an earlier end
+        stays), never before its ``valid_from``: a validity is never inverted. ``close_relation`` and
+        ``retire`` keep the same rule."""
+        ...
 
     def retire(
         self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str

@@ -72,7 +72,9 @@ def test_a_new_value_supersedes_the_old_and_closes_it_when_the_change_took_effec
     before = engine.read(old.id)
     assert before.memory.status == "superseded"
     assert before.memory.superseded_by == new.id
-    assert before.memory.valid_to == datetime(2023, 3, 1, tzinfo=UTC)
+    # Learned today, so valid from today: its validity ends where it began (it held for no time as far as we
+    # know), never on 1 March 2023, before its own start. The relation, with no start of its own, ends then.
+    assert before.memory.valid_to == before.memory.valid_from
     assert before.relations == (f"Ana —lives_in→ Lisbon [? → 2023-03-01, ended by {new.id}]",)
     assert engine.read(new.id).relations == ("Ana —lives_in→ Porto [2023-03-01 → open]",)
     # History shows the chain; default recall shows only the current value.
