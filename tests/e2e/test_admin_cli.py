@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shlex
 import signal
 import subprocess
 import threading
@@ -206,8 +207,11 @@ async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_own
         assert first.returncode == 0, first.stderr
         lines = first.stdout.decode().splitlines()
         assert lines[0].startswith(f"{pid}  pending")
-        assert lines[1].startswith("more: mnemograph entities list --status pending --limit 1 --cursor ")
-        rest = await _cli(*lines[1].split()[2:], "--data-dir", data)
+        # The printed command runs as printed: it names the --data-dir it was given.
+        assert lines[1].startswith(
+            f"more: mnemograph entities list --data-dir {data} --status pending --limit 1 --cursor "
+        )
+        rest = await _cli(*shlex.split(lines[1])[2:])
         assert rest.returncode == 0, rest.stderr
         assert rest.stdout.decode().splitlines() == [
             f"{second}  pending   'Katherine Johnston' same as 'Katherine Johnson'  (fuzzy, 0.94; memory "
