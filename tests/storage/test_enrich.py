@@ -301,3 +301,43 @@ def test_memory_read_never_shows_a_finished_model_pass_without_its_relations(
         during.enrichment,
         during.relations,
     )
+
+
+@pytest.mark.parametrize(
+    "trailer",
+    [
+        ", as mentioned in standup",
+        ", as discussed in the meeting",
+        ", as I mentioned",
+        ", as Tom said",
+        " (mentioned in standup)",
+        ", as she told me yesterday",
+    ],
+)
+def test_a_clause_saying_where_it_was_said_does_not_stop_the_statement(engine: Engine, trailer: str) -> None:
+    # The writer states it and says where it came up: not hearsay. Without the clause the relation is ended;
+    # with it, it must be ended too (it was left current).
+    engine.write("Ana works at Acme.", ["user:sam"])
+    news = engine.write(f"Ana no longer works at Acme{trailer}.", ["user:sam"])
+    assert news.supersedes != (), news
+    found = engine.recall("Where does Ana work?", ["user:sam"], k=5)
+    assert all("Ana works at Acme." != h.memory.content for h in found)
+    moved = engine.write(f"Ana moved to Lisbon{trailer}.", ["user:sam"])
+    assert [r.split(" [")[0] for r in engine.read(moved.id).relations] == ["Ana —lives_in→ Lisbon"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bob said Ana moved to Lisbon.",
+        "Ana moved to Lisbon, Bob said.",
+        "Ana moved to Lisbon, said Bob.",
+        "Ana moved to Lisbon, according to Bob.",
+        "Bob mentioned in standup that Ana moved to Lisbon.",
+        "Ana moved to Lisbon, Bob mentioned in standup.",
+        "Apparently Ana moved to Lisbon, as mentioned in standup.",
+    ],
+)
+def test_reported_statements_stay_reported_beside_attribution_clauses(engine: Engine, text: str) -> None:
+    receipt = engine.write(text, ["user:sam"])
+    assert engine.read(receipt.id).relations == ()
