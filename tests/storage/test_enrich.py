@@ -321,7 +321,7 @@ def test_a_clause_saying_where_it_was_said_does_not_stop_the_statement(engine: E
     news = engine.write(f"Ana no longer works at Acme{trailer}.", ["user:sam"])
     assert news.supersedes != (), news
     found = engine.recall("Where does Ana work?", ["user:sam"], k=5)
-    assert all("Ana works at Acme." != h.memory.content for h in found)
+    assert all(h.memory.content != "Ana works at Acme." for h in found)
     moved = engine.write(f"Ana moved to Lisbon{trailer}.", ["user:sam"])
     assert [r.split(" [")[0] for r in engine.read(moved.id).relations] == ["Ana —lives_in→ Lisbon"]
 
