@@ -225,3 +225,48 @@ async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_own
             refused = await _cli("entities", "list", *bad, "--data-dir", data)
             assert refused.returncode == 2
             assert says in refused.stderr, refused.stderr
+
+
+async def test_export_and_import_carry_entity_proposals_and_their_decisions(
+    store: Store, tmp_path: Path
+) -> None:
+    data = str(store.data_dir)
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(
+            client, "memory_write", {"content": "I had lunch with John Smith.", "scopes": ["user:cli"]}
+        )
+        sent = await call(
+            client,
+            "memory_write",
+            {"content": "Yesterday Jon Smith sent the contract.", "scopes": ["user:cli"]},
+        )
+        [accepted] = sent["proposals"]
+        await call(
+            client, "memory_write", {"content": "Katherine Johnson leads the review.", "scopes": ["user:cli"]}
+        )
+        other = await call(
+            client,
+            "memory_write",
+            {"content": "Katherine Johnston runs the warehouse.", "scopes": ["user:cli"]},
+        )
+        [rejected] = other["proposals"]
+        await call(client, "entities", {"action": "accept", "id": accepted})
+        await call(client, "entities", {"action": "reject", "id": rejected})
+        exported = await _cli("export", "-o", str(tmp_path / "dump.jsonl"), "--data-dir", data)
+        assert exported.returncode == 0, exported.stderr
+        before = await _cli("entities", "list", "--status", "all", "--json", "--data-dir", data)
+    if store.owner_pid() is not None:
+        store.kill_owner(signal.SIGTERM)
+    restored = str(tmp_path / "restored")
+    imported = await _cli("import", str(tmp_path / "dump.jsonl"), "--data-dir", restored)
+    assert imported.returncode == 0, imported.stderr
+    after = await _cli("entities", "list", "--status", "all", "--json", "--data-dir", restored)
+    assert after.returncode == 0, after.stderr
+
+    def decided(out: bytes) -> dict[str, tuple[str, str, str, str]]:
+        return {
+            p["id"][:12]: (p["a"], p["b"], p["status"], p["decided_by"]) for p in json.loads(out)["proposals"]
+        }
+
+    assert decided(after.stdout) == decided(before.stdout)
+    assert {k: v[2] for k, v in decided(after.stdout).items()} == {accepted: "accepted", rejected: "rejected"}
