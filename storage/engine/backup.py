@@ -181,7 +181,7 @@ def export(
         for new, old, reason, at in graph.export_supersedes(conn):
             if new in kept and old in kept:
                 line({"type": "supersedes", "new": new, "old": old, "reason": reason, "at": _time(at)})
-        for a, b, predicate, mid, at in relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in relations:
             line(
                 {
                     "type": "relation",
@@ -190,6 +190,11 @@ def export(
                     "predicate": predicate,
                     "memory_id": mid,
                     "recorded_at": _time(at),
+                    "valid_from": _time(
+                        valid_from
+                    ),  # a relation's validity: without it, an ended one reopens
+                    "valid_to": _time(valid_to),
+                    "ended_by": ended_by,
                 }
             )
             counts["relations"] += 1
@@ -235,7 +240,9 @@ class Parsed:
         default_factory=list
     )
     supersedes: list[tuple[str, str, str, datetime]] = field(default_factory=list)
-    relations: list[tuple[str, str, str, str, datetime]] = field(default_factory=list)
+    relations: list[tuple[str, str, str, str, datetime, datetime | None, datetime | None, str | None]] = (
+        field(default_factory=list)
+    )
     proposals: list[SameAs] = field(default_factory=list)
 
 
@@ -296,6 +303,10 @@ def parse(lines: Iterator[str]) -> Parsed:
                         str(rec["predicate"]),
                         _id(rec["memory_id"]),
                         _req_time(rec["recorded_at"]),
+                        # Exports written before these were kept have none: the relation stays open.
+                        _opt_time(rec.get("valid_from")),
+                        _opt_time(rec.get("valid_to")),
+                        _id(rec["ended_by"]) if rec.get("ended_by") else None,
                     )
                 )
             elif kind == "same_as":
@@ -459,9 +470,19 @@ def restore(
         for new, old, reason, at in parsed.supersedes:
             if new in added_ids or old in added_ids:
                 graph.restore_supersedes(tx.conn, new, old, reason, at)
-        for a, b, predicate, mid, at in parsed.relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in parsed.relations:
             if mid in added_ids:
-                graph.restore_relation(tx.conn, a, b, predicate, mid, at)
+                graph.restore_relation(
+                    tx.conn,
+                    a,
+                    b,
+                    predicate,
+                    mid,
+                    at,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    ended_by=ended_by,
+                )
         for p in parsed.proposals:
             # With the memory that raised it, like its relations; a proposal the store already has (by id,
             # either direction) keeps the store's own decision.
@@ -482,7 +503,7 @@ def restore(
         len(memories),
         len(scope_ids),
         len(parsed.entities),
-        sum(1 for *_, mid, _at in parsed.relations if mid in added_ids),
+        sum(1 for r in parsed.relations if r[3] in added_ids),
         len(todo),
         already=len(parsed.memories) - len(memories),
         proposals=len(proposals),
