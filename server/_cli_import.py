@@ -47,11 +47,12 @@ def run_import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths
     if args.json:
         print(json.dumps({"memories": summary.memories, "scopes": summary.scopes, "entities": summary.entities,
                           "relations": summary.relations, "reembedded": summary.reembedded,
-                          "data_dir": str(summary.data_dir)}))  # fmt: skip
+                          "proposals": summary.proposals, "data_dir": str(summary.data_dir)}))  # fmt: skip
         return 0
     print(
-        f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities and "
-        f"{summary.relations} relations into {summary.data_dir} ({summary.reembedded} embedded again)"
+        f"imported {summary.memories} memories, {summary.scopes} scopes, {summary.entities} entities, "
+        f"{summary.relations} relations and {summary.proposals} entity proposals into {summary.data_dir} "
+        f"({summary.reembedded} embedded again)"
     )
     return 0
 

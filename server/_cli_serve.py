@@ -36,7 +36,11 @@ def serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> 
             )
         banner(settings, paths, "stdio")
         return run_stdio(
-            paths, settings.default_scopes, spawn_timeout=settings.spawn_timeout, principal=settings.principal
+            paths,
+            settings.default_scopes,
+            spawn_timeout=settings.spawn_timeout,
+            principal=settings.principal,
+            sampling=settings.sampling_timeout if settings.sampling else None,
         )
     from server._front_guard import peer_check_available
 
@@ -118,7 +122,8 @@ def banner(settings: Settings, paths: RuntimePaths, transport: str) -> None:
         f"  log: {paths.log_file} (the process that owns the store)",
     ]
     if transport == "stdio":
-        lines.insert(1, f"  MCP over stdio, default scope {','.join(settings.default_scopes)}")
+        sampling = ", MCP sampling on (this client's model reads what it writes)" if settings.sampling else ""
+        lines.insert(1, f"  MCP over stdio, default scope {','.join(settings.default_scopes)}{sampling}")
     else:
         host = f"[{settings.host}]" if ":" in settings.host else settings.host
         auth = (

@@ -23,6 +23,9 @@ class SessionInfo:
     default_scopes: tuple[str, ...]
     transport: str  # "stdio", "http" or "memory": the fallback client name in provenance
     principal: Principal = LOCAL_PRINCIPAL  # who acts: the local principal, or a verified token's
+    # MCP sampling as this session's own front-end asked (its MNEMOGRAPH_SAMPLING): the seconds its client gets
+    # to answer when on, False when off, None when the front-end did not say (the owner's setting applies).
+    sampling: float | bool | None = None
 
 
 current_session: ContextVar[SessionInfo | None] = ContextVar("mnemograph_session", default=None)
@@ -41,6 +44,15 @@ def parse_scopes(raw: Any) -> tuple[str, ...] | None:
     except InvalidScopeId:
         return None
     return scopes or None
+
+
+def parse_sampling(raw: Any) -> float | bool | None:
+    """A hello line's ``sampling``: a timeout in seconds (on), False (off), or None when absent or invalid."""
+    if raw is False:
+        return False
+    if isinstance(raw, int | float) and not isinstance(raw, bool) and 1.0 <= raw <= 3_600.0:
+        return float(raw)
+    return None
 
 
 def local_principal(raw: Any) -> Principal:

@@ -33,10 +33,23 @@ INTERNAL_ERROR = -32603
 _DRAIN_SECONDS = 2.0
 
 
-def hello_line(default_scopes: Iterable[str], transport: str = "stdio", principal: str = "local") -> bytes:
-    """The first line a front-end sends on a new owner connection."""
+def hello_line(
+    default_scopes: Iterable[str],
+    transport: str = "stdio",
+    principal: str = "local",
+    sampling: float | None = None,
+) -> bytes:
+    """The first line a front-end sends on a new owner connection. ``sampling``: this front-end's
+    ``MNEMOGRAPH_SAMPLING_TIMEOUT`` when its ``MNEMOGRAPH_SAMPLING`` is on, else None (off for this session,
+    whatever the owner was started with)."""
     return _line(
-        {HELLO_KEY: 1, "default_scopes": list(default_scopes), "transport": transport, "principal": principal}
+        {
+            HELLO_KEY: 1,
+            "default_scopes": list(default_scopes),
+            "transport": transport,
+            "principal": principal,
+            "sampling": sampling if sampling is not None else False,
+        }
     )
 
 
@@ -63,9 +76,10 @@ class StdioShim:
         stdin: BinaryIO,
         stdout: BinaryIO,
         principal: str = "local",
+        sampling: float | None = None,
     ) -> None:
         self._paths = paths
-        self._hello = hello_line(default_scopes, principal=principal)
+        self._hello = hello_line(default_scopes, principal=principal, sampling=sampling)
         self._timeout = spawn_timeout
         self._stdin = stdin
         self._stdout = stdout
@@ -204,10 +218,16 @@ class StdioShim:
 
 
 def run_stdio(
-    paths: RuntimePaths, default_scopes: tuple[str, ...], *, spawn_timeout: float, principal: str = "local"
+    paths: RuntimePaths,
+    default_scopes: tuple[str, ...],
+    *,
+    spawn_timeout: float,
+    principal: str = "local",
+    sampling: float | None = None,
 ) -> int:
     """Serve this process's stdin/stdout through the owner of ``paths.data_dir`` (started if needed), as the
-    unrestricted local principal ``principal``."""
+    unrestricted local principal ``principal``. ``sampling``: the seconds this session's client gets to answer
+    MCP sampling requests when this front-end has sampling on (the owner honours it per session), else None."""
     shim = StdioShim(
         paths,
         default_scopes,
@@ -215,6 +235,7 @@ def run_stdio(
         stdin=sys.stdin.buffer,
         stdout=sys.stdout.buffer,
         principal=principal,
+        sampling=sampling,
     )
     try:
         return shim.run()

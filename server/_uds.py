@@ -18,7 +18,7 @@ from mcp.types import jsonrpc_message_adapter
 
 from server._activity import Activity
 from server._protocol import HELLO_KEY, MAX_MESSAGE_BYTES
-from server._session import SessionInfo, current_session, local_principal, parse_scopes
+from server._session import SessionInfo, current_session, local_principal, parse_sampling, parse_scopes
 from server.app import MnemographMCP
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,8 @@ def _hello(line: bytes, default_scopes: tuple[str, ...]) -> tuple[SessionInfo, b
     scopes = parse_scopes(message.get("default_scopes")) or default_scopes
     transport = message.get("transport")
     kind = transport if isinstance(transport, str) else "socket"
-    return SessionInfo(scopes, kind, local_principal(message.get("principal"))), None
+    principal = local_principal(message.get("principal"))
+    return SessionInfo(scopes, kind, principal, parse_sampling(message.get("sampling"))), None
 
 
 def _decode(line: bytes) -> SessionMessage | Exception:

@@ -46,6 +46,7 @@ class MnemographMCP(MCPServer[Any]):
         token_verifier: TokenVerifier | None = None,
         auth: AuthSettings | None = None,
         sampling: SamplingPolicy | None = None,
+        llm_fallback: bool = False,
     ) -> None:
         super().__init__(
             name="mnemograph",
@@ -59,7 +60,8 @@ class MnemographMCP(MCPServer[Any]):
         )
         self._engine = engine
         self._default_scopes = default_scopes
-        self._sampling = sampling  # None: MCP sampling is off (the default)
+        self._sampling = sampling  # None: MCP sampling is off (the default) unless a session's front-end asks
+        self._llm_fallback = llm_fallback  # an LLM is configured: sessions that cannot be sampled go to it
         self._specs = {spec.name: spec for spec in tools}
         self._listing = [_describe(spec) for spec in tools]  # schemas are built once, not per tools/list
 
@@ -97,12 +99,24 @@ class MnemographMCP(MCPServer[Any]):
         principal = principal_of(token) if token is not None else session.principal
         # Built per call and bound to this call's session: the memories it writes go to this client's model
         # and to no other session's (server._sampling).
-        extractor = self._sampling.extractor_for(context, session.transport) if self._sampling else None
+        policy = self._sampling_for(session)
+        extractor = policy.extractor_for(context, session.transport) if policy is not None else None
         return Caller(
             principal=dataclasses.replace(principal, client=client),
             default_scopes=defaults_for(principal, session.default_scopes),
             extractor=extractor,
         )
+
+    def _sampling_for(self, session: SessionInfo) -> SamplingPolicy | None:
+        """MCP sampling for one session. A stdio front-end says what its own client was configured with
+        (``MNEMOGRAPH_SAMPLING``), and that decides, whichever client happened to start this owner; a session
+        whose front-end did not say gets the owner's setting."""
+        if session.sampling is None:
+            return self._sampling
+        if session.sampling is False:
+            return None
+        timeout = float(session.sampling)
+        return SamplingPolicy(timeout, fallback_llm=self._llm_fallback)
 
 
 def build_server(
@@ -112,14 +126,22 @@ def build_server(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
     sampling: SamplingPolicy | None = None,
+    llm_fallback: bool = False,
 ) -> MnemographMCP:
     """The MCP server for ``engine``. ``default_scopes`` apply to sessions that bring none of their own.
 
     ``token_verifier`` and ``auth`` are the SDK's bearer-token hooks, passed through unchanged (issue 4).
-    ``sampling``: MCP sampling's settings when it is on (the engine must then ``use_sampling``); None: off.
+    ``sampling``: MCP sampling's settings when it is on (the engine must then ``use_sampling``); None: off,
+    except for sessions whose stdio front-end asks for it (``SessionInfo.sampling``). ``llm_fallback``: an LLM
+    extractor is configured, so such a session that cannot be sampled is left to it.
     """
     return MnemographMCP(
-        engine, default_scopes=default_scopes, token_verifier=token_verifier, auth=auth, sampling=sampling
+        engine,
+        default_scopes=default_scopes,
+        token_verifier=token_verifier,
+        auth=auth,
+        sampling=sampling,
+        llm_fallback=llm_fallback,
     )
 
 

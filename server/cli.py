@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,6 +31,8 @@ from typing import Any
 from server._cli_parser import command_name, parse
 from server._runtime import RuntimeDirError, RuntimePaths
 from server.settings import Settings, SettingsError, load_settings
+
+_BROKEN_PIPE = 128 + 13  # SIGPIPE's number on Linux and macOS: the status `git log | head` leaves
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +66,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    status: int = _COMMANDS[args.command](args, settings, paths)
+    try:
+        status: int = _COMMANDS[args.command](args, settings, paths)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`mnemograph list | head`): stop quietly, as commands killed by SIGPIPE do. The
+        # output still buffered would fail again when Python flushes it at exit, so stdout goes nowhere now.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return _BROKEN_PIPE
     return status
 
 
@@ -205,7 +217,9 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             print("no proposals")
         if report.get("next_cursor"):
             print(
-                f"more: mnemograph entities list --status {args.status} --limit {args.limit} "
+                "more: mnemograph entities list "
+                + (f"--data-dir {shlex.quote(str(args.data_dir))} " if args.data_dir else "")
+                + f"--status {args.status} --limit {args.limit} "
                 f"--cursor {report['next_cursor']}"
             )
     elif args.op == "erase":

@@ -66,7 +66,9 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             settings.llm_min_interval,
             settings.digest_quiet,
             settings.digests,
-            settings.sampling,
+            # Always: a stdio front-end configured with MNEMOGRAPH_SAMPLING=on may reach this owner although
+            # the client that started it was not (server.app._sampling_for); the worker idles until then.
+            True,
         )
     )
 
@@ -84,7 +86,12 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
         if settings.sampling
         else None
     )
-    server = build_server(holder.get, default_scopes=settings.default_scopes, sampling=sampling)
+    server = build_server(
+        holder.get,
+        default_scopes=settings.default_scopes,
+        sampling=sampling,
+        llm_fallback=bool(settings.anthropic_api_key),
+    )
     verifier = FileTokenVerifier(tokens)
     app = owner_app(
         server,

@@ -37,6 +37,7 @@ Variables (all optional):
 - ``MNEMOGRAPH_SAMPLING``: ``off`` (default) or ``on``: MCP sampling, the writing client's own model reads
   each memory it writes after the write is acknowledged, when the client declared the sampling capability
   (docs/extraction.md); ``MNEMOGRAPH_SAMPLING_TIMEOUT`` the seconds the client gets to answer (default 60).
+  A stdio front-end's own value decides for its session, whatever the running owner was started with.
 - ``MNEMOGRAPH_DIGESTS``: ``on`` (default) or ``off``: the background consolidator that keeps a digest of each
   conversation handed over with ``conversation_write`` (docs/conversations.md); ``MNEMOGRAPH_DIGEST_QUIET``
   the seconds a conversation must go without new messages before it is digested (default 10).

@@ -7,12 +7,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 
 from scopes import InvalidScopeId, ScopeId, ScopeKind
 from storage.domain.models import MAX_NAME_CHARS, Memory, MemoryKind, Status
+
+
+def _numeric(annotation: Any) -> bool:
+    """An int or float field (optional or not) that takes no boolean."""
+    if annotation in (int, float):
+        return True
+    options = get_args(annotation)
+    return bool(options) and bool not in options and any(o in (int, float) for o in options)
 
 
 def _parse_time(value: object) -> object:
@@ -94,9 +110,20 @@ def short_ids(ids: Iterable[str]) -> list[str]:
 
 
 class WireModel(BaseModel):
-    """Base of every tool input: unknown fields are refused, so a misspelt argument is never silently dropped."""
+    """Base of every tool input: unknown fields are refused, so a misspelt argument is never silently dropped,
+    and a JSON boolean is never taken for a number (pydantic reads ``true`` as 1 for an int field)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                value = data.get(field.alias or name)
+                if isinstance(value, bool) and _numeric(field.annotation):
+                    raise ValueError(f"{name} must be a number, not {str(value).lower()}")
+        return data
 
 
 class EntityArg(WireModel):

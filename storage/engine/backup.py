@@ -3,7 +3,8 @@
 - ``export``: JSON Lines, one record per line: a header (format, embedding model and dimension, export time),
   then scopes (with their parents), entities, memories (every field, both time axes, status, version pointers,
   provenance, scopes with when each was added, the entities each mentions, and optionally its vector),
-  version edges (``supersedes``) and relations. Read in one read-only transaction: consistent while writes go on.
+  version edges (``supersedes``), relations and entity ``SAME_AS`` proposals with their decisions (those
+  raised by an exported memory). Read in one read-only transaction: consistent while writes go on.
 - ``import``: into an empty data directory only. The whole file is validated before anything is written; ids,
   times, versions and statuses are kept exactly (re-asserted content keeps its salted id); vectors are taken
   from the file when it has them for the same model, else the content is embedded again.
@@ -27,6 +28,7 @@ from scopes import InvalidScopeId, ScopeId, descendants
 from storage.domain import validation as v
 from storage.domain.errors import InvalidInput, MnemographError
 from storage.domain.models import Memory, MemoryKind, Provenance
+from storage.domain.records import SameAs
 from storage.ports.canonical import CanonicalStore
 from storage.ports.embedder import Embedder
 from storage.sync.reconciler import Reconciler
@@ -74,6 +76,7 @@ class ExportSummary:
     entities: int
     relations: int
     vectors: bool
+    proposals: int = 0  # entity SAME_AS proposals (pending or decided)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class ImportSummary:
     relations: int
     reembedded: int
     already: int = 0  # memories the store held before (a merge into a non-empty store skips them)
+    proposals: int = 0  # entity SAME_AS proposals written, with their decisions
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +122,7 @@ def export(
         with engine._tree_lock:
             tree = dict(engine._parents)
         chosen = {str(sid), *(str(s) for s in descendants(sid, tree))}
-    counts = {"memories": 0, "scopes": 0, "entities": 0, "relations": 0}
+    counts = {"memories": 0, "scopes": 0, "entities": 0, "relations": 0, "proposals": 0}
 
     def line(record: Mapping[str, Any]) -> None:
         out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
@@ -177,7 +181,7 @@ def export(
         for new, old, reason, at in graph.export_supersedes(conn):
             if new in kept and old in kept:
                 line({"type": "supersedes", "new": new, "old": old, "reason": reason, "at": _time(at)})
-        for a, b, predicate, mid, at in relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in relations:
             line(
                 {
                     "type": "relation",
@@ -186,9 +190,37 @@ def export(
                     "predicate": predicate,
                     "memory_id": mid,
                     "recorded_at": _time(at),
+                    "valid_from": _time(
+                        valid_from
+                    ),  # a relation's validity: without it, an ended one reopens
+                    "valid_to": _time(valid_to),
+                    "ended_by": ended_by,
                 }
             )
             counts["relations"] += 1
+        for p in graph.same_as(conn):
+            # A proposal goes with the memory that raised it (erasing that memory takes it too), in the
+            # exported scopes it applies to; accepted and rejected ones keep their decision.
+            applies = [s for s in p.scopes if chosen is None or s in chosen]
+            if p.memory_id not in kept or not applies:
+                continue
+            line(
+                {
+                    "type": "same_as",
+                    "id": p.id,
+                    "a": p.a,
+                    "b": p.b,
+                    "tier": p.tier,
+                    "score": p.score,
+                    "memory_id": p.memory_id,
+                    "status": p.status,
+                    "created_at": _time(p.created_at),
+                    "decided_at": _time(p.decided_at),
+                    "decided_by": p.decided_by,
+                    "scopes": applies,
+                }
+            )
+            counts["proposals"] += 1
     return ExportSummary(getattr(out, "name", "-"), scope, vectors=vectors, **counts)
 
 
@@ -208,7 +240,10 @@ class Parsed:
         default_factory=list
     )
     supersedes: list[tuple[str, str, str, datetime]] = field(default_factory=list)
-    relations: list[tuple[str, str, str, str, datetime]] = field(default_factory=list)
+    relations: list[tuple[str, str, str, str, datetime, datetime | None, datetime | None, str | None]] = (
+        field(default_factory=list)
+    )
+    proposals: list[SameAs] = field(default_factory=list)
 
 
 def require_empty(data_dir: Path) -> None:
@@ -268,8 +303,14 @@ def parse(lines: Iterator[str]) -> Parsed:
                         str(rec["predicate"]),
                         _id(rec["memory_id"]),
                         _req_time(rec["recorded_at"]),
+                        # Exports written before these were kept have none: the relation stays open.
+                        _opt_time(rec.get("valid_from")),
+                        _opt_time(rec.get("valid_to")),
+                        _id(rec["ended_by"]) if rec.get("ended_by") else None,
                     )
                 )
+            elif kind == "same_as":
+                parsed.proposals.append(_proposal(rec))
             else:
                 raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
     except MnemographError as exc:
@@ -312,6 +353,28 @@ def _req_time(value: object) -> datetime:
     if parsed is None:
         raise InvalidInput("a required time is missing")
     return parsed
+
+
+def _proposal(rec: dict[str, Any]) -> SameAs:
+    pid = str(rec["id"])
+    if not (8 <= len(pid) <= 32 and all(c in "0123456789abcdef" for c in pid)):
+        raise InvalidInput(f"{pid[:40]!r} is not a proposal id")
+    status = rec.get("status")
+    if status not in ("pending", "accepted", "rejected"):
+        raise InvalidInput(f"unknown proposal status {str(status)[:40]!r}")
+    return SameAs(
+        id=pid,
+        a=v.name(rec["a"], "entity name"),
+        b=v.name(rec["b"], "entity name"),
+        tier=str(rec.get("tier") or "")[:40],
+        score=float(rec.get("score") or 0.0),
+        memory_id=_id(rec["memory_id"]),
+        status=status,
+        created_at=_req_time(rec["created_at"]),
+        decided_at=_opt_time(rec.get("decided_at")),
+        decided_by=str(rec.get("decided_by") or "")[:200],
+        scopes=tuple(str(_scope(s)) for s in rec.get("scopes") or []),
+    )
 
 
 def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, datetime], list[str]]:
@@ -407,10 +470,28 @@ def restore(
         for new, old, reason, at in parsed.supersedes:
             if new in added_ids or old in added_ids:
                 graph.restore_supersedes(tx.conn, new, old, reason, at)
-        for a, b, predicate, mid, at in parsed.relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in parsed.relations:
             if mid in added_ids:
-                graph.restore_relation(tx.conn, a, b, predicate, mid, at)
+                graph.restore_relation(
+                    tx.conn,
+                    a,
+                    b,
+                    predicate,
+                    mid,
+                    at,
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    ended_by=ended_by,
+                )
+        for p in parsed.proposals:
+            # With the memory that raised it, like its relations; a proposal the store already has (by id,
+            # either direction) keeps the store's own decision.
+            if p.memory_id in added_ids and graph.propose_same(tx.conn, p):
+                proposals.append(p.id)
+                if p.status != "pending":
+                    graph.decide_same(tx.conn, p.id, p.status, p.decided_at, p.decided_by)
 
+    proposals: list[str] = []
     reconciler.submit(edges)
     engine._reload_tree()
     engine._reload_lexicon()
@@ -422,9 +503,10 @@ def restore(
         len(memories),
         len(scope_ids),
         len(parsed.entities),
-        sum(1 for *_, mid, _at in parsed.relations if mid in added_ids),
+        sum(1 for r in parsed.relations if r[3] in added_ids),
         len(todo),
         already=len(parsed.memories) - len(memories),
+        proposals=len(proposals),
     )
 
 

@@ -18,6 +18,12 @@ from storage.enrich._text import Tok, has_seq
 Status = Literal["asserted", "negated", "hypothetical", "uncertain", "reported"]
 WINDOW = 24  # tokens searched for cues around a trigger
 _CLAUSE = frozenset((",", "but", "and", "although", "though", "while", "whereas", "because", ":", "-", "—"))
+_AS_GAP = 3  # tokens between "as" and its saying verb: "as Ana Lima told me"
+_OPENERS = frozenset((",", "(", "-", "—", ";"))
+_PARTICIPLES = frozenset(("mentioned", "said", "told"))
+_WHERE_SAID = frozenset(
+    ("in", "at", "during", "on", "earlier", "before", "yesterday", "today", "last", "this", ".", ")", "!")
+)
 _CONNECT = frozenset(("of", "de", "da", "do", "van", "von", "der", "la", "le", "del", "&", "the", "y"))
 _NOT_NAMES = w.word_set(
     """i me my we our you your he him his she her they them their it its this that these those there here
@@ -145,6 +151,8 @@ def _status(sent: list[Tok], lows: list[str], i: int, end: int) -> tuple[Status,
         return "hypothetical", False
     for cue in w.REPORTED:
         k = has_seq(lows, cue, s_lo, s_hi)
+        while k >= 0 and _attribution(lows, k, end):
+            k = has_seq(lows, cue, k + 1, s_hi)  # the same verb may still report elsewhere in the window
         if k >= 0 and not (cue[0] in w.SELF_REPORT_OK and k > 0 and lows[k - 1] == "i"):
             return "reported", False
     for cue in w.UNCERTAIN:
@@ -154,6 +162,25 @@ def _status(sent: list[Tok], lows: list[str], i: int, end: int) -> tuple[Status,
     if negated:
         return "negated", ended
     return "asserted", False
+
+
+def _attribution(lows: list[str], k: int, end: int) -> bool:
+    """Whether the saying verb at ``k`` only says where the writer's own statement came up, rather than whose
+    word it is: an as-clause ("as mentioned in standup", "as Tom said", "as she told me"), which presupposes
+    what it attaches to, or an agentless participle after the statement ("(mentioned in standup)",
+    ", mentioned earlier"). "Tom said ...", "..., Tom said", "..., said Tom" and "according to" stay reported."""
+    for j in range(k - 1, max(-1, k - _AS_GAP - 1), -1):
+        if lows[j] == "as":
+            return True
+        if lows[j] in _CLAUSE:
+            break
+    return (
+        k >= end
+        and k > 0
+        and lows[k - 1] in _OPENERS
+        and lows[k] in _PARTICIPLES
+        and (k + 1 == len(lows) or lows[k + 1] in _WHERE_SAID)
+    )
 
 
 def _subject(sent: list[Tok], lows: list[str], i: int, text: str, ctx: Context) -> tuple[str, str] | None:

@@ -74,6 +74,9 @@ class CanonicalLifecycle(Protocol):
 
 
 T = TypeVar("T")
+# One exported RELATES edge: subject id, object id, predicate, memory id, recorded at, valid from, valid to,
+# ended by (``export_relations``).
+RelationRow = tuple[str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
 ItemT = TypeVar("ItemT")
 
 
@@ -284,7 +287,11 @@ class CanonicalWrites(Protocol):
 
     def supersede(
         self, conn: Session, old: str, new: str, *, reason: str, at: datetime, close_valid_to: datetime
-    ) -> None: ...
+    ) -> None:
+        """Link ``new`` SUPERSEDES ``old`` and end ``old``'s validity at ``close_valid_to`` (an earlier end
+        stays), never before its ``valid_from``: a validity is never inverted. ``close_relation`` and
+        ``retire`` keep the same rule."""
+        ...
 
     def retire(
         self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str
@@ -322,7 +329,10 @@ class CanonicalExports(Protocol):
 
     def export_supersedes(self, conn: Session) -> list[tuple[str, str, str, datetime | None]]: ...
 
-    def export_relations(self, conn: Session) -> list[tuple[str, str, str, str, datetime | None]]: ...
+    def export_relations(self, conn: Session) -> list[RelationRow]:
+        """Every RELATES edge: subject id, object id, predicate, memory id, recorded at, and its validity
+        (valid from, valid to, the memory that ended it), each None when not set."""
+        ...
 
     def restore_scopes(
         self, conn: Session, scopes: Sequence[tuple[str, datetime]], parents: Sequence[tuple[str, str]]
@@ -346,8 +356,20 @@ class CanonicalExports(Protocol):
     def restore_supersedes(self, conn: Session, new: str, old: str, reason: str, at: datetime) -> None: ...
 
     def restore_relation(
-        self, conn: Session, subject: str, obj: str, predicate: str, memory_id: str, at: datetime
-    ) -> None: ...
+        self,
+        conn: Session,
+        subject: str,
+        obj: str,
+        predicate: str,
+        memory_id: str,
+        at: datetime,
+        *,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        ended_by: str | None = None,
+    ) -> None:
+        """Create a RELATES edge exactly as exported, validity included."""
+        ...
 
 
 class CanonicalConversations(Protocol):

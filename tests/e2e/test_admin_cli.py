@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shlex
 import signal
 import subprocess
 import threading
@@ -206,8 +207,11 @@ async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_own
         assert first.returncode == 0, first.stderr
         lines = first.stdout.decode().splitlines()
         assert lines[0].startswith(f"{pid}  pending")
-        assert lines[1].startswith("more: mnemograph entities list --status pending --limit 1 --cursor ")
-        rest = await _cli(*lines[1].split()[2:], "--data-dir", data)
+        # The printed command runs as printed: it names the --data-dir it was given.
+        assert lines[1].startswith(
+            f"more: mnemograph entities list --data-dir {data} --status pending --limit 1 --cursor "
+        )
+        rest = await _cli(*shlex.split(lines[1])[2:])
         assert rest.returncode == 0, rest.stderr
         assert rest.stdout.decode().splitlines() == [
             f"{second}  pending   'Katherine Johnston' same as 'Katherine Johnson'  (fuzzy, 0.94; memory "
@@ -221,3 +225,48 @@ async def test_entities_lists_accepts_and_undoes_proposals_through_a_running_own
             refused = await _cli("entities", "list", *bad, "--data-dir", data)
             assert refused.returncode == 2
             assert says in refused.stderr, refused.stderr
+
+
+async def test_export_and_import_carry_entity_proposals_and_their_decisions(
+    store: Store, tmp_path: Path
+) -> None:
+    data = str(store.data_dir)
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(
+            client, "memory_write", {"content": "I had lunch with John Smith.", "scopes": ["user:cli"]}
+        )
+        sent = await call(
+            client,
+            "memory_write",
+            {"content": "Yesterday Jon Smith sent the contract.", "scopes": ["user:cli"]},
+        )
+        [accepted] = sent["proposals"]
+        await call(
+            client, "memory_write", {"content": "Katherine Johnson leads the review.", "scopes": ["user:cli"]}
+        )
+        other = await call(
+            client,
+            "memory_write",
+            {"content": "Katherine Johnston runs the warehouse.", "scopes": ["user:cli"]},
+        )
+        [rejected] = other["proposals"]
+        await call(client, "entities", {"action": "accept", "id": accepted})
+        await call(client, "entities", {"action": "reject", "id": rejected})
+        exported = await _cli("export", "-o", str(tmp_path / "dump.jsonl"), "--data-dir", data)
+        assert exported.returncode == 0, exported.stderr
+        before = await _cli("entities", "list", "--status", "all", "--json", "--data-dir", data)
+    if store.owner_pid() is not None:
+        store.kill_owner(signal.SIGTERM)
+    restored = str(tmp_path / "restored")
+    imported = await _cli("import", str(tmp_path / "dump.jsonl"), "--data-dir", restored)
+    assert imported.returncode == 0, imported.stderr
+    after = await _cli("entities", "list", "--status", "all", "--json", "--data-dir", restored)
+    assert after.returncode == 0, after.stderr
+
+    def decided(out: bytes) -> dict[str, tuple[str, str, str, str]]:
+        return {
+            p["id"][:12]: (p["a"], p["b"], p["status"], p["decided_by"]) for p in json.loads(out)["proposals"]
+        }
+
+    assert decided(after.stdout) == decided(before.stdout)
+    assert {k: v[2] for k, v in decided(after.stdout).items()} == {accepted: "accepted", rejected: "rejected"}

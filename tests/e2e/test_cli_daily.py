@@ -341,3 +341,24 @@ async def test_token_commands_name_themselves_and_speak_json(store: Store) -> No
     status, _, err = await run(store, "--data-dir", str(typo), "token", "revoke", "foo")
     assert status == 2
     assert err.startswith(f"mnemograph token revoke: no Mnemograph store at {typo}")
+
+
+async def test_a_listing_piped_into_head_ends_quietly(store: Store) -> None:
+    # `mnemograph list | head -1`: head exits after its line and the rest of the listing meets a closed pipe.
+    # Made deterministic by closing the reading end before the command writes anything.
+    async with Client(store.stdio(), mode="legacy") as client:
+        for text in ("Ana lives in Porto.", "Bob likes tea.", "Cy owns a boat."):
+            await call(client, "memory_write", {"content": text, "scopes": ["user:ana"]})
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = await anyio.run_process(
+                [MNEMOGRAPH, "list", *_d(store)],
+                stdout=write_end,
+                env={**os.environ, **store.env()},
+                check=False,
+            )
+        finally:
+            os.close(write_end)
+    assert done.stderr.decode() == ""  # no BrokenPipeError traceback, no "Exception ignored" line
+    assert done.returncode == 141  # what a command killed by SIGPIPE reports (128 + 13), as `git log | head`

@@ -83,3 +83,30 @@ async def test_an_http_session_ends_with_its_request_so_nothing_is_sampled(store
         "sampling: skipped (HTTP sessions end with their request, before the model could be asked); "
         "the offline extraction stands"
     )
+
+
+async def test_sampling_asked_by_a_client_works_when_another_client_started_the_owner_without_it(
+    store: Store,
+) -> None:
+    # The newcomer's case: a first client (no MNEMOGRAPH_SAMPLING) started the store's owner; a second one
+    # configured with MNEMOGRAPH_SAMPLING=on reaches that running owner, and its model must still be asked.
+    plain = store.stdio(default_scope="user:sam")
+    asking = store.stdio(default_scope="user:sam")
+    asking.env = {**(asking.env or {}), "MNEMOGRAPH_SAMPLING": "on"}
+    model, other = Model(), Model()
+    async with Client(plain, mode="legacy", sampling_callback=other, sampling_capabilities=TOOLS) as first:
+        await call(first, "memory_write", {"content": "Sam likes tea."})
+        async with Client(
+            asking, mode="legacy", sampling_callback=model, sampling_capabilities=TOOLS
+        ) as second:
+            new = await call(second, "memory_write", {"content": NEWS})
+            record = await settled(second, new["id"])
+        later = await call(first, "memory_write", {"content": "Sam visited Porto."})
+        plain_record = await call(first, "memory_read", {"id": later["id"]})
+    assert record["enrichment"].startswith(
+        "sampling (the client's model stdio-model): done (1 relation(s) added"
+    ), record["enrichment"]
+    assert any(NEWS in text for text in model.seen), model.seen
+    # The first client did not ask for sampling: its model is never sent anything.
+    assert other.seen == []
+    assert plain_record["enrichment"] is None, plain_record

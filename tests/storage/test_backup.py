@@ -199,3 +199,18 @@ def test_backup_while_writes_go_on_opens_as_a_data_dir_and_verifies(
         engine.backup(tmp_path / "backup-0")
     with pytest.raises(InvalidInput, match="outside the data directory"):
         engine.backup(engine.data_dir / "inside")
+
+
+def test_an_ended_relation_stays_ended_after_export_and_import(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    # Ana lived in Lisbon until she moved to Porto: restored, Lisbon must not be her current home again.
+    lisbon = engine.write("Ana lives in Lisbon.", ["user:sam"])
+    porto = engine.write("Ana moved to Porto in March 2023.", ["user:sam"])
+    before = (engine.read(lisbon.id).relations, engine.read(porto.id).relations)
+    assert before[0][0].startswith("Ana —lives_in→ Lisbon [? → 2023-03-01, ended by")
+    buf = io.StringIO()
+    engine.export(buf)
+    Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        assert (copy.read(lisbon.id).relations, copy.read(porto.id).relations) == before

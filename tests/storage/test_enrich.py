@@ -72,7 +72,9 @@ def test_a_new_value_supersedes_the_old_and_closes_it_when_the_change_took_effec
     before = engine.read(old.id)
     assert before.memory.status == "superseded"
     assert before.memory.superseded_by == new.id
-    assert before.memory.valid_to == datetime(2023, 3, 1, tzinfo=UTC)
+    # Learned today, so valid from today: its validity ends where it began (it held for no time as far as we
+    # know), never on 1 March 2023, before its own start. The relation, with no start of its own, ends then.
+    assert before.memory.valid_to == before.memory.valid_from
     assert before.relations == (f"Ana —lives_in→ Lisbon [? → 2023-03-01, ended by {new.id}]",)
     assert engine.read(new.id).relations == ("Ana —lives_in→ Porto [2023-03-01 → open]",)
     # History shows the chain; default recall shows only the current value.
@@ -299,3 +301,43 @@ def test_memory_read_never_shows_a_finished_model_pass_without_its_relations(
         during.enrichment,
         during.relations,
     )
+
+
+@pytest.mark.parametrize(
+    "trailer",
+    [
+        ", as mentioned in standup",
+        ", as discussed in the meeting",
+        ", as I mentioned",
+        ", as Tom said",
+        " (mentioned in standup)",
+        ", as she told me yesterday",
+    ],
+)
+def test_a_clause_saying_where_it_was_said_does_not_stop_the_statement(engine: Engine, trailer: str) -> None:
+    # The writer states it and says where it came up: not hearsay. Without the clause the relation is ended;
+    # with it, it must be ended too (it was left current).
+    engine.write("Ana works at Acme.", ["user:sam"])
+    news = engine.write(f"Ana no longer works at Acme{trailer}.", ["user:sam"])
+    assert news.supersedes != (), news
+    found = engine.recall("Where does Ana work?", ["user:sam"], k=5)
+    assert all(h.memory.content != "Ana works at Acme." for h in found)
+    moved = engine.write(f"Ana moved to Lisbon{trailer}.", ["user:sam"])
+    assert [r.split(" [")[0] for r in engine.read(moved.id).relations] == ["Ana —lives_in→ Lisbon"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bob said Ana moved to Lisbon.",
+        "Ana moved to Lisbon, Bob said.",
+        "Ana moved to Lisbon, said Bob.",
+        "Ana moved to Lisbon, according to Bob.",
+        "Bob mentioned in standup that Ana moved to Lisbon.",
+        "Ana moved to Lisbon, Bob mentioned in standup.",
+        "Apparently Ana moved to Lisbon, as mentioned in standup.",
+    ],
+)
+def test_reported_statements_stay_reported_beside_attribution_clauses(engine: Engine, text: str) -> None:
+    receipt = engine.write(text, ["user:sam"])
+    assert engine.read(receipt.id).relations == ()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from mcp import Client
 
@@ -55,3 +57,36 @@ async def test_retire_removes_from_recall_but_not_from_history(client: Client) -
     code, text = await fails(client, "retire", {"id": memory["id"]})
     assert code == "conflict"
     assert "already retired" in text
+
+
+def _inverted(record: dict[str, Any]) -> list[str]:
+    """Versions and relations of a memory_read answer whose validity ends before it starts."""
+    bad = [
+        f"{v['content']} [{v['valid_from']} → {v['valid_to']}]"
+        for v in record["versions"]
+        if v["valid_to"] is not None and v["valid_to"] < v["valid_from"]
+    ]
+    for line in record["relations"]:
+        start, _, end = line.split(" [")[1].rstrip("]").partition(" → ")
+        if start != "?" and end != "open" and end < start:
+            bad.append(line)
+    return bad
+
+
+async def test_validity_is_never_inverted_whatever_dates_the_content_gives(client: Client) -> None:
+    # Told today that Ana works at Acme, then that she has worked at Globex since 1 October: the Acme memory
+    # (valid from today) ends where it began, never on 1 October, before its own start.
+    acme = await ok(client, "memory_write", {"content": "Ana works at Acme.", "scopes": ["user:ana"]})
+    await ok(
+        client, "memory_write", {"content": "Ana works at Globex since 1 October.", "scopes": ["user:ana"]}
+    )
+    record = await ok(client, "memory_read", {"id": acme["id"]})
+    assert record["memory"]["status"] == "superseded"
+    assert _inverted(record) == []
+    # An amend whose new text names a start still to come, then news that overtakes the plan: the amended
+    # version's relation ends at its start (it never held), not before it.
+    bob = await ok(client, "memory_write", {"content": "Bob works at Initech.", "scopes": ["user:ana"]})
+    plan = await ok(client, "amend", {"id": bob["id"], "content": "Bob works at Globex starting 1 December."})
+    await ok(client, "memory_write", {"content": "Bob works at Umbrella.", "scopes": ["user:ana"]})
+    record = await ok(client, "memory_read", {"id": plan["id"]})
+    assert _inverted(record) == [], record

@@ -277,3 +277,13 @@ async def test_a_lone_surname_or_a_title_and_surname_is_proposed_as_the_known_pe
     brandt = await write(client, "The bakery owner Brandt sent the invoice.")
     assert "Brandt" in brandt["entities"]
     assert brandt["proposals"] == []
+
+
+async def test_a_boolean_is_not_a_number(client: Client) -> None:
+    # JSON true is not 1: a model that sends `limit: true` is told so, rather than getting a page of one.
+    code, text = await fails(client, "entities", {"action": "list", "limit": True})
+    assert code == "invalid_arguments"
+    assert "limit must be a number, not true" in text, text
+    code, text = await fails(client, "recall", {"query": "Ana", "k": False})
+    assert code == "invalid_arguments"
+    assert "k must be a number, not false" in text, text

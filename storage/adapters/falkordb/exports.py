@@ -9,7 +9,7 @@ from typing import Any
 from storage.adapters.falkordb._cypher import MEMORY_FIELDS, RETURN_MEMORY, memory_params, session, utc
 from storage.adapters.falkordb.writes import _Writes
 from storage.domain.models import Memory
-from storage.ports.canonical import Session
+from storage.ports.canonical import RelationRow, Session
 
 _TIMES = ("event_time", "valid_from", "valid_to", "recorded_at", "retired_at")
 
@@ -64,11 +64,24 @@ class _Exports(_Writes):
         )
         return [(n, o, reason or "", utc(at)) for n, o, reason, at in rows]
 
-    def export_relations(self, conn: Session) -> list[tuple[str, str, str, str, datetime | None]]:
+    def export_relations(self, conn: Session) -> list[RelationRow]:
         rows = session(conn).rows(
-            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at"
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at, "
+            "r.valid_from, r.valid_to, r.ended_by"
         )
-        return [(a, b, p, m, utc(at)) for a, b, p, m, at in rows]
+        return [
+            (
+                a,
+                b,
+                p,
+                m,
+                utc(at),
+                utc(vf) if vf is not None else None,
+                utc(vt) if vt is not None else None,
+                by,
+            )
+            for a, b, p, m, at, vf, vt, by in rows
+        ]
 
     def restore_scopes(
         self, conn: Session, scopes: Sequence[tuple[str, datetime]], parents: Sequence[tuple[str, str]]
@@ -127,10 +140,30 @@ class _Exports(_Writes):
         )
 
     def restore_relation(
-        self, conn: Session, subject: str, obj: str, predicate: str, memory_id: str, at: datetime
+        self,
+        conn: Session,
+        subject: str,
+        obj: str,
+        predicate: str,
+        memory_id: str,
+        at: datetime,
+        *,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        ended_by: str | None = None,
     ) -> None:
         session(conn).add(
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
-            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
-            {"a": subject, "b": obj, "p": predicate, "m": memory_id, "at": at},
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
+            "valid_to: $vt, ended_by: $by}]->(b)",
+            {
+                "a": subject,
+                "b": obj,
+                "p": predicate,
+                "m": memory_id,
+                "at": at,
+                "vf": valid_from,
+                "vt": valid_to,
+                "by": ended_by,
+            },
         )

@@ -26,6 +26,12 @@ _ENRICHMENT_KEYS = (
 )
 
 
+# A validity ends at $vt, but never before it began: a date read from content ("since 1 October") may fall before
+# the start of what it closes (a memory learned today), which then held for no time at all rather than for a
+# negative one (recall's as_of never finds it; history keeps it).
+_NOT_BEFORE = "CASE WHEN {start} IS NOT NULL AND {start} > $vt THEN {start} ELSE $vt END"
+
+
 class _Writes(_Reads):
     def ensure_scopes(self, conn: Session, scopes: Sequence[str], at: datetime) -> None:
         session(conn).add(
@@ -164,7 +170,9 @@ class _Writes(_Reads):
     ) -> None:
         session(conn).add(
             "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) WHERE r.memory_id = $m "
-            "AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = $vt, r.ended_by = $by",
+            "AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = "
+            + _NOT_BEFORE.format(start="r.valid_from")
+            + ", r.ended_by = $by",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),
@@ -251,14 +259,18 @@ class _Writes(_Reads):
             "MATCH (n:Memory {id: $new}), (o:Memory {id: $old}) "
             "CREATE (n)-[:SUPERSEDES {reason: $reason, at: $at}]->(o) "
             "SET o.superseded_by = $new, "
-            "o.valid_to = CASE WHEN o.valid_to IS NULL OR o.valid_to > $vt THEN $vt ELSE o.valid_to END",
+            "o.valid_to = CASE WHEN o.valid_to IS NULL OR o.valid_to > $vt THEN "
+            + _NOT_BEFORE.format(start="o.valid_from")
+            + " ELSE o.valid_to END",
             {"new": new, "old": old, "reason": reason, "at": at, "vt": close_valid_to},
         )
 
     def retire(self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str) -> None:
         session(conn).add(
             "MATCH (m:Memory {id: $id}) SET m.retired_at = $at, m.retire_reason = $reason, "
-            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN $vt ELSE m.valid_to END",
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN "
+            + _NOT_BEFORE.format(start="m.valid_from")
+            + " ELSE m.valid_to END",
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
 

@@ -16,7 +16,7 @@ from storage.adapters.kuzu._cypher import (
 )
 from storage.adapters.kuzu.writes import _Writes
 from storage.domain.models import Memory
-from storage.ports.canonical import Session
+from storage.ports.canonical import RelationRow, Session
 
 
 class _Exports(_Writes):
@@ -71,12 +71,25 @@ class _Exports(_Writes):
         rows = _rows(conn, "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) RETURN n.id, o.id, r.reason, r.at")
         return [(n, o, reason or "", utc(at)) for n, o, reason, at in rows]
 
-    def export_relations(self, conn: Session) -> list[tuple[str, str, str, str, datetime | None]]:
+    def export_relations(self, conn: Session) -> list[RelationRow]:
         rows = _rows(
             conn,
-            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at",
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at, "
+            "r.valid_from, r.valid_to, r.ended_by",
         )
-        return [(a, b, p, m, utc(at)) for a, b, p, m, at in rows]
+        return [
+            (
+                a,
+                b,
+                p,
+                m,
+                utc(at),
+                utc(vf) if vf is not None else None,
+                utc(vt) if vt is not None else None,
+                by,
+            )
+            for a, b, p, m, at, vf, vt, by in rows
+        ]
 
     def restore_scopes(
         self,
@@ -143,11 +156,31 @@ class _Exports(_Writes):
         )
 
     def restore_relation(
-        self, conn: Session, subject: str, obj: str, predicate: str, memory_id: str, at: datetime
+        self,
+        conn: Session,
+        subject: str,
+        obj: str,
+        predicate: str,
+        memory_id: str,
+        at: datetime,
+        *,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        ended_by: str | None = None,
     ) -> None:
         _exec(
             conn,
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
-            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at}]->(b)",
-            {"a": subject, "b": obj, "p": predicate, "m": memory_id, "at": at},
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
+            "valid_to: $vt, ended_by: $by}]->(b)",
+            {
+                "a": subject,
+                "b": obj,
+                "p": predicate,
+                "m": memory_id,
+                "at": at,
+                "vf": valid_from,
+                "vt": valid_to,
+                "by": ended_by,
+            },
         )
