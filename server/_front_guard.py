@@ -127,17 +127,12 @@ def same_user(client: tuple[str, int] | None, server: tuple[str, int] | None) ->
         want = (_addr(client[0]), client[1], _addr(server[0]), server[1])
     except ValueError:
         return False
+    # (An IPv6 client socket connected to an IPv4 address is found by its IPv4 four-tuple too: the kernel's
+    # lookup matches IPv4-mapped sockets; tests/server/test_front_guard.py checks it.)
     uid = _socket_uid(*want)
-    if uid is None and want[0].version == 4 and want[2].version == 4:
-        # A dual-stack (IPv6) client socket connected to an IPv4 address holds both as IPv4-mapped addresses.
-        uid = _socket_uid(_mapped(want[0]), want[1], _mapped(want[2]), want[3])
     if uid == _UNKNOWN:
         uid = _table_uid(want)
     return uid == os.getuid()
-
-
-def _mapped(address: _Address) -> ipaddress.IPv6Address:
-    return ipaddress.IPv6Address(f"::ffff:{address}")
 
 
 def _table_uid(want: tuple[_Address, int, _Address, int]) -> int | None:
