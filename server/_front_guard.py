@@ -1,12 +1,12 @@
 """What the public HTTP front does before a request reaches any handler: a cap on open connections and a
 deadline for each request's headers (``GuardedH11``), and, for ``--no-auth``, a check that a loopback client
-runs as this OS user (``same_user``).
+runs as this OS user (``same_user``), made once per connection (``connection_peer_ok``).
 
 Why here: uvicorn accepts any number of connections, and gives a client that sends its headers slowly (or
 never) as long as it likes, so idle or stalled sockets could hold the front's memory and file descriptors
 without ever authenticating. The body's deadline and the token check are the app's (``server.http_front``).
 
-Standard library, h11 and uvicorn only (the front imports neither the SDK nor the store).
+Standard library, h11, uvicorn and starlette's type names only (the front imports neither the SDK nor the store).
 """
 
 from __future__ import annotations
@@ -15,14 +15,19 @@ import asyncio
 import ipaddress
 import json
 import os
+import socket
 import struct
 from pathlib import Path
 from typing import Any, ClassVar
 
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 _PROC_NET = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
 _ESTABLISHED = "01"
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+# The scope key under which GuardedH11 hands each request its connection's memo (a dict, one per TCP connection).
+CONNECTION_KEY = "mnemograph.connection"
 
 
 def _raw_response(status: int, reason: str, message: str, *extra: tuple[str, str]) -> bytes:
@@ -47,6 +52,16 @@ class GuardedH11(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
+        # What the app learned about this connection (``connection_peer_ok``): this protocol object lives
+        # exactly as long as its TCP connection, so nothing in it can outlive the peer it describes.
+        memo: dict[str, Any] = {}
+        app = self.app
+
+        async def tagged(scope: Scope, receive: Receive, send: Send) -> None:
+            scope[CONNECTION_KEY] = memo
+            await app(scope, receive, send)
+
+        self.app = tagged
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -101,11 +116,27 @@ def peer_check_available() -> bool:
 
 def same_user(client: tuple[str, int] | None, server: tuple[str, int] | None) -> bool:
     """True when the loopback TCP connection from ``client`` to ``server`` belongs to a process of this OS
-    user. The kernel lists every TCP socket with its owner's uid; the client's socket is the one whose local
-    end is ``client`` and remote end ``server``. False when it cannot be found (fail closed)."""
+    user. The kernel knows every TCP socket's owner uid; the client's socket is the one whose local end is
+    ``client`` and remote end ``server``. False when it cannot be found (fail closed).
+
+    The kernel is asked for that one socket (``sock_diag`` over netlink, microseconds); where that is not
+    available it reads the whole table (/proc/net/tcp, milliseconds on a machine with many sockets)."""
     if client is None or server is None:
         return False
-    want = (_addr(client[0]), client[1], _addr(server[0]), server[1])
+    try:
+        want = (_addr(client[0]), client[1], _addr(server[0]), server[1])
+    except ValueError:
+        return False
+    # (An IPv6 client socket connected to an IPv4 address is found by its IPv4 four-tuple too: the kernel's
+    # lookup matches IPv4-mapped sockets; tests/server/test_front_guard.py checks it.)
+    uid = _socket_uid(*want)
+    if uid == _UNKNOWN:
+        uid = _table_uid(want)
+    return uid == os.getuid()
+
+
+def _table_uid(want: tuple[_Address, int, _Address, int]) -> int | None:
+    """The uid of the established socket ``want`` (local, remote) found in /proc/net/tcp{,6}, or None."""
     for table in _PROC_NET:
         try:
             lines = table.read_text().splitlines()[1:]
@@ -117,20 +148,80 @@ def same_user(client: tuple[str, int] | None, server: tuple[str, int] | None) ->
                 continue
             try:
                 if (*_endpoint(fields[1]), *_endpoint(fields[2])) == want:
-                    return int(fields[7]) == os.getuid()
+                    return int(fields[7])
             except ValueError:
                 continue
-    return False
+    return None
 
 
-def _addr(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+# sock_diag (linux/sock_diag.h, linux/inet_diag.h): one request for one socket, looked up by its four-tuple.
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST = 1
+_NLMSG_ERROR = 2
+_TCP_ESTABLISHED = 1
+_NO_COOKIE = 0xFFFFFFFF
+_REQUEST = struct.Struct("=IHHII BBBxI HH16s16sIII")  # nlmsghdr + inet_diag_req_v2 (ports big-endian below)
+_UNKNOWN = -1  # netlink could not answer: fall back to the table
+
+
+def _socket_uid(local: _Address, lport: int, remote: _Address, rport: int) -> int | None:
+    """The owner uid of the established TCP socket local:lport -> remote:rport, None when there is none,
+    ``_UNKNOWN`` when the kernel cannot be asked this way."""
+    family = socket.AF_INET if local.version == 4 else socket.AF_INET6
+    if remote.version != local.version:
+        return _UNKNOWN
+    request = _REQUEST.pack(
+        _REQUEST.size, _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0,
+        family, socket.IPPROTO_TCP, 0, 1 << _TCP_ESTABLISHED,
+        socket.htons(lport), socket.htons(rport), local.packed.ljust(16, b"\0"), remote.packed.ljust(16, b"\0"),
+        0, _NO_COOKIE, _NO_COOKIE,
+    )  # fmt: skip
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as diag:
+            diag.settimeout(1.0)
+            diag.sendto(request, (0, 0))
+            reply = diag.recv(8192)
+    except (OSError, AttributeError):  # no netlink (not Linux), sock_diag not built, or refused
+        return _UNKNOWN
+    if len(reply) < 16:
+        return _UNKNOWN
+    kind = struct.unpack_from("=H", reply, 4)[0]
+    if kind == _NLMSG_ERROR:
+        errno_ = -struct.unpack_from("=i", reply, 16)[0]
+        return None if errno_ == 2 else _UNKNOWN  # ENOENT: no such socket
+    if kind != _SOCK_DIAG_BY_FAMILY or len(reply) < 16 + 72:
+        return _UNKNOWN
+    # inet_diag_msg: family, state, timer, retrans, the socket id (48 bytes), expires, rqueue, wqueue, uid.
+    state = reply[17]
+    sport, dport = struct.unpack_from("!HH", reply, 20)
+    if state != _TCP_ESTABLISHED or (sport, dport) != (lport, rport):
+        return None
+    uid: int = struct.unpack_from("=I", reply, 16 + 4 + 48 + 12)[0]
+    return uid
+
+
+def connection_peer_ok(scope: Scope) -> bool:
+    """``same_user`` for the connection that carries this request, looked up once per connection: the owner
+    of a TCP socket never changes while it is open, and reading the kernel's socket tables costs milliseconds
+    (they list every socket on the machine). Without GuardedH11's memo (another server) it checks each time."""
+    memo = scope.get(CONNECTION_KEY)
+    if memo is None:
+        return same_user(scope.get("client"), scope.get("server"))
+    ok = memo.get("same_user")
+    if ok is None:
+        ok = memo["same_user"] = same_user(scope.get("client"), scope.get("server"))
+    return bool(ok)
+
+
+def _addr(text: str) -> _Address:
     address = ipaddress.ip_address(text)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
 
 
-def _endpoint(field: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+def _endpoint(field: str) -> tuple[_Address, int]:
     """``0100007F:1F90`` (the kernel's words in host byte order) -> (127.0.0.1, 8080)."""
     host, port = field.split(":")
     words = [int(host[i : i + 8], 16) for i in range(0, len(host), 8)]

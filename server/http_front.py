@@ -43,7 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from server._front_guard import guarded, same_user
+from server._front_guard import connection_peer_ok, guarded
 from server._owner import OwnerUnavailable, ensure_owner
 from server._protocol import (
     ALLOWED_HOSTS_HEADER,
@@ -134,7 +134,7 @@ class HttpFront:
             tg.cancel_scope.cancel()
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._settings.no_auth and not same_user(scope.get("client"), scope.get("server")):
+        if self._settings.no_auth and not connection_peer_ok(scope):
             await JSONResponse({"error": "forbidden", "message": _NOT_YOU}, status_code=403)(
                 scope, receive, send
             )
