@@ -55,6 +55,7 @@ class GuardedH11(H11Protocol):
         # What the app learned about this connection (``connection_peer_ok``): this protocol object lives
         # exactly as long as its TCP connection, so nothing in it can outlive the peer it describes.
         memo: dict[str, Any] = {}
+        self._memo = memo
         app = self.app
 
         async def tagged(scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,6 +66,9 @@ class GuardedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # The socket's own ends, as the kernel reports them: never the scope's "client", which a proxy-headers
+        # middleware rewrites from a request's X-Forwarded-For (a header any local user may send).
+        self._memo["peer"] = (self.client, self.server)
         if len(self.connections) > self.max_connections:
             self.logger.warning("connection cap (%d) reached: refusing a connection", self.max_connections)
             message = f"the server has {self.max_connections} connections open, its limit; retry shortly"
@@ -210,7 +214,8 @@ def connection_peer_ok(scope: Scope) -> bool:
         return same_user(scope.get("client"), scope.get("server"))
     ok = memo.get("same_user")
     if ok is None:
-        ok = memo["same_user"] = same_user(scope.get("client"), scope.get("server"))
+        client, server = memo.get("peer", (None, None))
+        ok = memo["same_user"] = same_user(client, server)
     return bool(ok)
 
 

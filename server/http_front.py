@@ -357,6 +357,9 @@ async def run_front(
         port=settings.port,
         log_level=settings.log_level.lower(),
         lifespan="on",
+        # The front is the first hop: a request's X-Forwarded-For must never change who its client is (uvicorn
+        # trusts it from 127.0.0.1 by default, and the --no-auth peer check looks the client up by address).
+        proxy_headers=False,
         http=guarded(settings.max_connections, settings.header_timeout),
         h11_max_incomplete_event_size=_MAX_HEADER_BYTES,
         # On SIGTERM (`mnemograph stop`), open event streams get this long to finish before they are closed.

@@ -103,3 +103,57 @@ async def test_no_auth_serves_only_the_os_user_running_it(store: Store) -> None:
                 client, "memory_write", {"content": "Local and private.", "scopes": ["user:me"]}
             )
             assert wrote["status"] == "added"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="running a client as another OS user needs root")
+async def test_no_auth_peer_check_cannot_be_pointed_at_another_connection(store: Store) -> None:
+    """Another account names, in X-Forwarded-For, the loopback port of a connection this user holds open to
+    the front (visible to anyone in /proc/net/tcp). The peer check must look at the connection that carries
+    the request, never at an address a header claims, so it is still refused."""
+    import socket
+    from urllib.parse import urlsplit
+
+    async with http_server(store) as server:
+        where = urlsplit(server.url)
+        assert where.hostname is not None
+        assert where.port is not None
+        # This user's client, keeping its connection to the front open (as an MCP client's event stream does).
+        held = socket.create_connection((where.hostname, where.port))
+        try:
+            victim_port = held.getsockname()[1]
+            probe = (
+                "import json, sys, urllib.request, urllib.error\n"
+                "req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers={"
+                "'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream', "
+                "'X-Forwarded-For': '127.0.0.1:' + sys.argv[3]})\n"
+                "try:\n"
+                "    print(urllib.request.urlopen(req, timeout=30).status)\n"
+                "except urllib.error.HTTPError as e:\n"
+                "    print(e.code, e.read().decode())\n"
+            )
+
+            def as_nobody() -> subprocess.CompletedProcess[str]:
+                return subprocess.run(
+                    [
+                        "/usr/bin/python3",
+                        "-I",
+                        "-c",
+                        probe,
+                        server.url,
+                        json.dumps(INITIALIZE),
+                        str(victim_port),
+                    ],
+                    user=NOBODY,
+                    group=NOBODY,
+                    extra_groups=[],
+                    cwd="/",
+                    env={"PATH": "/usr/bin:/bin"},
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+
+            other = await anyio.to_thread.run_sync(as_nobody)
+            assert other.stdout.startswith("403"), (other.stdout, other.stderr)
+        finally:
+            held.close()

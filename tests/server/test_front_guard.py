@@ -117,3 +117,36 @@ async def test_each_connection_is_checked_once_and_never_for_another_connection(
     memos = [memo for memo, _ in seen]
     assert memos[0] == memos[1] == memos[2] != memos[3]
     assert all(ok for _, ok in seen)
+
+
+async def test_the_check_looks_at_the_socket_never_at_x_forwarded_for() -> None:
+    """uvicorn rewrites a request's client from X-Forwarded-For (trusted from 127.0.0.1 by default): the peer
+    check must not follow it, or any local user could name another user's open connection to the front."""
+    seen: list[bool] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        seen.append(connection_peer_ok(scope))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app, lifespan="off", log_level="warning", http=guarded(8, 5.0)
+    )  # proxy headers on
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        async with httpx2.AsyncClient() as client:
+            # Our own connection, claiming to come from a port nobody holds: still ours.
+            response = await client.get(
+                f"http://127.0.0.1:{port}/", headers={"x-forwarded-for": "127.0.0.1:1"}
+            )
+            assert response.status_code == 200
+        server.should_exit = True
+    sock.close()
+    assert seen == [True]
