@@ -244,6 +244,7 @@ class Parsed:
         field(default_factory=list)
     )
     proposals: list[SameAs] = field(default_factory=list)
+    proposal_lines: list[int] = field(default_factory=list)  # each proposal's line, for errors
 
 
 def require_empty(data_dir: Path) -> None:
@@ -260,7 +261,7 @@ def parse(lines: Iterator[str]) -> Parsed:
     parsed: Parsed | None = None
     n = 0
     try:
-        for n, raw in enumerate(lines, start=1):  # noqa: B007 (n names the bad line)
+        for n, raw in enumerate(lines, start=1):  # n names the bad line
             if not raw.strip():
                 continue
             try:
@@ -311,6 +312,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                 )
             elif kind == "same_as":
                 parsed.proposals.append(_proposal(rec))
+                parsed.proposal_lines.append(n)
             else:
                 raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
     except MnemographError as exc:
@@ -322,6 +324,19 @@ def parse(lines: Iterator[str]) -> Parsed:
     ids = {m.id for m, *_ in parsed.memories}
     if len(ids) != len(parsed.memories):
         raise InvalidInput("the export holds a memory id twice", hint="nothing was imported")
+    # A proposal goes with the memory that raised it, in scopes the file has (export writes nothing else).
+    scopes = {s for s, _ in parsed.scopes} | {str(s) for m, *_ in parsed.memories for s in m.scopes}
+    for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
+        if p.memory_id not in ids:
+            raise InvalidInput(
+                f"line {n}: proposal {p.id} names memory {p.memory_id}, which the file does not hold",
+                hint="nothing was imported",
+            )
+        if outside := [s for s in p.scopes if s not in scopes]:
+            raise InvalidInput(
+                f"line {n}: proposal {p.id} applies in scope {outside[0]}, which the file does not hold",
+                hint="nothing was imported",
+            )
     return parsed
 
 
@@ -367,14 +382,29 @@ def _proposal(rec: dict[str, Any]) -> SameAs:
         a=v.name(rec["a"], "entity name"),
         b=v.name(rec["b"], "entity name"),
         tier=str(rec.get("tier") or "")[:40],
-        score=float(rec.get("score") or 0.0),
+        score=_score(rec.get("score")),
         memory_id=_id(rec["memory_id"]),
         status=status,
         created_at=_req_time(rec["created_at"]),
         decided_at=_opt_time(rec.get("decided_at")),
         decided_by=str(rec.get("decided_by") or "")[:200],
-        scopes=tuple(str(_scope(s)) for s in rec.get("scopes") or []),
+        scopes=_proposal_scopes(rec.get("scopes")),
     )
+
+
+def _score(value: object) -> float:
+    """A proposal's name similarity: a finite number from 0 to 1 (absent: 0)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"a proposal's score must be a number from 0 to 1, not {str(value)[:40]!r}")
+    return float(value)
+
+
+def _proposal_scopes(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise InvalidInput("a proposal's scopes must be a non-empty list of scope ids")
+    return tuple(str(_scope(s)) for s in value)
 
 
 def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, datetime], list[str]]:

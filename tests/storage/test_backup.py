@@ -214,3 +214,46 @@ def test_an_ended_relation_stays_ended_after_export_and_import(
     Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
     with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
         assert (copy.read(lisbon.id).relations, copy.read(porto.id).relations) == before
+
+
+def test_import_refuses_a_hostile_entity_proposal_changing_nothing(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A same_as record whose score is not a number from 0 to 1 (NaN, infinity, true), whose scopes are not a
+    list of the file's scopes, or whose memory is not in the file: refused, naming the line; nothing written."""
+    mid = engine.write("Ana works with Bob.", ["user:ana"]).id
+    buf = io.StringIO()
+    engine.export(buf)
+    people = [
+        {"type": "entity", "id": n.lower(), "name": n, "entity_type": "person", "aliases": []}
+        for n in ("Zed", "Zedd")
+    ]
+    good = buf.getvalue() + "".join(json.dumps(p) + "\n" for p in people)
+    proposal = {
+        "type": "same_as", "id": "0123456789abcdef", "a": "Zed", "b": "Zedd", "tier": "fuzzy", "score": 0.9,
+        "memory_id": mid, "status": "pending", "created_at": "2026-01-01T00:00:00+00:00", "decided_at": None,
+        "decided_by": "", "scopes": ["user:ana"],
+    }  # fmt: skip
+    fine = tmp_path / "fine"
+    assert (
+        Engine.import_export(
+            fine, io.StringIO(good + json.dumps(proposal) + "\n"), embedder=embedder
+        ).proposals
+        == 1
+    )
+    bad = {
+        "NaN score": {"score": float("nan")},
+        "infinite score": {"score": float("inf")},
+        "boolean score": {"score": True},
+        "score above 1": {"score": 7.5},
+        "scopes a string": {"scopes": "user:ana"},
+        "scope not in the file": {"scopes": ["team:elsewhere"]},
+        "no scopes": {"scopes": []},
+        "memory not in the file": {"memory_id": "f" * 32},
+    }
+    for name, change in bad.items():
+        target = tmp_path / name.replace(" ", "-")
+        line = json.dumps({**proposal, **change})
+        with pytest.raises(InvalidInput, match="line"):
+            Engine.import_export(target, io.StringIO(good + line + "\n"), embedder=embedder)
+        assert not target.exists(), f"{name}: a refused import created {target}"
