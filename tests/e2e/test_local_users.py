@@ -66,34 +66,42 @@ async def test_a_data_directory_left_open_by_an_older_version_is_closed_on_open(
     assert exposed(store.data_dir) == []
 
 
+# Another local account's client (nobody), with the system Python so that it needs nothing of ours: it POSTs an
+# MCP initialize to the URL, optionally naming a loopback port in X-Forwarded-For, and prints the status it got.
+PROBE = (
+    "import json, sys, urllib.request, urllib.error\n"
+    "headers = {'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'}\n"
+    "if len(sys.argv) > 3:\n"
+    "    headers['X-Forwarded-For'] = '127.0.0.1:' + sys.argv[3]\n"
+    "req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers=headers)\n"
+    "try:\n"
+    "    print(urllib.request.urlopen(req, timeout=30).status)\n"
+    "except urllib.error.HTTPError as e:\n"
+    "    print(e.code, e.read().decode())\n"
+)
+
+
+async def post_as_nobody(url: str, *forwarded_port: str) -> subprocess.CompletedProcess[str]:
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["/usr/bin/python3", "-I", "-c", PROBE, url, json.dumps(INITIALIZE), *forwarded_port],
+            user=NOBODY,
+            group=NOBODY,
+            extra_groups=[],
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    return await anyio.to_thread.run_sync(run)
+
+
 @pytest.mark.skipif(os.getuid() != 0, reason="running a client as another OS user needs root")
 async def test_no_auth_serves_only_the_os_user_running_it(store: Store) -> None:
     async with http_server(store) as server:  # --no-auth on loopback
-        # Another local account (nobody), with the system Python so that it needs nothing of ours.
-        probe = (
-            "import json, sys, urllib.request, urllib.error\n"
-            "req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers={"
-            "'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream'})\n"
-            "try:\n"
-            "    print(urllib.request.urlopen(req, timeout=30).status)\n"
-            "except urllib.error.HTTPError as e:\n"
-            "    print(e.code, e.read().decode())\n"
-        )
-
-        def as_nobody() -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                ["/usr/bin/python3", "-I", "-c", probe, server.url, json.dumps(INITIALIZE)],
-                user=NOBODY,
-                group=NOBODY,
-                extra_groups=[],
-                cwd="/",
-                env={"PATH": "/usr/bin:/bin"},
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-
-        other = await anyio.to_thread.run_sync(as_nobody)
+        other = await post_as_nobody(server.url)
         assert other.stdout.startswith("403"), (other.stdout, other.stderr)
         assert "--no-auth" in other.stdout
         assert "token" in other.stdout
@@ -120,40 +128,7 @@ async def test_no_auth_peer_check_cannot_be_pointed_at_another_connection(store:
         # This user's client, keeping its connection to the front open (as an MCP client's event stream does).
         held = socket.create_connection((where.hostname, where.port))
         try:
-            victim_port = held.getsockname()[1]
-            probe = (
-                "import json, sys, urllib.request, urllib.error\n"
-                "req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers={"
-                "'Content-Type': 'application/json', 'Accept': 'application/json, text/event-stream', "
-                "'X-Forwarded-For': '127.0.0.1:' + sys.argv[3]})\n"
-                "try:\n"
-                "    print(urllib.request.urlopen(req, timeout=30).status)\n"
-                "except urllib.error.HTTPError as e:\n"
-                "    print(e.code, e.read().decode())\n"
-            )
-
-            def as_nobody() -> subprocess.CompletedProcess[str]:
-                return subprocess.run(
-                    [
-                        "/usr/bin/python3",
-                        "-I",
-                        "-c",
-                        probe,
-                        server.url,
-                        json.dumps(INITIALIZE),
-                        str(victim_port),
-                    ],
-                    user=NOBODY,
-                    group=NOBODY,
-                    extra_groups=[],
-                    cwd="/",
-                    env={"PATH": "/usr/bin:/bin"},
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                )
-
-            other = await anyio.to_thread.run_sync(as_nobody)
+            other = await post_as_nobody(server.url, str(held.getsockname()[1]))
             assert other.stdout.startswith("403"), (other.stdout, other.stderr)
         finally:
             held.close()

@@ -20,15 +20,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def falkordb(tmp_path: Path) -> Iterator[falkordb_local.LocalServer]:
-    server = falkordb_local.start(tmp_path / "falkordb")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def node(
     falkordb: falkordb_local.LocalServer, tmp_path: Path, embedder: CachedEmbedder
 ) -> Iterator[Callable[[str], Engine]]:
