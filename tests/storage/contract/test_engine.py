@@ -272,3 +272,33 @@ def test_export_then_import_keeps_contradictions_model_passes_and_proposals(
         assert copy.graph.same_as(b) == eng.graph.same_as(a)
         assert sorted(copy.graph.export_relations(b)) == sorted(eng.graph.export_relations(a))
     assert copy.verify().ok
+
+
+def test_amend_reconciles_against_other_memories_as_a_write_does(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    eng = open_engine(tmp_path / "data")
+    acme = eng.write("Ana works at Acme.", ["user:sam"])
+    note = eng.write("Ana likes tea.", ["user:sam"])
+    new = eng.amend(note.id, "Ana now works at Globex.")
+    assert new.also_supersedes == (acme.id,)
+    assert eng.read(acme.id).memory.superseded_by == new.id
+    assert {note.id, new.id} <= {m.id for m in eng.read(note.id).versions}
+    bo = eng.write("Bo works at Initech.", ["user:sam"])
+    ended = eng.amend(bo.id, "Bo no longer works at Initech.")
+    assert eng.read(ended.id).relations == ()
+    assert eng.read(bo.id).relations[0].endswith(f"ended by {ended.id}]")
+    assert eng.verify().ok
+
+
+def test_a_new_value_written_supersedes_the_memory_that_held_the_old_one(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    # On FalkorDB the relation was closed but its memory stayed current: the check for a relation still open
+    # read the committed state, without this transaction's close.
+    eng = open_engine(tmp_path / "data")
+    acme = eng.write("Ana works at Acme.", ["user:sam"])
+    globex = eng.write("Ana now works at Globex.", ["user:sam"])
+    assert globex.supersedes == (acme.id,)
+    assert eng.read(acme.id).memory.superseded_by == globex.id
+    assert acme.id not in [h.memory.id for h in eng.recall("where does Ana work", ["user:sam"])]
