@@ -393,7 +393,11 @@ def parse(lines: Iterator[str]) -> Parsed:
             raise refuse(n, f"proposal {p.id} is given {differs} (first on line {was})")
         first[p.id] = (n, pair)
         if unknown := [name for name in (p.a, p.b) if entity_key(name) not in entities]:
-            raise refuse(n, f"proposal {p.id} names entity {unknown[0]!r}, which the file does not hold")
+            raise InvalidInput(
+                f"line {n}: proposal {p.id} names entity {unknown[0]!r}, which the file does not hold",
+                hint="nothing was imported; a --scope export written before both entities of a proposal went "
+                "with it may lack one: export it again",
+            )
         if p.memory_id not in ids:
             raise InvalidInput(
                 f"line {n}: proposal {p.id} names memory {p.memory_id}, which the file does not hold",
@@ -560,7 +564,8 @@ def restore(
     with graph.read() as conn:
         present = set(graph.all_ids(conn))
         known_scopes = {s for s, _ in graph.export_scopes(conn)}
-        held = {p.id: p for p in graph.same_as(conn, [p.id for p in parsed.proposals])}
+        asked = [p.id for p in parsed.proposals]
+        held = {p.id: p for p in graph.same_as(conn, asked)} if asked else {}
     for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
         mine = held.get(p.id)
         if mine is not None and {entity_key(mine.a), entity_key(mine.b)} != {

@@ -158,8 +158,6 @@ class _Versions(_Writes):
                 self._insert(tx, new, old.scopes, entities, relations, since)
             self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=start)
             tx.record("supersede", old.id)
-            if existing is not None:  # the content was already stored, and reconciled when it was
-                return AmendReceipt(cur, old.id, old.scopes, existing.valid_from)
             for ended, f in ending:
                 self.graph.close_relation(
                     tx.conn,
@@ -170,6 +168,8 @@ class _Versions(_Writes):
                     valid_to=f.at if f.dated else start,
                     ended_by=cur,
                 )
+            if existing is not None:  # the content was already stored, and reconciled when it was
+                return AmendReceipt(cur, old.id, old.scopes, existing.valid_from)
             # The new version against every other memory, exactly as a write of the same text is reconciled.
             own: dict[str, int] = {}  # relations the new version itself just counted, per name
             for r in relations:
