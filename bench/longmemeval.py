@@ -3,6 +3,7 @@
     python bench/longmemeval.py ../shared/bench-data/ --limit 60     # dev split (tune here), evenly spaced
     python bench/longmemeval.py ../shared/bench-data/ --split report   # reporting split: the headline (lead)
     python bench/longmemeval.py ../shared/bench-data/ --limit 3 --out /tmp/lme.md   # smoke (CI)
+    python bench/longmemeval.py ../shared/bench-data/ --variants 'full; full, no group_by'   # a subset
 
 Each question's haystack goes into its own data directory, written exactly as a client writes it: one
 ``memory_write`` call per turn through an MCP ``Client`` on the real server (kind ``message``, the session
@@ -442,7 +443,8 @@ def run(args: argparse.Namespace) -> Run:
     with tqdm(total=len(todo), desc="embed", unit="text", disable=not todo) as bar:
         cache.fill(todo, bar.update)
     r = Run(args.split, scored, embed_s=time.perf_counter() - t0, embedded=len(todo))
-    names = [n for n in VARIANTS if not args.variants or n in set(args.variants.split(","))]
+    chosen = set(args.variants)
+    names = [n for n in VARIANTS if not chosen or n in chosen]
     table = {n: (VARIANTS[n][0], engine_ranker(n)) for n in names}
     wanted = {n: VARIANTS[n] for n in names} | (TUNING if args.save_lists else {})
     r.scores = {name: [] for name in table}
@@ -547,7 +549,35 @@ class Journal:
         self.rows[q.id] = row
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def pick_variants(values: Sequence[str], known: Sequence[str]) -> list[str]:
+    """The variant names selected by the ``--variants`` values, in the order given, each once.
+
+    A value is one name ("full, no group_by"), or names separated by ``;``, or (as before) by ``,``. Names may
+    themselves hold commas, so a comma list is read greedily: at each point the longest run of comma-separated
+    pieces that names a variant is taken. Raises ``ValueError`` naming the first piece that is no variant.
+    """
+    out: dict[str, None] = {}
+    for value in values:
+        for part in value.split(";") if ";" in value else [value]:
+            pieces = part.split(",")
+            i = 0
+            while i < len(pieces):
+                for j in range(len(pieces), i, -1):
+                    name = ",".join(pieces[i:j]).strip()
+                    if name in known:
+                        out.setdefault(name, None)
+                        i = j
+                        break
+                else:
+                    bad = pieces[i].strip()
+                    if bad:
+                        raise ValueError(f"no variant named {bad!r}")
+                    i += 1
+    return list(out)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, with ``args.variants`` resolved to a list of variant names (empty: all of them)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
         "data", nargs="?", default="../shared/bench-data/", help="folder with the LongMemEval files"
@@ -557,7 +587,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=str(DOC), help="the Markdown report (the PNG goes beside it)")
     p.add_argument("--cache", default=str(CACHE), help="embedding cache directory (kept between runs)")
     p.add_argument("--work", default=None, help="where the per-question data directories go (temp)")
-    p.add_argument("--variants", default="", help="comma-separated subset of variants to score")
+    p.add_argument(
+        "--variants",
+        action="append",
+        default=[],
+        help="a subset of variants to score: repeat the flag, or separate names with ';' (or ','; a name may "
+        "hold a comma, as in 'full, no group_by')",
+    )
     p.add_argument("--types", default="", help="comma-separated question types to keep (tuning on dev)")
     p.add_argument("--no-write", action="store_true", help="print the tables only")
     p.add_argument(
@@ -569,6 +605,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="append each question's scores here and skip questions already in it (stop and go on later)",
     )
     args = p.parse_args(argv)
+    try:
+        args.variants = pick_variants(args.variants, [*VARIANTS])
+    except ValueError as e:
+        p.error(f"--variants: {e}; the variants are: " + "; ".join(VARIANTS))
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     cmd = "python bench/longmemeval.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     r = run(args)
     from _lme_report import print_tables, write_report

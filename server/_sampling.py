@@ -127,6 +127,12 @@ class ClientSampling:
         max_tokens: int = MAX_TOKENS,
     ) -> None:
         self._session, self._loop = session, loop
+        # The engine queues jobs per owner (storage.enrich.llm.Enricher): this connection's memories wait for
+        # this client only, so one that never answers cannot hold up another session's. The SDK builds a
+        # ServerSession per request around the connection's one ``Connection``, which it does not expose: read
+        # it here (the one module that knows the SDK); tests/server/test_sampling.py fails if it stops being
+        # shared by one client's calls (the per-session bound would then apply per call).
+        self.owner: object = getattr(session, "_connection", session)
         self._tools, self._timeout, self._max_tokens = tools, timeout, max_tokens
         self._gone: str | None = None
 

@@ -36,6 +36,14 @@ class AmendOut(BaseModel):
     supersedes: str = Field(description="The id of the version it replaced (now superseded).")
     scopes: list[str] = Field(description="The scopes of the new version (those of the old one).")
     valid_from: datetime = Field(description="When the new version took effect (effective_at, or now).")
+    also_supersedes: list[str] = Field(
+        default_factory=list,
+        description="Other memories the new version updated or ended, as a memory_write of the same text would "
+        "(e.g. 'Ana works at Acme' once the new text says she works at Globex, or no longer at Acme).",
+    )
+    contradicts: list[str] = Field(
+        default_factory=list, description="Memories the new version contradicts (both are kept and linked)."
+    )
 
 
 async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
@@ -53,6 +61,8 @@ async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
         supersedes=short_id(receipt.supersedes),
         scopes=list(receipt.scopes),
         valid_from=receipt.valid_from,
+        also_supersedes=[short_id(i) for i in receipt.also_supersedes],
+        contradicts=[short_id(i) for i in receipt.contradicts],
     )
 
 
@@ -63,7 +73,8 @@ SPEC = ToolSpec(
         "Replace a stored memory with a corrected or updated version, e.g. when a fact changed or was wrong. "
         "The old version stays in history (recall with include_history=true) and stops being returned by "
         "default. Use this instead of writing a second, contradicting memory. When the change happened earlier "
-        "than now, pass effective_at. Relations of the old version whose two ends the new text still names are kept."
+        "than now, pass effective_at. Relations of the old version whose two ends the new text still names are kept "
+        "unless the new text ends them; the new version is reconciled against other memories as a write is."
     ),
     input_model=AmendIn,
     output_model=AmendOut,

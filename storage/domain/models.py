@@ -173,6 +173,9 @@ class AmendReceipt:
     supersedes: str
     scopes: tuple[str, ...]
     valid_from: datetime
+    # Reconciliation of the new version against other memories, as a write's receipt reports it.
+    also_supersedes: tuple[str, ...] = ()  # other memories whose statement the new version ended or updated
+    contradicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,15 @@
 - ``export``: JSON Lines, one record per line: a header (format, embedding model and dimension, export time),
   then scopes (with their parents), entities, memories (every field, both time axes, status, version pointers,
   provenance, scopes with when each was added, the entities each mentions, and optionally its vector),
-  version edges (``supersedes``), relations and entity ``SAME_AS`` proposals with their decisions (those
-  raised by an exported memory). Read in one read-only transaction: consistent while writes go on.
+  version edges (``supersedes``), relations, ``contradicts`` links between exported memories, the record of
+  each model pass (``enrichment``: what memory_read shows of it) and entity ``SAME_AS`` proposals with their
+  decisions (those raised by an exported memory; both entities they name go with them). Read in one read-only
+  transaction: consistent while writes go on.
 - ``import``: into an empty data directory only. The whole file is validated before anything is written; ids,
   times, versions and statuses are kept exactly (re-asserted content keeps its salted id); vectors are taken
-  from the file when it has them for the same model, else the content is embedded again.
+  from the file when it has them for the same model, else the content is embedded again. A link, a model
+  pass's record or a proposal naming a memory or an entity the file does not hold, or a proposal id given to
+  two pairs of entities, refuses the file, naming the line.
 - ``snapshot`` (``mnemograph backup DIR``): pauses writes for the copy, checkpoints Kùzu and copies the graph,
   both projections and their watermarks as they are at one change sequence. The copy opens as a data directory.
 """
@@ -28,7 +32,7 @@ from scopes import InvalidScopeId, ScopeId, descendants
 from storage.domain import validation as v
 from storage.domain.errors import InvalidInput, MnemographError
 from storage.domain.models import Memory, MemoryKind, Provenance
-from storage.domain.records import SameAs
+from storage.domain.records import SameAs, entity_key
 from storage.ports.canonical import CanonicalStore
 from storage.ports.embedder import Embedder
 from storage.sync.reconciler import Reconciler
@@ -77,6 +81,8 @@ class ExportSummary:
     relations: int
     vectors: bool
     proposals: int = 0  # entity SAME_AS proposals (pending or decided)
+    contradictions: int = 0  # CONTRADICTS links between exported memories
+    enrichments: int = 0  # records of a model pass (memory_read's "enrichment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,8 @@ class ImportSummary:
     reembedded: int
     already: int = 0  # memories the store held before (a merge into a non-empty store skips them)
     proposals: int = 0  # entity SAME_AS proposals written, with their decisions
+    contradictions: int = 0  # CONTRADICTS links written
+    enrichments: int = 0  # records of a model pass written
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +130,15 @@ def export(
         with engine._tree_lock:
             tree = dict(engine._parents)
         chosen = {str(sid), *(str(s) for s in descendants(sid, tree))}
-    counts = {"memories": 0, "scopes": 0, "entities": 0, "relations": 0, "proposals": 0}
+    counts = {
+        "memories": 0,
+        "scopes": 0,
+        "entities": 0,
+        "relations": 0,
+        "proposals": 0,
+        "contradictions": 0,
+        "enrichments": 0,
+    }
 
     def line(record: Mapping[str, Any]) -> None:
         out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
@@ -162,7 +178,15 @@ def export(
             memories.append(record)
         kept = {m["id"] for m in memories}
         relations = [r for r in graph.export_relations(conn) if r[3] in kept]
-        wanted = {e for m in memories for e in m["mentions"]} | {x for r in relations for x in r[:2]}
+        # A proposal goes with the memory that raised it (erasing that memory takes it too), in the exported
+        # scopes it applies to; both entities it names go with it (one may be mentioned only outside them).
+        proposals = [(p, [s for s in p.scopes if chosen is None or s in chosen]) for p in graph.same_as(conn)]
+        proposals = [(p, applies) for p, applies in proposals if p.memory_id in kept and applies]
+        wanted = (
+            {e for m in memories for e in m["mentions"]}
+            | {x for r in relations for x in r[:2]}
+            | {entity_key(n) for p, _ in proposals for n in (p.a, p.b)}
+        )
         for eid, name, etype, aliases in graph.export_entities(conn):
             if chosen is None or eid in wanted:
                 line({"type": "entity", "id": eid, "name": name, "entity_type": etype, "aliases": aliases})
@@ -198,12 +222,15 @@ def export(
                 }
             )
             counts["relations"] += 1
-        for p in graph.same_as(conn):
-            # A proposal goes with the memory that raised it (erasing that memory takes it too), in the
-            # exported scopes it applies to; accepted and rejected ones keep their decision.
-            applies = [s for s in p.scopes if chosen is None or s in chosen]
-            if p.memory_id not in kept or not applies:
-                continue
+        for new, old, predicate, at in graph.export_contradictions(conn):
+            if new in kept and old in kept:
+                line({"type": "contradicts", "new": new, "old": old, "predicate": predicate, "at": _time(at)})
+                counts["contradictions"] += 1
+        for mid, row in graph.export_enrichments(conn):
+            if mid in kept:
+                line({"type": "enrichment", "memory_id": mid, **row, "at": _time(row.get("at"))})
+                counts["enrichments"] += 1
+        for p, applies in proposals:  # accepted and rejected ones keep their decision
             line(
                 {
                     "type": "same_as",
@@ -245,6 +272,9 @@ class Parsed:
     )
     proposals: list[SameAs] = field(default_factory=list)
     proposal_lines: list[int] = field(default_factory=list)  # each proposal's line, for errors
+    contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
+    enrichments: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, key) -> line: links, records
 
 
 def require_empty(data_dir: Path) -> None:
@@ -313,6 +343,19 @@ def parse(lines: Iterator[str]) -> Parsed:
             elif kind == "same_as":
                 parsed.proposals.append(_proposal(rec))
                 parsed.proposal_lines.append(n)
+            elif kind == "contradicts":
+                link = (
+                    _id(rec["new"]),
+                    _id(rec["old"]),
+                    _predicate(rec.get("predicate")),
+                    _req_time(rec["at"]),
+                )
+                _once(parsed, "contradiction", " ".join(link[:3]), n)
+                parsed.contradictions.append(link)
+            elif kind == "enrichment":
+                mid = _id(rec["memory_id"])
+                _once(parsed, "model pass record", mid, n)
+                parsed.enrichments.append((mid, _enrichment(rec)))
             else:
                 raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
     except MnemographError as exc:
@@ -326,7 +369,35 @@ def parse(lines: Iterator[str]) -> Parsed:
         raise InvalidInput("the export holds a memory id twice", hint="nothing was imported")
     # A proposal goes with the memory that raised it, in scopes the file has (export writes nothing else).
     scopes = {s for s, _ in parsed.scopes} | {str(s) for m, *_ in parsed.memories for s in m.scopes}
+
+    def refuse(n: int, what: str) -> InvalidInput:
+        return InvalidInput(f"line {n}: {what}", hint="nothing was imported")
+
+    for new, old, _p, _at in parsed.contradictions:
+        n = parsed.lines[("contradiction", " ".join((new, old, _p)))]
+        if missing := [m for m in (new, old) if m not in ids]:
+            raise refuse(n, f"a contradiction names memory {missing[0]}, which the file does not hold")
+    for mid, _row in parsed.enrichments:
+        if mid not in ids:
+            raise refuse(
+                parsed.lines[("model pass record", mid)],
+                f"a model pass's record names memory {mid}, which the file does not hold",
+            )
+    entities = {eid for eid, *_ in parsed.entities}
+    first: dict[str, tuple[int, frozenset[str]]] = {}
     for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
+        pair = frozenset((entity_key(p.a), entity_key(p.b)))
+        if p.id in first:
+            was, other = first[p.id]
+            differs = "for another pair of entities" if other != pair else "again"
+            raise refuse(n, f"proposal {p.id} is given {differs} (first on line {was})")
+        first[p.id] = (n, pair)
+        if unknown := [name for name in (p.a, p.b) if entity_key(name) not in entities]:
+            raise InvalidInput(
+                f"line {n}: proposal {p.id} names entity {unknown[0]!r}, which the file does not hold",
+                hint="nothing was imported; a --scope export written before both entities of a proposal went "
+                "with it may lack one: export it again",
+            )
         if p.memory_id not in ids:
             raise InvalidInput(
                 f"line {n}: proposal {p.id} names memory {p.memory_id}, which the file does not hold",
@@ -390,6 +461,41 @@ def _proposal(rec: dict[str, Any]) -> SameAs:
         decided_by=str(rec.get("decided_by") or "")[:200],
         scopes=_proposal_scopes(rec.get("scopes")),
     )
+
+
+def _once(parsed: Parsed, kind: str, key: str, n: int) -> None:
+    """Refuse a second line saying the same thing: it could only say it differently."""
+    if (kind, key) in parsed.lines:
+        raise InvalidInput(f"the same {kind} again (first on line {parsed.lines[(kind, key)]})")
+    parsed.lines[(kind, key)] = n
+
+
+def _predicate(value: object) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 100:
+        raise InvalidInput(f"{str(value)[:40]!r} is not a predicate")
+    return value
+
+
+ENRICHMENT_STATUSES = ("done", "failed", "skipped")
+
+
+def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
+    """A model pass's record: its status, what it said, the model, token counts and when it ran."""
+    status = rec.get("status")
+    if status not in ENRICHMENT_STATUSES:
+        raise InvalidInput(f"unknown model pass status {str(status)[:40]!r}")
+    row: dict[str, Any] = {
+        "status": status,
+        "detail": str(rec.get("detail") or "")[:2000],
+        "model": str(rec.get("model") or "")[:200],
+        "at": _req_time(rec.get("at")),
+    }
+    for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+        count = rec.get(key)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise InvalidInput(f"{key} must be a whole number of at least 0, not {str(count)[:40]!r}")
+        row[key] = count
+    return row
 
 
 def _score(value: object) -> float:
@@ -458,6 +564,19 @@ def restore(
     with graph.read() as conn:
         present = set(graph.all_ids(conn))
         known_scopes = {s for s, _ in graph.export_scopes(conn)}
+        asked = [p.id for p in parsed.proposals]
+        held = {p.id: p for p in graph.same_as(conn, asked)} if asked else {}
+    for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
+        mine = held.get(p.id)
+        if mine is not None and {entity_key(mine.a), entity_key(mine.b)} != {
+            entity_key(p.a),
+            entity_key(p.b),
+        }:
+            raise InvalidInput(
+                f"line {n}: proposal {p.id} links {p.a!r} and {p.b!r}, but this store holds that proposal for "
+                f"{mine.a!r} and {mine.b!r}",
+                hint="nothing was imported; this export does not come from a copy of this store",
+            )
     memories = [rec for rec in parsed.memories if rec[0].id not in present]
     added_ids = {m.id for m, *_ in memories}
     embedder: Embedder = engine.embedder
@@ -513,6 +632,14 @@ def restore(
                     valid_to=valid_to,
                     ended_by=ended_by,
                 )
+        for new, old, predicate, at in parsed.contradictions:
+            if new in added_ids or old in added_ids:  # both are in the file, so both are in the store now
+                graph.contradict(tx.conn, new, old, predicate, at)
+                counts["contradictions"] += 1
+        for mid, row in parsed.enrichments:
+            if mid in added_ids:
+                graph.record_enrichment(tx.conn, mid, row)
+                counts["enrichments"] += 1
         for p in parsed.proposals:
             # With the memory that raised it, like its relations; a proposal the store already has (by id,
             # either direction) keeps the store's own decision.
@@ -522,6 +649,7 @@ def restore(
                     graph.decide_same(tx.conn, p.id, p.status, p.decided_at, p.decided_by)
 
     proposals: list[str] = []
+    counts = {"contradictions": 0, "enrichments": 0}
     reconciler.submit(edges)
     engine._reload_tree()
     engine._reload_lexicon()
@@ -537,6 +665,7 @@ def restore(
         len(todo),
         already=len(parsed.memories) - len(memories),
         proposals=len(proposals),
+        **counts,
     )
 
 

@@ -17,15 +17,16 @@ from storage.domain.models import (
     RelationIn,
     RetireReceipt,
 )
-from storage.domain.records import NewMemory
+from storage.domain.records import NewMemory, RelationState, entity_key
 from storage.engine.state import (
     _now,
     content_id,
     log,
 )
 from storage.engine.writes import _Writes
-from storage.enrich import Enriched, enrich, speaker_of
-from storage.language.extraction import extract
+from storage.enrich import Enriched, Fact, enrich, speaker_of
+from storage.enrich.reconcile import reconcile
+from storage.language.extraction import _norm, extract
 from storage.sync.reconciler import Tx
 
 
@@ -56,15 +57,16 @@ class _Versions(_Writes):
             before = self.graph.fetch(conn, [old_id]).get(old_id)
             held = self.graph.relation_history(conn, [old_id]) if before is not None else []
         # The relations the old version recorded whose two ends the new text still names carry over (the
-        # caller's own included: amend takes no relations); the new text's own statements are read as a write
-        # reads them. Whether the caller may amend it at all is checked in the intent, before anything is kept.
+        # caller's own included: amend takes no relations), unless the new text ends them; the new text's own
+        # statements are read as a write reads them. Whether the caller may amend it at all is checked in the
+        # intent, before anything is kept.
         folded = text.casefold()
-        carried = [
-            RelationIn(r.subject, r.predicate, r.object)
+        named = [
+            r
             for r in held
             if r.valid_to is None and r.subject.casefold() in folded and r.object.casefold() in folded
         ]
-        given = [EntityIn(name=n) for n in dict.fromkeys(e for r in carried for e in (r.subject, r.object))]
+        given = [EntityIn(name=n) for n in dict.fromkeys(e for r in named for e in (r.subject, r.object))]
         # Dates in the new text read from when the change took effect ("since 1 October", amended with
         # effective_at 2024-10-01, is 2024's October, not the one before the day of the call: try14 F10).
         said = min(effective, now) if effective is not None else now
@@ -82,6 +84,13 @@ class _Versions(_Writes):
             log.exception("offline extraction failed; amending with the carried relations only")
             basic = extract(text, written_at=said, lexicon=self.lexicon, given=given)
             found = Enriched(basic.entities, basic.times, (), (), ())
+        facts = found.facts
+        # "Ana no longer works at Acme", or a new value of a functional predicate, ends the old version's
+        # relation (closed when the change took effect) instead of carrying it over, as a write would end it.
+        ending = [(r, f) for r in held if r.valid_to is None and (f := self._ends(r, facts)) is not None]
+        carried = [
+            RelationIn(r.subject, r.predicate, r.object) for r in named if all(r is not e for e, _ in ending)
+        ]
         entities = self._known_to(principal, text, found.entities, given)
         hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
         relations = list(
@@ -149,7 +158,46 @@ class _Versions(_Writes):
                 self._insert(tx, new, old.scopes, entities, relations, since)
             self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=start)
             tx.record("supersede", old.id)
-            return AmendReceipt(cur, old.id, old.scopes, existing.valid_from if existing else start)
+            for ended, f in ending:
+                self.graph.close_relation(
+                    tx.conn,
+                    old.id,
+                    ended.subject,
+                    ended.predicate,
+                    ended.object,
+                    valid_to=f.at if f.dated else start,
+                    ended_by=cur,
+                )
+            if existing is not None:  # the content was already stored, and reconciled when it was
+                return AmendReceipt(cur, old.id, old.scopes, existing.valid_from)
+            # The new version against every other memory, exactly as a write of the same text is reconciled.
+            own: dict[str, int] = {}  # relations the new version itself just counted, per name
+            for r in relations:
+                for end in (r.subject, r.object):
+                    own[_norm(end)] = own.get(_norm(end), 0) + 1
+            out, changed = reconcile(
+                self.graph,
+                tx.conn,
+                new_id=cur,
+                scopes=old.scopes,
+                facts=facts,
+                functional=self.functional,
+                access=self._access(principal, self._tree()),
+                now=tx.now,
+                related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
+                effective=start,
+                exclude={old.id},
+            )
+            for changed_id in changed:
+                tx.record("supersede", changed_id)
+            return AmendReceipt(
+                cur,
+                old.id,
+                old.scopes,
+                start,
+                also_supersedes=tuple(out.supersedes),
+                contradicts=tuple(out.contradicts),
+            )
 
         receipt = self.reconciler.submit(intent)
         self._after_write((), entities)
@@ -161,6 +209,19 @@ class _Versions(_Writes):
             scopes=receipt.scopes,
         )
         return receipt
+
+    def _ends(self, r: RelationState, facts: tuple[Fact, ...]) -> Fact | None:
+        """The new text's statement that ends relation ``r`` of the version it replaces: "no longer" (the same
+        relation, negated and ended), or another value of a functional predicate."""
+        for f in facts:
+            if entity_key(f.subject) != entity_key(r.subject) or f.predicate != r.predicate:
+                continue
+            same = entity_key(f.object) == entity_key(r.object)
+            if f.status == "negated" and f.ended and same:
+                return f
+            if f.status == "asserted" and f.predicate in self.functional and not same:
+                return f
+        return None
 
     def retire(
         self, id: str, *, reason: str = "", at: datetime | None = None, principal: Principal = LOCAL_PRINCIPAL

@@ -341,8 +341,9 @@ class _Writes(_Resolution):
 
     def use_sampling(self, *, limit: int = SAMPLING_QUEUE) -> None:
         """Accept writes that bring their writer's own model (``write(extractor=...)``: MCP sampling). They
-        are asked one at a time, on a worker of their own; past ``limit`` memories waiting, a memory is
-        recorded as skipped (the offline extraction stands) rather than queued."""
+        are asked one at a time per session (its extractor's ``owner``), on a worker of that session's own;
+        past ``limit`` memories of one session waiting, its memory is recorded as skipped (the offline
+        extraction stands) rather than queued."""
         if self.sampler is None:
             self.sampler = llm.Enricher(None, self._apply_llm, limit=limit)
 

@@ -1,4 +1,4 @@
-"""Running the LLM enrichment after the commit: a queue, one worker thread, and applying what it found.
+"""Running the LLM enrichment after the commit: queues, worker threads, and applying what it found.
 
 A write is acknowledged before any of this starts, so a slow, rate-limited or failing model never delays or
 fails it. A job may bring its own extractor (the writing client's model, through MCP sampling:
@@ -11,9 +11,9 @@ finishes and jobs still queued are recorded as not run.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,7 +63,17 @@ class Job:
 
 
 class Enricher:
-    """One background worker feeding ``apply`` (which runs a writer intent) with extractor results."""
+    """Background workers feeding ``apply`` (which runs a writer intent) with extractor results.
+
+    Jobs are queued per *owner*: the ``owner`` attribute of a job's extractor (the MCP session whose client's
+    model it asks), else one shared queue. Each owner's jobs run one at a time, in order, on a thread of that
+    owner's own, started when its first job arrives and ended when its queue is empty; so a client that never
+    answers holds up only its own memories, never another session's (each of its requests still waits up to
+    the sampling timeout). The configured LLM's jobs bring no extractor: one queue, one worker, as before.
+    ``limit`` bounds the jobs waiting *per owner* (the one in flight included): past it a job is recorded as
+    skipped without asking any model, so one client writing faster than its model answers cannot crowd out
+    the others either.
+    """
 
     def __init__(
         self,
@@ -74,25 +84,33 @@ class Enricher:
     ) -> None:
         self.extractor = extractor  # None: every job brings its own
         self._apply = apply
-        self._limit = limit  # jobs waiting beyond this are recorded as skipped, without asking any model
-        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._limit = limit  # jobs waiting beyond this (per owner) are recorded as skipped, without asking
+        self._queues: dict[object, collections.deque[Job]] = {}
+        self._counts: dict[object, int] = {}  # per owner: queued and in flight
+        self._workers: dict[object, threading.Thread] = {}
         self._pending: set[str] = set()
         self._cond = threading.Condition()
         self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="mnemograph-enrich", daemon=True)
-        self._thread.start()
 
     def submit(self, job: Job) -> None:
+        owner = _owner_of(job)
         with self._cond:
             if self._stopping:
                 return
-            if self._limit is not None and len(self._pending) >= self._limit:
+            if self._limit is not None and self._counts.get(owner, 0) >= self._limit:
                 # Bounded: a client writing faster than its model answers gets the offline extraction, and
-                # the queue holds no more copies of content than the limit.
+                # the queue holds no more copies of its content than the limit.
                 reason = f"{self._limit} memories were already waiting for a model"
                 job = dataclasses.replace(job, content="", extractor=Skip(reason))
             self._pending.add(job.memory_id)
-        self._jobs.put(job)
+            self._counts[owner] = self._counts.get(owner, 0) + 1
+            self._queues.setdefault(owner, collections.deque()).append(job)
+            if owner not in self._workers:
+                worker = threading.Thread(
+                    target=self._run, args=(owner,), name="mnemograph-enrich", daemon=True
+                )
+                self._workers[owner] = worker
+                worker.start()
 
     def pending(self, memory_id: str) -> bool:
         with self._cond:
@@ -104,52 +122,66 @@ class Enricher:
             return self._cond.wait_for(lambda: not self._pending, timeout)
 
     def close(self, abandon: Callable[[Job], None]) -> None:
-        """Finish the job in flight; ``abandon`` each job still queued (recorded as not run)."""
+        """Finish the jobs in flight; ``abandon`` each job still queued (recorded as not run)."""
         with self._cond:
             self._stopping = True
-        left: list[Job] = []
-        while True:
-            try:
-                job = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                left.append(job)
-        self._jobs.put(None)
-        self._thread.join()
-        for job in left:
+            left = [(owner, job) for owner, jobs in self._queues.items() for job in jobs]
+            for jobs in self._queues.values():
+                jobs.clear()
+            workers = list(self._workers.values())
+        for worker in workers:
+            worker.join()
+        for owner, job in left:
             try:
                 abandon(job)
             finally:
-                self._done(job)
+                self._done(owner, job)
 
-    def _run(self) -> None:
+    def _run(self, owner: object) -> None:
         while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            extractor = job.extractor or self.extractor
+            with self._cond:
+                jobs = self._queues.get(owner)
+                if not jobs:  # decided under the lock submit takes: a job queued later starts a new worker
+                    self._queues.pop(owner, None)
+                    self._workers.pop(owner, None)
+                    return
+                job = jobs.popleft()
             try:
-                try:
-                    if extractor is None:
-                        raise ExtractionSkipped("no model to ask")
-                    result = extractor.extract(job.content, written_at=job.event_time, speaker=job.speaker)
-                except ExtractionFailed as exc:
-                    self._apply(job, None, exc)
-                except Exception as exc:  # a bug or an SDK surprise: still visible in memory_read
-                    log.exception("enrichment of %s failed", job.memory_id)
-                    self._apply(job, None, ExtractionFailed(f"unexpected {type(exc).__name__}", Usage(), 0))
-                else:
-                    self._apply(job, result, None)
-            except Exception:
-                log.exception("recording the enrichment of %s failed", job.memory_id)
+                self._handle(job)
             finally:
-                self._done(job)
+                self._done(owner, job)
 
-    def _done(self, job: Job) -> None:
+    def _handle(self, job: Job) -> None:
+        extractor = job.extractor or self.extractor
+        try:
+            try:
+                if extractor is None:
+                    raise ExtractionSkipped("no model to ask")
+                result = extractor.extract(job.content, written_at=job.event_time, speaker=job.speaker)
+            except ExtractionFailed as exc:
+                self._apply(job, None, exc)
+            except Exception as exc:  # a bug or an SDK surprise: still visible in memory_read
+                log.exception("enrichment of %s failed", job.memory_id)
+                self._apply(job, None, ExtractionFailed(f"unexpected {type(exc).__name__}", Usage(), 0))
+            else:
+                self._apply(job, result, None)
+        except Exception:
+            log.exception("recording the enrichment of %s failed", job.memory_id)
+
+    def _done(self, owner: object, job: Job) -> None:
         with self._cond:
             self._pending.discard(job.memory_id)
+            left = self._counts.get(owner, 0) - 1
+            if left > 0:
+                self._counts[owner] = left
+            else:
+                self._counts.pop(owner, None)
             self._cond.notify_all()
+
+
+def _owner_of(job: Job) -> object:
+    """Whose queue a job waits in: its extractor's ``owner`` (an MCP session), else the shared one (None)."""
+    return getattr(job.extractor, "owner", None)
 
 
 def apply(

@@ -19,7 +19,7 @@ writer cannot read; a memory is changed (closed, superseded) only if the writer 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -82,14 +82,20 @@ def reconcile(
     access: Access,
     now: datetime,
     related: Callable[[str], bool] = lambda _name: True,
+    effective: datetime | None = None,
+    exclude: Collection[str] = frozenset(),
 ) -> tuple[Outcome, list[str]]:
     """Apply the rules above; returns the outcome and the ids of memories whose state changed (superseded:
     the caller records them in the change log). ``related(name)`` may say cheaply that no relation touches a
-    subject yet (it must never say so wrongly)."""
+    subject yet (it must never say so wrongly). ``effective``: when a statement that names no time of its own
+    took effect (default ``now``: an amend passes its ``effective_at``). ``exclude``: memories left alone (the
+    version an amend replaces: the amend itself supersedes it)."""
     out = Outcome()
+    when = effective or now
     changed: list[str] = []
     targets = set(scopes)
     to_supersede: dict[str, tuple[str, datetime, str]] = {}  # old id -> (new id, valid_to, reason)
+    closed: set[tuple[str, str, str, str]] = set()  # (memory id, subject, predicate, object) closed here
     for f in facts:
         if not related(f.subject):
             continue  # no relation has ever touched this subject: nothing stored to compare with
@@ -106,7 +112,10 @@ def reconcile(
         rels = [
             r
             for r in found
-            if r.memory_id != new_id and targets & set(r.scopes) and access.can_read(r.scopes)
+            if r.memory_id != new_id
+            and r.memory_id not in exclude
+            and targets & set(r.scopes)
+            and access.can_read(r.scopes)
         ]
         # Told out of order: a stored value that took effect after this statement makes it the older one.
         later = sorted(
@@ -124,11 +133,11 @@ def reconcile(
                 if rel.predicate != f.predicate or not same_object:
                     continue
                 if f.ended and writable:
-                    _close(graph, conn, rel, f.subject, f.at if f.dated else now, new_id)
+                    _close(graph, conn, rel, f.subject, f.at if f.dated else when, new_id, closed)
                     out.add(out.supersedes, rel.memory_id)
                     to_supersede[rel.memory_id] = (
                         new_id,
-                        f.at if f.dated else now,
+                        f.at if f.dated else when,
                         f"no longer {f.predicate}",
                     )
                 else:
@@ -148,9 +157,13 @@ def reconcile(
                     _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
                 elif not later:
                     # Newer news (or undated: the later telling wins). Closed when the change took effect.
-                    _close(graph, conn, rel, f.subject, f.at if f.dated else now, new_id)
+                    _close(graph, conn, rel, f.subject, f.at if f.dated else when, new_id, closed)
                     out.add(out.supersedes, rel.memory_id)
-                    to_supersede[rel.memory_id] = (new_id, f.at if f.dated else now, f"update: {f.predicate}")
+                    to_supersede[rel.memory_id] = (
+                        new_id,
+                        f.at if f.dated else when,
+                        f"update: {f.predicate}",
+                    )
         if later and f.status == "asserted" and f.predicate in functional:
             first = later[0]
             assert first.valid_from is not None
@@ -167,7 +180,7 @@ def reconcile(
                 out.superseded_by = out.superseded_by or first.memory_id
                 to_supersede[new_id] = (first.memory_id, first.valid_from, f"update: {f.predicate}")
     for old, (new, valid_to, reason) in to_supersede.items():
-        if graph.open_relation_count(conn, old) == 0 and graph.live_state(conn, old):
+        if not _still_open(graph, conn, old, closed) and graph.live_state(conn, old):
             graph.supersede(conn, old, new, reason=reason, at=now, close_valid_to=valid_to)
             changed.append(old)
     out.recorded = [f"{f.subject} —{f.predicate}→ {f.object}" for f in facts if f.status == "asserted"]
@@ -175,10 +188,31 @@ def reconcile(
 
 
 def _close(
-    graph: CanonicalStore, conn: Session, rel: OpenRelation, subject: str, at: datetime, by: str
+    graph: CanonicalStore,
+    conn: Session,
+    rel: OpenRelation,
+    subject: str,
+    at: datetime,
+    by: str,
+    closed: set[tuple[str, str, str, str]],
 ) -> None:
     graph.close_relation(
         conn, rel.memory_id, subject, rel.predicate, rel.object_name, valid_to=at, ended_by=by
+    )
+    closed.add((rel.memory_id, entity_key(subject), rel.predicate, entity_key(rel.object_name)))
+
+
+def _still_open(
+    graph: CanonicalStore, conn: Session, memory_id: str, closed: set[tuple[str, str, str, str]]
+) -> bool:
+    """Whether a relation of the memory is still open once this transaction's closes are counted. A store
+    whose reads inside a transaction see only committed state (FalkorDB buffers the transaction's writes) still
+    shows the relations closed above as open: without this, "Ana now works at Globex" closed "works at Acme"
+    there but left the memory that said it current."""
+    return any(
+        r.valid_to is None
+        and (memory_id, entity_key(r.subject), r.predicate, entity_key(r.object)) not in closed
+        for r in graph.relation_history(conn, [memory_id])
     )
 
 

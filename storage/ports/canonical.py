@@ -77,6 +77,10 @@ T = TypeVar("T")
 # One exported RELATES edge: subject id, object id, predicate, memory id, recorded at, valid from, valid to,
 # ended by (``export_relations``).
 RelationRow = tuple[str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
+# A CONTRADICTS edge: the memory that raised the conflict, the one it conflicts with, the predicate, when.
+ContradictionRow = tuple[str, str, str, datetime | None]
+# A model pass's record: the memory id, and status, detail, model, token counts and ``at`` (when it ran).
+EnrichmentRow = tuple[str, dict[str, Any]]
 ItemT = TypeVar("ItemT")
 
 
@@ -332,6 +336,14 @@ class CanonicalExports(Protocol):
     def export_relations(self, conn: Session) -> list[RelationRow]:
         """Every RELATES edge: subject id, object id, predicate, memory id, recorded at, and its validity
         (valid from, valid to, the memory that ended it), each None when not set."""
+        ...
+
+    def export_contradictions(self, conn: Session) -> list[ContradictionRow]:
+        """Every CONTRADICTS edge (restored with ``contradict``)."""
+        ...
+
+    def export_enrichments(self, conn: Session) -> list[EnrichmentRow]:
+        """The record of every model pass, by memory id (restored with ``record_enrichment``)."""
         ...
 
     def restore_scopes(

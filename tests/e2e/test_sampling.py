@@ -110,3 +110,47 @@ async def test_sampling_asked_by_a_client_works_when_another_client_started_the_
     # The first client did not ask for sampling: its model is never sent anything.
     assert other.seen == []
     assert plain_record["enrichment"] is None, plain_record
+
+
+class Silent(Model):
+    """A client whose model does not answer until released (a stuck or very slow client)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = anyio.Event()
+        self.release = anyio.Event()
+
+    async def __call__(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResultWithTools:
+        self.asked.set()
+        await self.release.wait()
+        return await super().__call__(context, params)
+
+
+async def test_a_client_that_does_not_answer_never_holds_up_another_sessions_sampling(store: Store) -> None:
+    """One connected client left its sampling request unanswered, and every other session's memories waited
+    behind it for up to its timeout (here an hour): now each session's memories wait for its own client only."""
+    env = {"MNEMOGRAPH_SAMPLING": "on", "MNEMOGRAPH_SAMPLING_TIMEOUT": "3600"}
+    stuck_params, prompt_params = store.stdio(default_scope="user:sam"), store.stdio(default_scope="user:ana")
+    stuck_params.env = {**(stuck_params.env or {}), **env}
+    prompt_params.env = {**(prompt_params.env or {}), **env}
+    silent, model = Silent(), Model()
+    async with (
+        Client(stuck_params, mode="legacy", sampling_callback=silent, sampling_capabilities=TOOLS) as stuck,
+        Client(prompt_params, mode="legacy", sampling_callback=model, sampling_capabilities=TOOLS) as prompt,
+    ):
+        waiting = await call(stuck, "memory_write", {"content": "Sam likes green tea."})
+        with anyio.fail_after(60):
+            await silent.asked.wait()  # its request is out, and unanswered
+        new = await call(prompt, "memory_write", {"content": NEWS})
+        record = await settled(prompt, new["id"])
+        still = await call(stuck, "memory_read", {"id": waiting["id"]})
+        silent.release.set()
+        late = await settled(stuck, waiting["id"])
+    assert record["enrichment"].startswith("sampling (the client's model stdio-model): done"), record
+    assert [r.split(" [")[0] for r in record["relations"]] == ["Ana —works_at→ Acme"], record
+    assert any(NEWS in text for text in model.seen)
+    assert all(NEWS not in text for text in silent.seen)  # a memory's text goes only to its writer's client
+    assert still["enrichment"] == "sampling: pending"
+    assert late["enrichment"].startswith("sampling (the client's model stdio-model): done"), late

@@ -234,28 +234,35 @@ async def test_a_client_that_cannot_be_sampled_keeps_the_offline_extraction(
 async def test_text_goes_only_to_the_session_that_wrote_it_and_a_gone_session_is_skipped(
     engine: Engine,
 ) -> None:
-    release = anyio.Event()
+    release, asked = anyio.Event(), anyio.Event()
 
     async def slow(params: CreateMessageRequestParams) -> CreateMessageResultWithTools:
-        await release.wait()  # holds the sampling worker while the other client writes and leaves
+        await release.wait()  # the first client's request stays unanswered while the second comes and goes
         return tool_call([])
 
-    first, second = Model(slow), Model(lambda p: tool_call(WORKS))
+    async def never(params: CreateMessageRequestParams) -> CreateMessageResultWithTools:
+        asked.set()
+        await anyio.sleep_forever()  # the second client leaves without answering
+        raise AssertionError
+
+    first, second = Model(slow), Model(never)
     async with connect(engine, first) as a:
         mine = await call(a, "memory_write", {"content": "Sam likes green tea."})
         async with connect(engine, second) as b:
             theirs = await call(b, "memory_write", {"content": NEWS})
-        release.set()  # the second client is gone before its memory's turn
+            later = await call(b, "memory_write", {"content": "Bo moved to Porto."})  # queued behind NEWS
+            with anyio.fail_after(30):  # a guard: before per-session queues it waited behind the first client
+                await asked.wait()
+        release.set()
         await settled(engine)
         record = await call(a, "memory_read", {"id": theirs["id"]})
+        queued = await call(a, "memory_read", {"id": later["id"]})
         own = await call(a, "memory_read", {"id": mine["id"]})
-    assert (
-        record["enrichment"]
-        == "sampling: skipped (the session that wrote it had ended); the offline extraction stands"
-    )
+    gone = "sampling: skipped (the session that wrote it had ended); the offline extraction stands"
+    assert (record["enrichment"], queued["enrichment"]) == (gone, gone)
     assert record["relations"] == []
     assert own["enrichment"].startswith(f"sampling (the client's model {MODEL}): done")
-    assert second.requests == []  # it left first
+    assert all("Porto" not in t for t in second.texts())  # its second memory's turn came after it left
     assert all(NEWS not in t for t in first.texts())
     assert any("green tea" in t for t in first.texts())
 

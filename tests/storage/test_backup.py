@@ -257,3 +257,178 @@ def test_import_refuses_a_hostile_entity_proposal_changing_nothing(
         with pytest.raises(InvalidInput, match="line"):
             Engine.import_export(target, io.StringIO(good + line + "\n"), embedder=embedder)
         assert not target.exists(), f"{name}: a refused import created {target}"
+
+
+def _shown(eng: Engine, ids: list[str]) -> list[object]:
+    """Everything a user sees: memory_read of each memory (record, versions, relations, contradictions, the
+    model pass's outcome) and what recall returns, current and with history (as sets: "born in Faro" and "born
+    in Evora" tie in BM25, and a tie may break either way in another index)."""
+    return [eng.read(i) for i in ids] + [
+        {(h.memory.id, h.memory.status) for h in eng.recall(q, ["user:sam"], k=10, include_history=hist)}
+        for q in ("coffee", "where was Ana born", "Tom allergic", "where does Ana work")
+        for hist in (False, True)
+    ]
+
+
+def test_contradictions_and_model_passes_survive_export_and_import(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """An export then an import into a fresh store showed the two memories of a conflict as unrelated, and
+    every memory the model read as never read by it."""
+    from storage.enrich.results import LlmResult, LlmStatement, Usage
+
+    class Model:
+        model = "sampling"
+
+        def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult:
+            return LlmResult((LlmStatement("Ana", "works_at", "Acme", "asserted"),), Usage(7, 3), "m1", 1)
+
+    ids = [
+        engine.write(text, ["user:sam"]).id
+        for text in ("I love coffee.", "I hate coffee.", "Ana was born in Faro.", "Ana was born in Evora.")
+    ]
+    engine.use_sampling()
+    ids.append(
+        engine.write(
+            "Big news from Ana today: she signed with the Acme people.", ["user:sam"], extractor=Model()
+        ).id
+    )
+    assert engine.sampler is not None
+    assert engine.sampler.wait_idle(30)
+    before = _shown(engine, ids)
+    assert before[0].contradicts == (ids[1],)  # type: ignore[attr-defined]
+    assert ": done (1 relation(s) added" in (before[4].enrichment or "")  # type: ignore[attr-defined]
+    buf = io.StringIO()
+    engine.export(buf)
+    Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        assert copy.verify().ok
+        assert _shown(copy, ids) == before
+        # Once more: an export of the restored store holds the same lines (but for when it was written).
+        again = io.StringIO()
+        copy.export(again)
+    assert sorted(again.getvalue().splitlines()[1:]) == sorted(buf.getvalue().splitlines()[1:])
+
+
+def _proposal_line(**change: object) -> str:
+    proposal = {
+        "type": "same_as", "id": "0123456789abcdef", "a": "Zed", "b": "Zedd", "tier": "fuzzy", "score": 0.9,
+        "memory_id": "", "status": "pending", "created_at": "2026-01-01T00:00:00+00:00", "decided_at": None,
+        "decided_by": "", "scopes": ["user:ana"],
+    }  # fmt: skip
+    return json.dumps({**proposal, **change}) + "\n"
+
+
+def test_import_refuses_links_and_records_it_cannot_place_changing_nothing(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A proposal naming an entity the file does not hold was skipped silently; two proposals under one id for
+    different pairs made two links under that id; a contradiction or a model pass's record naming a memory the
+    file does not hold, a hostile record: each refuses the file, naming its line, and nothing is written."""
+    mid = engine.write("Ana works with Bob.", ["user:ana"]).id
+    other = engine.write("Bob works with Ana.", ["user:ana"]).id
+    buf = io.StringIO()
+    engine.export(buf)
+    people = "".join(
+        json.dumps({"type": "entity", "id": n.lower(), "name": n, "entity_type": "person", "aliases": []})
+        + "\n"
+        for n in ("Zed", "Zedd", "Zoe")
+    )
+    good = buf.getvalue() + people
+    link = {
+        "type": "contradicts",
+        "new": other,
+        "old": mid,
+        "predicate": "works_with",
+        "at": "2026-01-01T00:00:00Z",
+    }
+    record = {
+        "type": "enrichment", "memory_id": mid, "status": "done", "detail": "1 relation(s) added", "model": "m",
+        "input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": None,
+        "at": "2026-01-01T00:00:00Z",
+    }  # fmt: skip
+    extra = _proposal_line(memory_id=mid) + json.dumps(link) + "\n" + json.dumps(record) + "\n"
+    fine = Engine.import_export(tmp_path / "fine", io.StringIO(good + extra), embedder=embedder)
+    assert (fine.proposals, fine.contradictions, fine.enrichments) == (1, 1, 1)
+    with Engine.open(tmp_path / "fine", embedder=embedder, warm=False) as copy:
+        assert copy.read(mid).contradicts == (other,)
+        assert (
+            copy.read(mid).enrichment
+            == "llm m: done (1 relation(s) added); tokens in 1 (cache read 0, cache write None), out 2"
+        )
+    n = len(good.splitlines())  # the line of the first record added below
+    bad = {
+        "an entity not in the file": (_proposal_line(memory_id=mid, b="Nobody"), f"line {n + 1}: .*'Nobody'"),
+        "one id, two pairs": (
+            _proposal_line(memory_id=mid) + _proposal_line(memory_id=mid, b="Zoe"),
+            f"line {n + 2}: proposal 0123456789abcdef is given for another pair .*line {n + 1}",
+        ),
+        "one id twice": (
+            _proposal_line(memory_id=mid) + _proposal_line(memory_id=mid, a="Zedd", b="Zed"),
+            f"line {n + 2}: proposal 0123456789abcdef is given again",
+        ),
+        "a contradiction with a memory not in the file": (
+            json.dumps({**link, "old": "f" * 32}) + "\n",
+            f"line {n + 1}: a contradiction names memory f{{32}}",
+        ),
+        "a model pass of a memory not in the file": (
+            json.dumps({**record, "memory_id": "f" * 32}) + "\n",
+            f"line {n + 1}: a model pass's record names memory",
+        ),
+        "a model pass recorded twice": (
+            json.dumps(record) + "\n" + json.dumps(record) + "\n",
+            f"line {n + 2}",
+        ),
+        "an unknown model pass status": (json.dumps({**record, "status": "pwned"}) + "\n", f"line {n + 1}"),
+        "negative tokens": (json.dumps({**record, "input_tokens": -5}) + "\n", f"line {n + 1}"),
+        "boolean tokens": (json.dumps({**record, "output_tokens": True}) + "\n", f"line {n + 1}"),
+        "an empty predicate": (json.dumps({**link, "predicate": ""}) + "\n", f"line {n + 1}"),
+    }
+    for name, (lines, error) in bad.items():
+        target = tmp_path / name.replace(" ", "-")
+        with pytest.raises(InvalidInput, match=error):
+            Engine.import_export(target, io.StringIO(good + lines), embedder=embedder)
+        assert not target.exists(), f"{name}: a refused import created {target}"
+
+
+def test_a_merge_refuses_a_proposal_id_this_store_holds_for_another_pair(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    mid = engine.write("Ana works with Bob.", ["user:ana"]).id
+    first = io.StringIO()
+    engine.export(first)
+    carla = engine.write("Carla keeps the spare keys.", ["user:ana"]).id
+    second = io.StringIO()
+    engine.export(second)
+    people = "".join(
+        json.dumps({"type": "entity", "id": n.lower(), "name": n, "entity_type": "person", "aliases": []})
+        + "\n"
+        for n in ("Zed", "Zedd", "Zoe")
+    )
+    Engine.import_export(
+        tmp_path / "store",
+        io.StringIO(first.getvalue() + people + _proposal_line(memory_id=mid)),
+        embedder=embedder,
+    )
+    hostile = second.getvalue() + people + _proposal_line(memory_id=carla, b="Zoe")
+    with Engine.open(tmp_path / "store", embedder=embedder, warm=False) as store:
+        with pytest.raises(InvalidInput, match=r"line .*this store holds that proposal for 'Zed' and 'Zedd'"):
+            store.merge_export(io.StringIO(hostile))
+        with store.graph.read() as conn:
+            assert set(store.graph.all_ids(conn)) == {mid}
+            assert [(p.a, p.b) for p in store.graph.same_as(conn)] == [("Zed", "Zedd")]
+
+
+def test_a_scope_export_carries_both_entities_of_its_proposals(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    # John Smith is known from the parent scope only; the proposal raised in the child names him.
+    engine.create_scope("project:apollo", parent="team:core")
+    engine.write("I had lunch with John Smith at the harbour.", ["team:core"])
+    contract = engine.write("Yesterday Jon Smith sent the signed contract.", ["project:apollo"])
+    assert len(contract.proposals) == 1
+    buf = io.StringIO()
+    assert engine.export(buf, scope="project:apollo").proposals == 1
+    assert "harbour" not in buf.getvalue()
+    restored = Engine.import_export(tmp_path / "apollo", io.StringIO(buf.getvalue()), embedder=embedder)
+    assert restored.proposals == 1

@@ -86,3 +86,57 @@ def test_list_pages_through_a_scope(engine: Engine) -> None:
         engine.list("user:ana", cursor="bm90LWEtY3Vyc29y")
     with pytest.raises(NotFound):
         engine.list("user:nobody")
+
+
+def test_amend_reconciles_the_new_version_against_other_memories_as_a_write_does(engine: Engine) -> None:
+    """Amending some other memory to "Ana now works at Globex" left "Ana works at Acme" current: a write of the
+    same words supersedes it, and so must the amend."""
+    acme = engine.write("Ana works at Acme.", ["user:sam"])
+    tea = engine.write("Ana likes tea.", ["user:sam"])
+    new = engine.amend(tea.id, "Ana now works at Globex.")
+    old = engine.read(acme.id)
+    assert old.memory.status is Status.SUPERSEDED
+    assert old.memory.superseded_by == new.id
+    assert old.relations == (f"Ana —works_at→ Acme [? → {new.valid_from:%Y-%m-%d}, ended by {new.id}]",)
+    hits = engine.recall("where does Ana work", ["user:sam"])
+    assert acme.id not in [h.memory.id for h in hits]
+    assert new.id in [h.memory.id for h in hits]
+    assert new.also_supersedes == (acme.id,)
+    # Contradictions too: a fixed fact told differently links both, as a write does.
+    born = engine.write("Ana was born in Faro.", ["user:sam"])
+    note = engine.write("Ana has a cat.", ["user:sam"])
+    told = engine.amend(note.id, "Ana was born in Evora.")
+    assert engine.read(born.id).contradicts == (told.id,)
+    assert told.contradicts == (born.id,)
+
+
+def test_amend_saying_no_longer_ends_the_relation_when_the_change_took_effect(engine: Engine) -> None:
+    # The amended memory's own relation: ended at effective_at, not carried over to the new version.
+    since = datetime(2020, 1, 1, tzinfo=UTC)
+    bo = engine.write("Bo works at Initech.", ["user:sam"], valid_from=since)
+    left = datetime(2024, 5, 1, tzinfo=UTC)
+    new = engine.amend(bo.id, "Bo no longer works at Initech.", effective_at=left)
+    assert engine.read(new.id).relations == ()
+    assert engine.read(bo.id).relations == (f"Bo —works_at→ Initech [? → 2024-05-01, ended by {new.id}]",)
+    # Another memory's relation: ended and superseded, as "Cy no longer works at Umbrella" written would.
+    cy = engine.write("Cy works at Umbrella.", ["user:sam"])
+    note = engine.write("Cy likes tea.", ["user:sam"])
+    ended = engine.amend(note.id, "Cy no longer works at Umbrella.")
+    assert engine.read(cy.id).memory.status is Status.SUPERSEDED
+    assert engine.read(cy.id).relations == (
+        f"Cy —works_at→ Umbrella [? → {ended.valid_from:%Y-%m-%d}, ended by {ended.id}]",
+    )
+    assert ended.also_supersedes == (cy.id,)
+
+
+def test_amend_with_effective_at_closes_other_memories_then_too(engine: Engine) -> None:
+    since = datetime(2020, 1, 1, tzinfo=UTC)
+    acme = engine.write("Ana works at Acme.", ["user:sam"], valid_from=since)
+    note = engine.write("Ana has a dog.", ["user:sam"], valid_from=since)
+    moved = datetime(2024, 3, 1, tzinfo=UTC)
+    new = engine.amend(note.id, "Ana now works at Globex.", effective_at=moved)
+    assert engine.read(acme.id).relations == (f"Ana —works_at→ Acme [? → 2024-03-01, ended by {new.id}]",)
+    assert engine.read(acme.id).memory.valid_to == moved
+    # Asked as of before the change, Acme is still the answer.
+    before = engine.recall("where does Ana work", ["user:sam"], as_of=moved - timedelta(days=30))
+    assert acme.id in [h.memory.id for h in before]

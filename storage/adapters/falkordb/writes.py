@@ -9,22 +9,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from storage.adapters._rows import ENRICHMENT_KEYS
 from storage.adapters.falkordb._cypher import _EPOCH, _NEWER_ERASED, LIVE, memory_params, session, union, utc
 from storage.adapters.falkordb.reads import _Reads
 from storage.domain.models import EntityIn
 from storage.domain.records import Change, NewMemory, OpenRelation, RelationState, SameAs, entity_key
 from storage.ports.canonical import Session
-
-_ENRICHMENT_KEYS = (
-    "status",
-    "detail",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-)
-
 
 # A validity ends at $vt, but never before it began: a date read from content ("since 1 October") may fall before
 # the start of what it closes (a memory learned today), which then held for no time at all rather than for a
@@ -227,7 +217,7 @@ class _Writes(_Reads):
         return [r[0] for r in rows]
 
     def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:
-        values = {k: row.get(k) for k in _ENRICHMENT_KEYS}
+        values = {k: row.get(k) for k in ENRICHMENT_KEYS}
         session(conn).add(
             "MERGE (x:Enrichment {id: $id}) SET x.status = $status, x.detail = $detail, x.model = $model, "
             "x.input_tokens = $input_tokens, x.output_tokens = $output_tokens, "
@@ -236,9 +226,9 @@ class _Writes(_Reads):
         )
 
     def enrichment_of(self, conn: Session, memory_id: str) -> dict[str, Any] | None:
-        fields = ", ".join(f"x.{k}" for k in _ENRICHMENT_KEYS)
+        fields = ", ".join(f"x.{k}" for k in ENRICHMENT_KEYS)
         rows = session(conn).rows(f"MATCH (x:Enrichment {{id: $id}}) RETURN {fields}", {"id": memory_id})
-        return dict(zip(_ENRICHMENT_KEYS, rows[0], strict=True)) if rows else None
+        return dict(zip(ENRICHMENT_KEYS, rows[0], strict=True)) if rows else None
 
     def relation_history(self, conn: Session, memory_ids: Sequence[str]) -> list[RelationState]:
         rows = session(conn).rows(

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from storage.adapters._rows import ENRICHMENT_KEYS, contradiction_rows, enrichment_rows, relation_rows
 from storage.adapters.kuzu._cypher import (
     _FIELD_NAMES,
     _RETURN_MEMORY,
@@ -16,7 +17,7 @@ from storage.adapters.kuzu._cypher import (
 )
 from storage.adapters.kuzu.writes import _Writes
 from storage.domain.models import Memory
-from storage.ports.canonical import RelationRow, Session
+from storage.ports.canonical import ContradictionRow, EnrichmentRow, RelationRow, Session
 
 
 class _Exports(_Writes):
@@ -77,19 +78,17 @@ class _Exports(_Writes):
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at, "
             "r.valid_from, r.valid_to, r.ended_by",
         )
-        return [
-            (
-                a,
-                b,
-                p,
-                m,
-                utc(at),
-                utc(vf) if vf is not None else None,
-                utc(vt) if vt is not None else None,
-                by,
-            )
-            for a, b, p, m, at, vf, vt, by in rows
-        ]
+        return relation_rows(rows, utc)
+
+    def export_contradictions(self, conn: Session) -> list[ContradictionRow]:
+        rows = _rows(
+            conn, "MATCH (n:Memory)-[r:CONTRADICTS]->(o:Memory) RETURN n.id, o.id, r.predicate, r.at"
+        )
+        return contradiction_rows(rows, utc)
+
+    def export_enrichments(self, conn: Session) -> list[EnrichmentRow]:
+        fields = ", ".join(f"x.{k}" for k in ENRICHMENT_KEYS)
+        return enrichment_rows(_rows(conn, f"MATCH (x:Enrichment) RETURN x.id, {fields}, x.at"), utc)
 
     def restore_scopes(
         self,

@@ -6,8 +6,10 @@ between the canonical commit and theirs; and erasure that leaves no byte of a me
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ import numpy as np
 from storage import CachedEmbedder, EntityIn, WriteItem
 from storage.domain.records import Change
 from storage.engine.core import EngineCore
+from storage.enrich.results import LlmResult, LlmStatement, Usage
 from tests.conftest import files_containing
 from tests.storage.contract._records import T0, canary, needles, new_memory
 from tests.storage.contract.conftest import CanonicalAdapter
@@ -228,3 +231,74 @@ def test_proposals_page_in_order_and_stop_at_the_pending_cap_of_a_scope(
     again = eng.write(f"{held} wrote back.", ["team:a"])
     assert (len(again.proposals), again.not_proposed) == (1, ())
     assert eng.verify().ok
+
+
+def test_export_then_import_keeps_contradictions_model_passes_and_proposals(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """What memory_read shows (contradictions, the model pass's outcome, relations and their validity) and the
+    entity proposals come back from an export imported into a fresh store of the same adapter."""
+
+    class Model:
+        model = "sampling"
+
+        def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult:
+            return LlmResult((LlmStatement("Ana", "works_at", "Acme", "asserted"),), Usage(), "m1", 1)
+
+    eng = open_engine(tmp_path / "data")
+    ids = [
+        eng.write(text, ["user:sam"]).id
+        for text in (
+            "I love coffee.",
+            "I hate coffee.",
+            "Ana lives in Lisbon.",
+            "Ana moved to Porto in March 2023.",
+            "I had lunch with John Smith at the harbour.",
+            "Yesterday Jon Smith sent the signed contract.",
+        )
+    ]
+    eng.use_sampling()
+    ids.append(eng.write("Big news from Ana: she signed with Acme.", ["user:sam"], extractor=Model()).id)
+    assert eng.sampler is not None
+    assert eng.sampler.wait_idle(30)
+    buf = io.StringIO()
+    summary = eng.export(buf)
+    assert (summary.contradictions, summary.enrichments, summary.proposals) == (1, 1, 1)
+    copy = open_engine(tmp_path / "copy")
+    restored = copy.merge_export(io.StringIO(buf.getvalue()))
+    assert (restored.contradictions, restored.enrichments, restored.proposals) == (1, 1, 1)
+    assert [copy.read(i) for i in ids] == [eng.read(i) for i in ids]
+    with eng.graph.read() as a, copy.graph.read() as b:
+        assert copy.graph.same_as(b) == eng.graph.same_as(a)
+        assert sorted(copy.graph.export_relations(b)) == sorted(eng.graph.export_relations(a))
+    assert copy.verify().ok
+
+
+def test_amend_reconciles_against_other_memories_as_a_write_does(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    eng = open_engine(tmp_path / "data")
+    acme = eng.write("Ana works at Acme.", ["user:sam"])
+    note = eng.write("Ana likes tea.", ["user:sam"])
+    new = eng.amend(note.id, "Ana now works at Globex.")
+    assert new.also_supersedes == (acme.id,)
+    assert eng.read(acme.id).memory.superseded_by == new.id
+    assert {note.id, new.id} <= {m.id for m in eng.read(note.id).versions}
+    bo = eng.write("Bo works at Initech.", ["user:sam"])
+    ended = eng.amend(bo.id, "Bo no longer works at Initech.")
+    assert eng.read(ended.id).relations == ()
+    assert eng.read(bo.id).relations[0].endswith(f"ended by {ended.id}]")
+    assert eng.verify().ok
+
+
+def test_a_new_value_written_supersedes_the_memory_that_held_the_old_one(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    # On FalkorDB the relation was closed but its memory stayed current: the check for a relation still open
+    # read the committed state, without this transaction's close.
+    eng = open_engine(tmp_path / "data")
+    acme = eng.write("Ana works at Acme.", ["user:sam"])
+    globex = eng.write("Ana now works at Globex.", ["user:sam"])
+    assert globex.supersedes == (acme.id,)
+    assert eng.read(acme.id).memory.superseded_by == globex.id
+    assert acme.id not in [h.memory.id for h in eng.recall("where does Ana work", ["user:sam"])]

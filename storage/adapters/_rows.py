@@ -1,0 +1,56 @@
+"""Rows the store adapters hand to ``storage.engine.backup``, shaped one way for every backend.
+
+Each adapter reads its own rows and knows how its driver returns a time (``utc``: Kùzu gives naive UTC
+datetimes, FalkorDB microseconds since the epoch); what a row then looks like is decided here once, so an
+export from one backend reads the same as from another: every time aware UTC, an unset one (an open validity,
+a relation never ended) None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from storage.ports.canonical import ContradictionRow, EnrichmentRow, RelationRow
+
+Utc = Callable[[Any], datetime | None]
+
+ENRICHMENT_KEYS = (
+    "status",
+    "detail",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+"""The columns of a model pass's record, in the order the adapters read them (``at`` follows them)."""
+
+
+def _time(utc: Utc, value: Any) -> datetime | None:
+    return None if value is None else utc(value)
+
+
+def relation_rows(rows: Iterable[Sequence[Any]], utc: Utc) -> list[RelationRow]:
+    """RELATES rows read as (subject, object, predicate, memory id, recorded at, valid from, valid to,
+    ended by)."""
+    return [
+        (a, b, p, m, _time(utc, at), _time(utc, vf), _time(utc, vt), by)
+        for a, b, p, m, at, vf, vt, by in rows
+    ]
+
+
+def contradiction_rows(rows: Iterable[Sequence[Any]], utc: Utc) -> list[ContradictionRow]:
+    """CONTRADICTS rows read as (new memory id, old memory id, predicate, at), in a stable order."""
+    return sorted((n, o, p or "", _time(utc, at)) for n, o, p, at in rows)
+
+
+def enrichment_rows(rows: Iterable[Sequence[Any]], utc: Utc) -> list[EnrichmentRow]:
+    """Enrichment rows read as (memory id, *ENRICHMENT_KEYS, at): a dict of those keys per memory id."""
+    out: list[EnrichmentRow] = []
+    for mid, *values, at in rows:
+        record: dict[str, Any] = dict(zip(ENRICHMENT_KEYS, values, strict=True))
+        record["at"] = _time(utc, at)
+        out.append((mid, record))
+    return sorted(out, key=lambda r: r[0])
