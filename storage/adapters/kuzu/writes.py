@@ -204,9 +204,6 @@ class _Writes(_Reads):
             },
         )
 
-    def open_relation_count(self, conn: Session, memory_id: str) -> int:
-        return sum(r.valid_to is None for r in self.relation_history(conn, [memory_id]))
-
     def contradict(self, conn: Session, new: str, old: str, predicate: str, at: datetime) -> None:
         _exec(
             conn,
