@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from storage.domain.errors import Closed, MnemographError, StorageUnavailable
+from storage.domain.errors import CanonicalUnreachable, Closed, MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -105,10 +105,13 @@ class EngineHolder:
 
     @property
     def state(self) -> str:
-        """``opening``, ``ready`` or ``failed``, for /healthz."""
+        """``opening``, ``unreachable`` (opening, but the shared canonical store does not answer: retrying),
+        ``ready`` or ``failed``, for /healthz."""
         if self._engine is not None:
             return "ready"
-        return "failed" if self._failure is not None else "opening"
+        if self._failure is not None:
+            return "failed"
+        return "unreachable" if isinstance(self._last_error, CanonicalUnreachable) else "opening"
 
     @property
     def problem(self) -> str | None:

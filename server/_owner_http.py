@@ -86,23 +86,26 @@ def owner_app(
 
     async def healthz(request: Request) -> JSONResponse:
         projections = holder.projections
-        status = {"ready": "ok", "opening": "starting", "failed": "failed"}[holder.state]
+        state = holder.state
+        status = {"ready": "ok", "opening": "starting", "unreachable": "unavailable", "failed": "failed"}[
+            state
+        ]
         if status == "ok" and projections is not None and projections["error"] is not None:
             status = "degraded"  # answering, but recall may miss the newest writes until the retry succeeds
         # Scale-out: the shared canonical store does not answer, so every call fails until it is back.
-        unreachable = (
+        unreachable = state == "unreachable" or (
             status != "failed" and projections is not None and projections["canonical_error"] is not None
         )
         if unreachable:
             status = "unavailable"
-        body: dict[str, object] = {"status": status, "engine": holder.state, "version": VERSION}
+        body: dict[str, object] = {"status": status, "engine": state, "version": VERSION}
         if ALLOWED_HOSTS_HEADER in request.headers:
             # Relayed by a public HTTP front, so anyone who can reach the port may ask: no process id, path,
             # client count or error text (which can name files). The owner's private socket shows them.
-            if holder.problem:
-                body["problem"] = "the store failed to open or stopped; the server's log says why"
-            elif unreachable:
+            if unreachable:
                 body["problem"] = "the shared canonical store does not answer; the server's log says why"
+            elif holder.problem:
+                body["problem"] = "the store failed to open or stopped; the server's log says why"
         else:
             body |= {
                 "problem": holder.problem,

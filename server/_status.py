@@ -37,6 +37,7 @@ class OwnerStatus:
     engine: str
     log_file: str
     paths: RuntimePaths
+    problem: str | None = None  # why the store is not ready (still opening, unreachable, failed)
 
 
 def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
@@ -66,6 +67,7 @@ def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
                 engine=str(health.get("engine", "?")),
                 log_file=str(paths.log_file),
                 paths=paths,
+                problem=str(health["problem"]) if health.get("problem") else None,
             )
         )
     return sorted(out, key=lambda o: o.started_at)
@@ -111,6 +113,8 @@ def describe(owner: OwnerStatus, now: float | None = None) -> str:
     ]
     if owner.sessions:
         lines.append(f"  {owner.sessions} stdio session(s) (MCP clients that started `mnemograph serve`)")
+    if owner.problem and owner.engine != "ready":
+        lines.append(f"  not ready: {owner.problem}")
     # A front restarts the owner whenever it stops: name it, so a person knows what to stop.
     lines += [f"  kept up by {describe_front(f)}" for f in owner.fronts]
     lines.append(f"  log: {owner.log_file}")
@@ -127,6 +131,7 @@ def as_json(owner: OwnerStatus) -> dict[str, Any]:
         "sessions": owner.sessions,
         "fronts": list(owner.fronts),
         "engine": owner.engine,
+        "problem": owner.problem,
         "log_file": owner.log_file,
     }
 

@@ -62,6 +62,11 @@ class StorageUnavailable(MnemographError):
     code = "storage_unavailable"
 
 
+class CanonicalUnreachable(StorageUnavailable):
+    """The shared canonical store (a FalkorDB server, for nodes that scale out) does not answer: nothing can be
+    read or written until it is back. Same code as any unavailable store; the type lets a node say why."""
+
+
 class StoreFailed(StorageUnavailable):
     """A commit could not reach disk (full, read-only, I/O error). The process must reopen the store, which
     recovers exactly the acknowledged writes; until then every operation fails with this error."""

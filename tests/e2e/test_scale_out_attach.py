@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from storage.adapters.falkordb import local as falkordb_local
-from tests.e2e.conftest import MNEMOGRAPH, Store, await_for, call, http_server
+from tests.e2e.conftest import MNEMOGRAPH, HttpServer, Store, await_for, call, free_port, http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -87,3 +87,48 @@ async def test_healthz_says_unavailable_while_the_falkordb_server_is_down_and_ok
                 assert w["status"] == "added"
         finally:
             back.stop()
+
+
+async def test_a_node_started_while_the_falkordb_server_is_down_says_so_and_serves_once_it_is_back(
+    store: Store, falkordb: falkordb_local.LocalServer
+) -> None:
+    import httpx2
+
+    falkordb.stop()
+    server = HttpServer(store, free_port(), "--canonical", falkordb.url("team"))
+    try:
+
+        def health() -> httpx2.Response:
+            return httpx2.get(f"{server.base}/healthz", timeout=5)
+
+        def reported() -> bool:
+            try:
+                return health().json().get("engine") == "unreachable"
+            except (httpx2.TransportError, ValueError):
+                return False  # the front is still starting
+
+        # 3a723fb said "starting" with a 200 for as long as the server stayed down: a load balancer sent work to
+        # a node that could not open, and `mnemograph status` said the store was "opening".
+        await await_for(reported, within=60, what="/healthz to say the canonical store does not answer")
+        answer = health()
+        assert answer.status_code == 503
+        assert answer.json()["status"] == "unavailable"
+        assert "canonical store does not answer" in answer.json()["problem"]
+        shown = await anyio.run_process(
+            [MNEMOGRAPH, "status"], check=False, env={**os.environ, **store.env()}, stdin=None
+        )
+        out = shown.stdout.decode()
+        assert "store unreachable" in out, out
+        assert "not ready: the FalkorDB server cannot be reached" in out, out
+        back = falkordb_local.start(falkordb.directory, port=falkordb.port)
+        try:
+            await await_for(lambda: health().status_code == 200, within=60, what="/healthz once it is back")
+            async with Client(server.url) as client:
+                w = await call(
+                    client, "memory_write", {"content": "The kiln fires at dawn.", "scopes": ["team:x"]}
+                )
+                assert w["status"] == "added"
+        finally:
+            back.stop()
+    finally:
+        server.stop()

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from redis import exceptions as redis_errors
 
-from storage.domain.errors import StorageUnavailable, WriteRace
+from storage.domain.errors import CanonicalUnreachable, StorageUnavailable, WriteRace
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import NewMemory
 from storage.ports.canonical import Session
@@ -123,7 +123,7 @@ def session(conn: Session) -> FalkorSession:
 
 
 def _unavailable(exc: BaseException) -> StorageUnavailable:
-    return StorageUnavailable(
+    return CanonicalUnreachable(
         f"the FalkorDB server cannot be reached: {str(exc)[:200]}",
         hint="nothing from this call was kept unless it was acknowledged; check that the server runs and is "
         "reachable at the configured address, then retry",
