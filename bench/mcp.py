@@ -6,9 +6,9 @@ Measures, in one run on one machine:
    as clients do on launch): stdio with no owner running (cold), stdio with an owner already serving the
    directory, and the HTTP front (cold, and with an owner running; the clock stops when the client has the
    tool list, so it includes the front's start-up).
-2. The round trip of one ``recall`` through each transport (in-memory SDK client, stdio, HTTP) against the
-   direct Python ``Engine.recall`` call, on the same store and query: medians, the overhead (difference) and
-   the ratio.
+2. The round trip of one ``recall`` and one ``memory_write`` through each transport (in-memory SDK client,
+   stdio, HTTP) against the direct Python ``Engine.recall`` / ``Engine.write`` call, on the same store:
+   medians, the overhead (difference) and the ratio.
 
 Usage: ``.venv/bin/python bench/mcp.py [--runs N] [--calls N] [--out docs/benchmarks/mcp.md]``
 """
@@ -48,6 +48,7 @@ from storage import Engine, WriteItem
 ROOT = Path(__file__).resolve().parents[1]
 MNEMOGRAPH = str(Path(sys.executable).parent / "mnemograph")
 QUERY = "who maintains the billing service"
+DIRECT = "direct Engine call"
 # Passed to the servers under test; PYTHONPATH too, so subprocesses run the code this process imports (the SDK's
 # stdio client hands its child only a minimal environment).
 ENV = {"MNEMOGRAPH_IDLE_TIMEOUT": "120", **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}
@@ -177,34 +178,46 @@ async def _median_call(call: Callable[[], Awaitable[Any]], calls: int) -> float:
     return statistics.median(times)
 
 
-async def _recall_costs(data_dir: Path, calls: int) -> dict[str, float]:
-    costs: dict[str, float] = {}
+async def _recall_costs(data_dir: Path, calls: int) -> dict[str, dict[str, float]]:
+    """Median ``recall`` and ``memory_write`` per path, keyed by call then path. Every write is a new text."""
+    costs: dict[str, dict[str, float]] = {"recall": {}, "memory_write": {}}
+    written = iter(range(1_000_000))
+
+    def text() -> str:
+        return f"Note {next(written)}: the billing service's on-call rota moved to a new week."
+
+    async def measure(name: str, client: Client) -> None:
+        costs["recall"][name] = await _median_call(
+            lambda: client.call_tool("recall", {"query": QUERY, "scopes": ["team:eng"]}), calls
+        )
+        costs["memory_write"][name] = await _median_call(
+            lambda: client.call_tool("memory_write", {"content": text(), "scopes": ["team:eng"]}), calls
+        )
+
     with Engine.open(data_dir, warm=True) as engine:
 
         async def direct() -> None:
             engine.recall(QUERY, ["team:eng"])
 
-        costs["direct Engine.recall"] = await _median_call(direct, calls)
+        async def direct_write() -> None:
+            engine.write(text(), ["team:eng"])
+
+        costs["recall"][DIRECT] = await _median_call(direct, calls)
+        costs["memory_write"][DIRECT] = await _median_call(direct_write, calls)
 
         async def source() -> Engine:
             return engine
 
         async with Client(build_server(source, default_scopes=("team:eng",)), mode="legacy") as client:
-            costs["MCP in-memory (SDK Client)"] = await _median_call(
-                lambda: client.call_tool("recall", {"query": QUERY, "scopes": ["team:eng"]}), calls
-            )
+            await measure("MCP in-memory (SDK Client)", client)
     # The engine is closed: from here on the owner has the store.
     async with Client(_stdio(data_dir), mode="legacy") as client:
-        costs["MCP stdio (front-end -> owner)"] = await _median_call(
-            lambda: client.call_tool("recall", {"query": QUERY, "scopes": ["team:eng"]}), calls
-        )
+        await measure("MCP stdio (front-end -> owner)", client)
     front = _Front(data_dir)
     try:
         await front.wait_listening()
         async with Client(front.url, mode="legacy") as client:
-            costs["MCP streamable HTTP (front -> owner)"] = await _median_call(
-                lambda: client.call_tool("recall", {"query": QUERY, "scopes": ["team:eng"]}), calls
-            )
+            await measure("MCP streamable HTTP (front -> owner)", client)
     finally:
         front.stop()
     _stop_owner(data_dir)
@@ -233,9 +246,8 @@ async def _handshakes(base: Path, runs: int) -> dict[str, list[float]]:
 
 
 def _report(
-    handshakes: dict[str, list[float]], costs: dict[str, float], runs: int, calls: int, n: int
+    handshakes: dict[str, list[float]], costs: dict[str, dict[str, float]], runs: int, calls: int, n: int
 ) -> str:
-    direct = costs["direct Engine.recall"]
     lines = [
         "# MCP benchmark",
         "",
@@ -254,17 +266,20 @@ def _report(
     for name, values in handshakes.items():
         lines.append(f"| {name} | {statistics.median(values) * 1000:.0f} ms | {min(values) * 1000:.0f}-"
                      f"{max(values) * 1000:.0f} ms |")  # fmt: skip
-    lines += [
-        "",
-        f"## One `recall` round trip ({n} memories, k=10, median of {calls} calls after warm-up)",
-        "",
-        "| path | median | overhead vs direct | ratio |",
-        "|---|---:|---:|---:|",
-    ]
-    for name, value in costs.items():
-        lines.append(
-            f"| {name} | {value * 1000:.2f} ms | {(value - direct) * 1000:+.2f} ms | {value / direct:.2f}x |"
-        )
+    for call, paths in costs.items():
+        direct = paths[DIRECT]
+        store = f"{n} memories, k=10" if call == "recall" else f"{n}+ memories, a new text each call"
+        lines += [
+            "",
+            f"## One `{call}` round trip ({store}, median of {calls} calls after warm-up)",
+            "",
+            "| path | median | overhead vs direct | ratio |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, value in paths.items():
+            lines.append(
+                f"| {name} | {value * 1000:.2f} ms | {(value - direct) * 1000:+.2f} ms | {value / direct:.2f}x |"
+            )
     lines += [
         "",
         "Notes: the stdio front-end is a byte pump to the owner's Unix socket; the HTTP front is a streaming",

@@ -1,7 +1,12 @@
 """The owner's HTTP app, served on its private Unix socket.
 
 - ``/mcp``: the SDK's streamable HTTP transport, stateless (every request stands alone, so an HTTP client
-  survives an owner restart without a session to lose; Mnemograph's tools never call back to the client).
+  survives an owner restart without a session to lose; Mnemograph's tools never call back to the client),
+  answering each POST with one ``application/json`` body rather than an event stream: the spec lets a server
+  choose either for a client that accepts both, no tool sends a notification or request within its call
+  (progress, logging, sampling; see ``server._sampling``), and a client that has read a JSON body to its end
+  keeps its connection for the next call, where an event stream's early close costs it a new TCP
+  connection per call (docs/benchmarks/mcp.md).
 - ``/healthz``: whether the store is open.
 - ``/-/verify``, ``/-/reindex``, ``/-/erase``, ``/-/export``, ``/-/backup``: admin operations for the CLI
   (the HTTP front never proxies them).
@@ -80,6 +85,7 @@ def owner_app(
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
+        json_response=True,
         # Checked per request in _PerRequest instead: the policy is each front's own.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )

@@ -27,3 +27,6 @@ LEASE_PATH = "/-/lease"
 # HTTP transport refuses larger bodies itself, and a valid request is far smaller (content is capped at 32k
 # characters), so a larger one is refused before it is read whole.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+# Seconds the owner's HTTP socket keeps an idle connection open; a front's pool drops its idle ones sooner.
+OWNER_KEEP_ALIVE = 30.0

@@ -19,8 +19,9 @@ never costs the front more than its headers. With ``--no-auth`` it serves only c
 Resource limits (docs/security.md): a connection cap and a header deadline (``server._front_guard``), a body
 deadline and size limit here, and so a bounded amount of memory per connection.
 
-If the owner dies while streaming a response, the client gets a JSON-RPC error for its request at the end of
-the stream (never a silent, empty 200): it says the outcome is unknown, so the client checks before retrying.
+If the owner dies while handling a request (before its JSON answer, or while streaming an event stream), the
+client gets a JSON-RPC error for its request (never a silent, empty 200): it says the outcome is unknown, so
+the client checks before retrying.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from server._protocol import (
     LEASE_PATH,
     MAX_MESSAGE_BYTES,
     MCP_PATH,
+    OWNER_KEEP_ALIVE,
     PRINCIPAL_HEADER,
 )
 from server._runtime import RuntimePaths
@@ -114,6 +116,9 @@ class HttpFront:
             # No read timeout: SSE responses stay open as long as the tool runs (the first call may wait for
             # the embedding model to load).
             timeout=httpx2.Timeout(connect=10.0, read=None, write=60.0, pool=60.0),
+            # Idle connections are dropped before the owner's own keep-alive timeout (``server.owner``) closes
+            # them, so a request is never sent on a connection the owner is closing at the same moment.
+            limits=httpx2.Limits(keepalive_expiry=OWNER_KEEP_ALIVE / 2),
         )
         self._tokens = TokenStore(paths.data_dir)
         self._starting = anyio.Lock()
@@ -164,8 +169,13 @@ class HttpFront:
         except OwnerUnavailable as exc:
             await _rpc_error(503, body, f"Mnemograph is unavailable: {exc}")(scope, receive, send)
             return
-        except httpx2.TransportError:
+        except httpx2.ConnectError:
             await _rpc_error(502, body, _LOST)(scope, receive, send)
+            return
+        except httpx2.TransportError:
+            # The request reached the owner, which went away before its answer's first byte: the owner answers
+            # a call with one JSON body once the tool is done, so it may have acted on it (a write committed).
+            await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
             return
         try:
             await _relay(response, receive, send, _request_id(body))

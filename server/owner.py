@@ -30,6 +30,7 @@ from server._daemon import ReadyPipe
 from server._engine import EngineHolder, WriteTimeOptions, write_time
 from server._owner import canonical_in_use
 from server._owner_http import owner_app
+from server._protocol import OWNER_KEEP_ALIVE
 from server._runtime import RuntimePaths
 from server._sampling import SamplingPolicy
 from server._tokens import TokenStore, scope_holders
@@ -104,7 +105,11 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     )
     http = _Uvicorn(
         uvicorn.Config(
-            app, log_level=settings.log_level.lower(), access_log=False, timeout_graceful_shutdown=_GRACE
+            app,
+            log_level=settings.log_level.lower(),
+            access_log=False,
+            timeout_graceful_shutdown=_GRACE,
+            timeout_keep_alive=int(OWNER_KEEP_ALIVE),
         )
     )
     listener = await anyio.create_unix_listener(paths.mcp_socket, mode=0o600)

@@ -8,6 +8,7 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.conftest import HEADERS, INITIALIZE, MNEMOGRAPH, Store, call, error_text, http_server
 from tools import ALL_TOOLS
@@ -40,6 +41,33 @@ async def test_every_tool_over_http(shared_store: Store, mode: str) -> None:
         with pytest.raises(MCPError, match="unknown tool"):
             await client.call_tool("nope", {})
         assert (await call(client, "purge", {"scope": scope, "confirm": scope}))["memories_deleted"] == 2
+
+
+async def test_calls_are_answered_with_json_on_the_connection_the_client_keeps(shared_store: Store) -> None:
+    # A JSON body is read to its end, so the client's connection goes back to its pool; an event stream that
+    # the client closes once it holds its answer costs it a new TCP connection for every call.
+    answers: list[tuple[str, object]] = []
+
+    async def note(response: httpx2.Response) -> None:
+        if response.request.method == "POST" and response.status_code == 200:
+            stream = response.extensions["network_stream"]
+            answers.append((response.headers["content-type"], stream.get_extra_info("client_addr")))
+
+    async with (
+        http_server(shared_store) as server,
+        httpx2.AsyncClient(event_hooks={"response": [note]}, timeout=30) as http,
+        Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client,
+    ):
+        written = await call(
+            client, "memory_write", {"content": "Ada keeps one socket.", "scopes": ["user:k"]}
+        )
+        for _ in range(3):
+            found = await call(client, "recall", {"query": "who keeps one socket", "scopes": ["user:k"]})
+            assert found["results"][0]["id"] == written["id"]
+    assert len(answers) >= 5  # initialize, the write, three recalls (and the tools/list the client reads)
+    assert {kind for kind, _ in answers} == {"application/json"}
+    # The tool calls share one connection (the initialize's may have gone to the client's GET stream).
+    assert len({address for _, address in answers[1:]}) == 1, answers
 
 
 async def test_dns_rebinding_protection_and_healthz(shared_store: Store) -> None:

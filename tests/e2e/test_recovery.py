@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -57,16 +58,28 @@ async def test_an_owner_killed_during_a_purge_gives_the_http_client_an_error_not
             "method": "tools/call",
             "params": {"name": "purge", "arguments": {"scope": "team:gone", "confirm": "team:gone"}},
         }
+        answer: list[httpx2.Response] = []
         async with (
             httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=120.0)) as http,
-            http.stream("POST", server.url, json=request, headers=HEADERS) as response,
+            anyio.create_task_group() as tg,
         ):
-            # The owner has taken the purge on (its event stream is open): kill it before it answers.
-            assert response.headers["content-type"].startswith("text/event-stream")
+
+            async def purge() -> None:
+                answer.append(await http.post(server.url, json=request, headers=HEADERS))
+
+            tg.start_soon(purge)
+            # The owner has taken the purge on (the call is in flight there, with no answer yet): kill it.
+            await await_for(lambda: _owner_busy(store) or bool(answer), within=30, what="the purge to start")
+            assert not answer, "the purge finished before the owner could be killed"
             store.kill_owner()
-            body = (await response.aread()).decode()
-        messages = [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
-        assert messages, "the stream ended without an answer"
+        response = answer[0]
+        if response.headers["content-type"].startswith("text/event-stream"):
+            messages = [
+                json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+            ]
+        else:
+            messages = [response.json()]
+        assert messages, "the answer came without a message"
         assert messages[-1]["id"] == 77
         assert "outcome is unknown" in messages[-1]["error"]["message"]
         assert "before you retry" in messages[-1]["error"]["message"]
@@ -76,3 +89,12 @@ async def test_an_owner_killed_during_a_purge_gives_the_http_client_an_error_not
             if "team:gone" in scopes:
                 await call(client, "purge", {"scope": "team:gone", "confirm": "team:gone"})
             assert "team:gone" not in {s["id"] for s in (await call(client, "list_scopes", {}))["scopes"]}
+
+
+def _owner_busy(store: Store) -> bool:
+    """Whether the owner is handling a request: its private /healthz counts requests and the fronts' leases
+    (not itself)."""
+    transport = httpx2.HTTPTransport(uds=str(store.paths.http_socket))
+    with httpx2.Client(transport=transport, base_url="http://owner", timeout=5) as owner:
+        health = owner.get("/healthz").json()
+    return bool(health["clients"] > len(health["fronts"]))

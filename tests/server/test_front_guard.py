@@ -22,6 +22,7 @@ from server._front_guard import (
     guarded,
     same_user,
 )
+from server.http_front import bind
 
 pytestmark = [
     pytest.mark.anyio,
@@ -150,3 +151,33 @@ async def test_the_check_looks_at_the_socket_never_at_x_forwarded_for() -> None:
         server.should_exit = True
     sock.close()
     assert seen == [True]
+
+
+async def test_the_front_sends_each_answer_at_once_with_nagle_off() -> None:
+    """Every connection the front accepts has TCP_NODELAY: with Nagle on, an answer's body waits behind its
+    headers for the client's delayed ACK (40 ms) on every request of a kept-alive connection after its first."""
+    nodelay: list[int] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        for protocol in server.server_state.connections:
+            accepted = protocol.transport.get_extra_info("socket")  # type: ignore[attr-defined]
+            nodelay.append(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = bind("127.0.0.1", 0)  # as `mnemograph serve --transport http` binds its port
+    sock.listen(8)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, lifespan="off", log_level="warning", http=guarded(8, 5.0))
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        async with httpx2.AsyncClient() as client:
+            for _ in range(2):
+                assert (await client.get(f"http://127.0.0.1:{port}/")).status_code == 200
+        server.should_exit = True
+    sock.close()
+    assert len(nodelay) == 2  # one request after another on one kept-alive connection
+    assert all(nodelay), nodelay
