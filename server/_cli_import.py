@@ -23,6 +23,7 @@ _NOTHING = {
     "mcp-memory": "the MCP memory server's memory.jsonl holds entity and relation lines (a Mem0 export is "
     "--from mem0)",
     "markdown": "give a folder holding .md notes",
+    "jsonl": 'each line is a memory: {"content": "...", "scopes": ["user:ana"]} (see docs/cli.md)',
 }
 
 

@@ -280,9 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--from",
         dest="source",
-        choices=("mnemograph", "mcp-memory", "mem0", "markdown"),
+        choices=("mnemograph", "jsonl", "mcp-memory", "mem0", "markdown"),
         default="mnemograph",
         help="mnemograph: an export, restored into an empty data directory or merged into a store; "
+        "jsonl: memories one a line (content, scopes, ..., and optionally each one's vector), bulk-loaded; "
         "mcp-memory: the MCP memory server's memory.jsonl; mem0: a Mem0 get_all() export; "
         "markdown: a folder of basic-memory or Obsidian notes (these merge into the store)",
     )

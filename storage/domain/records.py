@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from storage.domain.models import MemoryKind, Provenance
+from storage.domain.models import EntityIn, MemoryKind, Provenance
 
 
 def entity_key(name: str) -> str:
@@ -30,6 +30,15 @@ class NewMemory:
     recorded_at: datetime
     vector: Sequence[float]
     supersedes: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewRow:
+    """A new memory with the scopes that hold it and the entities it mentions (``insert_many``)."""
+
+    memory: NewMemory
+    scopes: Sequence[str]
+    entities: Sequence[EntityIn]
 
 
 @dataclass(frozen=True, slots=True)

@@ -222,6 +222,46 @@ class _Resolution(_Scopes):
             self.lexicon.paired(a, b, home, add=True)
         return out, held
 
+    def _record_proposals_run(
+        self, tx: Tx, run: Sequence[tuple[str, Sequence[tuple[str, str, Judgement]], Sequence[str]]]
+    ) -> list[tuple[list[str], list[str]]]:
+        """``_record_proposals`` for each ``(memory id, proposed, scopes)`` in turn, in three statements plus
+        one count per scope: the store is asked once which proposals it would take, and the rest (the room each
+        scope has left, ids proposed earlier in the run) is followed here as the one-at-a-time calls see it."""
+        out: list[tuple[list[str], list[str]]] = [([], []) for _ in run]
+        homes = [tuple(sorted(scopes)) for _mid, _proposed, scopes in run]
+        wanted = [
+            (k, a, b, SameAs(proposal_id(a, b, homes[k]), a, b, j.tier, j.score, mid, "pending", tx.now,
+                             scopes=homes[k]))
+            for k, (mid, proposed, _scopes) in enumerate(run)
+            for a, b, j in proposed
+        ]  # fmt: skip
+        if not wanted:
+            return out
+        pending = {
+            s: self.graph.pending_same_count(tx.conn, s) for s in {s for k, *_ in wanted for s in homes[k]}
+        }
+        free = self.graph.proposable(tx.conn, [p for *_, p in wanted])
+        room: dict[int, int] = {}
+        made: set[str] = set()
+        chosen: list[SameAs] = []
+        for (k, a, b, p), ok in zip(wanted, free, strict=True):
+            if k not in room:
+                room[k] = self.pending_cap - max(pending[s] for s in homes[k])
+            if room[k] <= 0:
+                out[k][1].append(f"{a} ~ {b}")
+                continue
+            if ok and p.id not in made:
+                made.add(p.id)
+                chosen.append(p)
+                out[k][0].append(p.id)
+                room[k] -= 1
+                for s in homes[k]:
+                    pending[s] += 1
+            self.lexicon.paired(a, b, homes[k], add=True)
+        self.graph.propose_many(tx.conn, chosen)
+        return out
+
     # -- listing and deciding ----------------------------------------------------------------------
 
     def entity_proposals(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from scopes import (
     LOCAL_PRINCIPAL,
@@ -16,17 +16,18 @@ from scopes import (
     readable,
 )
 from storage.domain import validation as v
-from storage.domain.errors import Conflict, InvalidInput
+from storage.domain.errors import Conflict, InvalidInput, MnemographError
 from storage.domain.models import (
     EntityIn,
     Memory,
+    MemoryKind,
     Provenance,
     RelationIn,
     WriteItem,
     WriteReceipt,
     dated,
 )
-from storage.domain.records import NewMemory, entity_key
+from storage.domain.records import NewMemory, NewRow, entity_key
 from storage.engine.resolution import _Resolution
 from storage.engine.state import (
     _SEPARATE,
@@ -41,10 +42,31 @@ from storage.language.extraction import _norm, extract
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
+BULK_CHUNK = 2_000  # writes per transaction when many come in one call (the others wait that long at most)
 SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
 
 
+class _Checked(NamedTuple):
+    """A write's fields, validated (``_Writes._checked``)."""
+
+    content: str
+    scopes: builtins.list[str]
+    kind: MemoryKind
+    event_time: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    entities: builtins.list[EntityIn]
+    relations: builtins.list[RelationIn]
+    metadata: dict[str, Any]
+    source: str
+    vector: builtins.list[float] | None
+
+
 class _Writes(_Resolution):
+    # Writes per transaction when one call brings many (``_bulk_intent``); 1 gives each write its own intent, as
+    # before the bulk path (kept for comparisons: the rows are the same either way).
+    bulk_chunk = BULK_CHUNK
+
     # -- writes ------------------------------------------------------------------------------------
 
     def write(
@@ -102,7 +124,7 @@ class _Writes(_Resolution):
             vectors = self.embedder.embed([p.content for p in todo])
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
-        receipts = self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
+        receipts = self._commit_writes(prepared, principal)
         for p, r in zip(prepared, receipts, strict=True):
             if r.status == "added":
                 self.enrich_later(r, p, now, principal, extractor)
@@ -120,6 +142,22 @@ class _Writes(_Resolution):
             )
         return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
 
+    def _commit_writes(self, prepared: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
+        """Through the one writer: one intent per write (they group-commit), or, for several writes into an
+        embedded store, one intent per ``bulk_chunk`` of them (``_bulk_intent``: the same rows in far fewer
+        statements). Raises the first item's error once every chunk has committed, as ``submit_many`` does."""
+        chunk = self.bulk_chunk
+        if len(prepared) == 1 or chunk <= 1 or self.graph.shared:
+            # A shared store's transaction does not read its own writes: one write per transaction there.
+            return self.reconciler.submit_many([self._write_intent(p, principal) for p in prepared])
+        results: list[WriteReceipt | MnemographError] = []
+        for lo in range(0, len(prepared), chunk):
+            results += self.reconciler.submit(self._bulk_intent(prepared[lo : lo + chunk], principal))
+        for r in results:
+            if isinstance(r, MnemographError):
+                raise r
+        return [r for r in results if isinstance(r, WriteReceipt)]
+
     def _shown_write(
         self, receipt: WriteReceipt, targets: Sequence[str], principal: Principal
     ) -> WriteReceipt:
@@ -134,23 +172,47 @@ class _Writes(_Resolution):
             status = "added"
         return dataclasses.replace(receipt, scopes=shown, status=status)
 
-    def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
+    def check_writes(self, items: Iterable[WriteItem], *, principal: Principal = LOCAL_PRINCIPAL) -> int:
+        """Validate and authorize ``items`` as ``write_many`` would, writing nothing; returns how many there
+        were. Raises the error ``write_many`` would raise for the first bad one, naming it (``item n``), so that
+        an import can refuse a whole file before its first batch is written."""
+        now = _now()
+        n = 0
+        for n, item in enumerate(items, start=1):
+            try:
+                self._checked(item, now, principal)
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    f"item {n - 1}: {exc.message}", hint=exc.hint or "nothing was written"
+                ) from None
+        return n
+
+    def _checked(self, item: WriteItem, now: datetime, principal: Principal) -> _Checked:
         text = v.content(item.content)
         target_ids = v.scope_list(item.scopes)
         self._authorize(principal, target_ids, Level.WRITE, "write")
-        targets = [str(s) for s in target_ids]
-        mkind = v.kind(item.kind)
-        ev = v.when(item.event_time, "event_time")
         vf, vt = v.when(item.valid_from, "valid_from"), v.when(item.valid_to, "valid_to")
-        given = v.entities(item.entities)
-        rels = v.relations(item.relations)
-        meta = v.metadata(item.metadata)
-        src = v.text(item.source, "source", limit=200, allow_empty=True)
-        vector = v.vector(item.vector, self.embedder.dim) if item.vector is not None else None
+        checked = _Checked(
+            text,
+            [str(s) for s in target_ids],
+            v.kind(item.kind),
+            v.when(item.event_time, "event_time"),
+            vf,
+            vt,
+            v.entities(item.entities),
+            v.relations(item.relations),
+            v.metadata(item.metadata),
+            v.text(item.source, "source", limit=200, allow_empty=True),
+            v.vector(item.vector, self.embedder.dim) if item.vector is not None else None,
+        )
         if vt is not None and vt <= (vf or now):
             raise InvalidInput(
                 "valid_to must be after valid_from (or after now when valid_from is not given)"
             )
+        return checked
+
+    def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
+        text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = self._checked(item, now, principal)
         for r in rels:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
@@ -301,38 +363,108 @@ class _Writes(_Resolution):
             vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
                 vec = [float(x) for x in self.embedder.embed([p.content])[0]]
-            new = NewMemory(
-                cur,
-                p.content,
-                p.kind,
-                p.provenance,
-                p.metadata,
-                p.event_time,
-                p.event_time_source,
-                p.valid_from,
-                p.valid_to,
-                tx.now,
-                vec,
-            )
-            since = {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
-            self._insert(tx, new, p.scopes, p.entities, p.relations, since)
-            names = tuple(sorted(e.name for e in p.entities))
-            event_time = p.event_time if dated(p.kind, p.event_time_source) else None
-            proposals, held = self._record_proposals(tx, cur, p.proposed, p.scopes)
-            resolved = tuple(f"{said} -> {name} ({tier})" for said, name, tier in p.linked)
-            receipt = WriteReceipt(
-                cur,
-                "added",
-                tuple(sorted(p.scopes)),
-                names,
-                event_time,
-                resolved=resolved,
-                proposals=tuple(proposals),
-                not_proposed=tuple(held),
-            )
-            return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
+            new = self._new_memory(p, cur, vec, tx.now)
+            self._insert(tx, new, p.scopes, p.entities, p.relations, self._since(p))
+            return self._added(tx, p, principal, cur)
 
         return intent
+
+    def _bulk_intent(
+        self, chunk: Sequence[_Prepared], principal: Principal
+    ) -> Callable[[Tx], list[WriteReceipt | MnemographError]]:
+        """One intent for many writes, with the same outcome as ``_write_intent`` for each in order.
+
+        New content (its id not in the store, not repeated earlier in the chunk) is inserted a run at a time in
+        a few set-based statements (``insert_many``); then, in order, each memory's relations, change record,
+        proposals and reconciliation, exactly as one write does them after its insert. Whatever reads the store
+        in those steps reads relations, proposals and the state of memories that recorded relations, which the
+        run's inserts leave as they were. Content the store already has (a duplicate, a link, a re-assertion)
+        ends the run and takes the one-write path. A domain error fails its item alone, as it does its intent.
+        """
+
+        def intent(tx: Tx) -> list[WriteReceipt | MnemographError]:
+            seen = self.graph.present(tx.conn, [p.id for p in chunk])
+            out: list[WriteReceipt | MnemographError] = []
+            run: list[_Prepared] = []
+            for p in chunk:
+                if p.vector is not None and p.id not in seen:
+                    run.append(p)
+                    seen.add(p.id)
+                    continue
+                out += self._insert_run(tx, run, principal)
+                run = []
+                try:
+                    out.append(self._write_intent(p, principal)(tx))
+                except MnemographError as exc:
+                    out.append(exc)
+            out += self._insert_run(tx, run, principal)
+            return out
+
+        return intent
+
+    def _insert_run(self, tx: Tx, run: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
+        if not run:
+            return []
+        rows = [NewRow(self._new_memory(p, p.id, p.vector or [], tx.now), p.scopes, p.entities) for p in run]
+        self.graph.insert_many(tx.conn, rows, tx.now)
+        # Proposals read and write only SAME_AS edges, which neither relations nor reconciliation touch: the
+        # run's go first, together, with what each write would have recorded on its own.
+        proposals = self._record_proposals_run(tx, [(p.id, p.proposed, p.scopes) for p in run])
+        out: list[WriteReceipt] = []
+        for p, made in zip(run, proposals, strict=True):
+            self._relate(tx, p.id, p.relations, self._since(p))
+            try:
+                out.append(self._added(tx, p, principal, p.id, made))
+            except MnemographError as exc:
+                # Past its insert a write cannot fail alone any more: undo the whole transaction instead.
+                raise RuntimeError(f"bulk write rolled back: {exc.message}") from exc
+        return out
+
+    @staticmethod
+    def _new_memory(p: _Prepared, mid: str, vec: Sequence[float], now: datetime) -> NewMemory:
+        return NewMemory(
+            mid,
+            p.content,
+            p.kind,
+            p.provenance,
+            p.metadata,
+            p.event_time,
+            p.event_time_source,
+            p.valid_from,
+            p.valid_to,
+            now,
+            vec,
+        )
+
+    @staticmethod
+    def _since(p: _Prepared) -> dict[tuple[str, str, str], datetime]:
+        return {(f.subject, f.predicate, f.object): f.at for f in p.facts if f.dated}
+
+    def _added(
+        self,
+        tx: Tx,
+        p: _Prepared,
+        principal: Principal,
+        cur: str,
+        made: tuple[builtins.list[str], builtins.list[str]] | None = None,
+    ) -> WriteReceipt:
+        """The receipt of a memory just inserted in ``tx``, once its proposals (``made`` when already recorded:
+        ids, pairs held back) and reconciliation are done."""
+        names = tuple(sorted(e.name for e in p.entities))
+        event_time = p.event_time if dated(p.kind, p.event_time_source) else None
+        proposals, held = made if made is not None else self._record_proposals(tx, cur, p.proposed, p.scopes)
+        resolved = tuple(f"{said} -> {name} ({tier})" for said, name, tier in p.linked)
+        receipt = WriteReceipt(
+            cur,
+            "added",
+            tuple(sorted(p.scopes)),
+            names,
+            event_time,
+            resolved=resolved,
+            proposals=tuple(proposals),
+            not_proposed=tuple(held),
+        )
+        return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
 
     def use_llm(self, extractor: llm.Extractor) -> None:
         """Enrich every newly added memory with ``extractor`` (Claude) after its commit, in the background."""
@@ -454,11 +586,21 @@ class _Writes(_Resolution):
         self.graph.link(tx.conn, new.id, scopes, tx.now)
         if entities:
             self.graph.mention(tx.conn, new.id, entities)
+        self._relate(tx, new.id, rels, since)
+
+    def _relate(
+        self,
+        tx: Tx,
+        mid: str,
+        rels: Sequence[RelationIn],
+        since: Mapping[tuple[str, str, str], datetime] | None,
+    ) -> None:
+        """A new memory's relations and its change record: the rest of ``_insert``."""
         for r in rels:
             vf = (since or {}).get((r.subject, r.predicate, r.object))
-            self.graph.relate(tx.conn, new.id, r.subject, r.predicate, r.object, tx.now, valid_from=vf)
+            self.graph.relate(tx.conn, mid, r.subject, r.predicate, r.object, tx.now, valid_from=vf)
             # Counted now, not after the commit, so the next write of the same batch sees it (over-counting
             # when the transaction fails is harmless: the count only lets reconciliation skip queries).
             self.lexicon.related(r.subject)
             self.lexicon.related(r.object)
-        tx.record("add", new.id)
+        tx.record("add", mid)

@@ -1,7 +1,11 @@
 """Importers from other memory tools into a scope of this store, as ordinary writes.
 
 Each reader turns its source into ``WriteItem``s (content, entities, relations, dates, and metadata naming the
-source); ``import_into`` writes them in batches through the one write path. Ids are hashes of the content, so
+source); ``import_into`` reads the whole source once to validate it (a bad item refuses the import, naming it,
+before anything is written), then writes it in batches of ``BULK_CHUNK`` through the one write path: each batch is
+one transaction whose rows are those single writes would leave (``Engine.write_many``), acknowledged when it
+commits. An import stopped part way (a crash, a kill) leaves the batches committed before it; running it again
+adds the rest, since what is there comes back ``duplicate``. Ids are hashes of the content, so
 importing the same source twice adds nothing the second time (every item comes back ``duplicate``), and
 importing into a store that already holds memories merges with them.
 
@@ -9,6 +13,8 @@ importing into a store that already holds memories merges with them.
   its ``memory.jsonl``): one memory per observation of an entity, one per relation.
 - ``mem0``: a Mem0 export (``get_all`` results as JSON, or JSON Lines): one memory per memory, dated by its
   ``created_at``.
+- ``jsonl``: Mnemograph's own bulk format, one memory a line with the fields of ``memory_write`` and, optionally,
+  its vector from the store's model (``storage.importers._jsonl``).
 - ``markdown``: a folder of basic-memory or Obsidian notes: one memory per note (its text, split at paragraphs
   when long), one per ``- [category] observation`` line and one per ``- relation [[Target]]`` line;
   ``[[wikilinks]]`` become ``links_to`` relations; front matter gives the title, type, tags and date.
@@ -24,6 +30,8 @@ from typing import TYPE_CHECKING
 from scopes import LOCAL_PRINCIPAL, Principal
 from storage.domain.errors import InvalidInput
 from storage.domain.models import WriteItem
+from storage.engine.writes import BULK_CHUNK
+from storage.importers._jsonl import read_jsonl
 from storage.importers._markdown import read_markdown
 from storage.importers._mcp_memory import read_mcp_memory
 from storage.importers._mem0 import read_mem0
@@ -35,9 +43,10 @@ READERS: dict[str, Callable[[Path, str], Iterator[WriteItem]]] = {
     "mcp-memory": read_mcp_memory,
     "mem0": read_mem0,
     "markdown": read_markdown,
+    "jsonl": read_jsonl,
 }
 FORMATS = tuple(READERS)
-BATCH = 64
+BATCH = BULK_CHUNK
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +76,7 @@ def import_into(
         raise InvalidInput(
             f"{path} does not exist", hint="give the file (or, for markdown, the folder) to import"
         )
+    engine.check_writes(reader(path, scope), principal=principal)  # the whole source, before any write
     counts = {"added": 0, "duplicate": 0, "linked": 0}
     read = 0
     for batch in _batches(reader(path, scope)):

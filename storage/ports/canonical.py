@@ -23,6 +23,7 @@ from storage.domain.records import (
     Change,
     KnownEntity,
     NewMemory,
+    NewRow,
     OpenRelation,
     ProjectionRow,
     Relation,
@@ -197,6 +198,10 @@ class CanonicalReads(Protocol):
 
     def vector_of(self, conn: Session, memory_id: str) -> list[float] | None: ...
 
+    def present(self, conn: Session, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are memories of the store (current or not)."""
+        ...
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
         ...
@@ -218,6 +223,11 @@ class CanonicalWrites(Protocol):
     def insert_memory(
         self, conn: Session, m: NewMemory, scopes: Sequence[str], entities: Sequence[EntityIn]
     ) -> None: ...
+
+    def insert_many(self, conn: Session, rows: Sequence[NewRow], at: datetime) -> None:
+        """Insert new memories (no id among them exists yet, none repeats) in a few statements: the same rows
+        as ``ensure_scopes``, ``insert_memory``, ``link`` and ``mention`` for each in order (a bulk write)."""
+        ...
 
     def link(self, conn: Session, memory_id: str, scopes: Sequence[str], at: datetime) -> None:
         """Add ``memory_id`` to ``scopes``, which must not contain it yet (MERGE on an edge would scan every CONTAINS edge in the store; callers pass only the missing scopes)."""
@@ -267,6 +277,14 @@ class CanonicalWrites(Protocol):
         """Record a pending ``SAME_AS`` edge from entity ``a`` to ``b`` (by name; ids are ``entity_key``), unless
         either is gone or an edge with the same id links them in either direction, whatever its status (a
         rejected proposal is not raised again; the id names the pair and the scopes). True when recorded."""
+        ...
+
+    def proposable(self, conn: Session, proposals: Sequence[SameAs]) -> list[bool]:
+        """For each, whether ``propose_same`` would record it now (a bulk write asks once for many)."""
+        ...
+
+    def propose_many(self, conn: Session, proposals: Sequence[SameAs]) -> None:
+        """Record each (every one proposable, no id twice), as ``propose_same`` does."""
         ...
 
     def decide_same(self, conn: Session, proposal_id: str, status: str, at: datetime | None, by: str) -> None:

@@ -264,6 +264,10 @@ class _Reads:
         rows = session(conn).rows("MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": memory_id})
         return [float(x) for x in rows[0][0]] if rows else None
 
+    def present(self, conn: Session, ids: Sequence[str]) -> set[str]:
+        rows = session(conn).rows("UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id", {"ids": list(ids)})
+        return {r[0] for r in rows}
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         rows = session(conn).rows(f"MATCH (m:Memory {{id: $id}}) RETURN {LIVE}", {"id": memory_id})
         return bool(rows[0][0]) if rows else None

@@ -13,7 +13,7 @@ from storage.adapters._rows import ENRICHMENT_KEYS
 from storage.adapters.falkordb._cypher import _EPOCH, _NEWER_ERASED, LIVE, memory_params, session, union, utc
 from storage.adapters.falkordb.reads import _Reads
 from storage.domain.models import EntityIn
-from storage.domain.records import Change, NewMemory, OpenRelation, RelationState, SameAs, entity_key
+from storage.domain.records import Change, NewMemory, NewRow, OpenRelation, RelationState, SameAs, entity_key
 from storage.ports.canonical import Session
 
 # A validity ends at $vt, but never before it began: a date read from content ("since 1 October") may fall before
@@ -37,6 +37,16 @@ class _Writes(_Reads):
                 "MATCH (p:Scope {id: $p}), (c:Scope {id: $c}) CREATE (p)-[:PARENT_OF]->(c)",
                 {"p": parent, "c": scope},
             )
+
+    def insert_many(self, conn: Session, rows: Sequence[NewRow], at: datetime) -> None:
+        # A shared store's transaction does not read its own buffered writes, so the engine writes one memory per
+        # transaction there (the reconciler's rule); this is the same rows, one memory at a time.
+        for r in rows:
+            self.ensure_scopes(conn, r.scopes, at)
+            self.insert_memory(conn, r.memory, r.scopes, r.entities)
+            self.link(conn, r.memory.id, r.scopes, at)
+            if r.entities:
+                self.mention(conn, r.memory.id, r.entities)
 
     def insert_memory(
         self, conn: Session, m: NewMemory, scopes: Sequence[str], entities: Sequence[EntityIn]
@@ -199,6 +209,13 @@ class _Writes(_Reads):
             },
         )
         return True
+
+    def proposable(self, conn: Session, proposals: Sequence[SameAs]) -> list[bool]:
+        return [True] * len(proposals)  # decided in the query that records it (propose_same)
+
+    def propose_many(self, conn: Session, proposals: Sequence[SameAs]) -> None:
+        for p in proposals:
+            self.propose_same(conn, p)
 
     def decide_same(self, conn: Session, proposal_id: str, status: str, at: datetime | None, by: str) -> None:
         session(conn).add(

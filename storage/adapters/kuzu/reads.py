@@ -345,6 +345,11 @@ class _Reads:
         rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": memory_id})
         return list(rows[0][0]) if rows else None
 
+    def present(self, conn: Session, ids: Sequence[str]) -> set[str]:
+        # Primary-key lookups, one statement for the lot (a ``WHERE m.id IN $ids`` scans every memory).
+        rows = _rows(conn, "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id", {"ids": list(ids)})
+        return {r[0] for r in rows}
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
         rows = _rows(
