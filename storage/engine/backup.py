@@ -322,6 +322,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                 )
             elif kind == "memory":
                 parsed.memories.append(_memory(rec))
+                parsed.lines.setdefault(("memory", parsed.memories[-1][0].id), n)
             elif kind == "supersedes":
                 parsed.supersedes.append(
                     (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
@@ -566,6 +567,21 @@ def restore(
         known_scopes = {s for s, _ in graph.export_scopes(conn)}
         asked = [p.id for p in parsed.proposals]
         held = {p.id: p for p in graph.same_as(conn, asked)} if asked else {}
+        overlap = [m.id for m, *_ in parsed.memories if m.id in present]
+        stored: dict[str, Memory] = {}
+        for start in range(0, len(overlap), 512):
+            stored.update(graph.fetch(conn, overlap[start : start + 512]))
+    # A memory the store holds is skipped, but the file's links and proposals may still name it: a file that
+    # gives that id other words is not a copy of this store's memory, and its links would attach to words the
+    # file never showed (attack12: a contradiction planted on any memory whose id one can compute).
+    for m, *_ in parsed.memories:
+        ours = stored.get(m.id)
+        if ours is not None and ours.content != m.content:
+            raise InvalidInput(
+                f"line {parsed.lines[('memory', m.id)]}: memory {m.id} has other words than this store's memory "
+                "of that id",
+                hint="nothing was imported; this export does not come from a copy of this store",
+            )
     for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
         mine = held.get(p.id)
         if mine is not None and {entity_key(mine.a), entity_key(mine.b)} != {
