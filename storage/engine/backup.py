@@ -22,6 +22,7 @@ import json
 import shutil
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -351,6 +352,8 @@ def parse(lines: Iterator[str]) -> Parsed:
                     _predicate(rec.get("predicate")),
                     _req_time(rec["at"]),
                 )
+                if link[0] == link[1]:
+                    raise InvalidInput(f"memory {link[0]} is said to contradict itself")
                 _once(parsed, "contradiction", " ".join(link[:3]), n)
                 parsed.contradictions.append(link)
             elif kind == "enrichment":
@@ -472,12 +475,17 @@ def _once(parsed: Parsed, kind: str, key: str, n: int) -> None:
 
 
 def _predicate(value: object) -> str:
-    if not isinstance(value, str) or not 0 < len(value) <= 100:
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= 100
+        or any(unicodedata.category(c) in ("Cc", "Cs") for c in value)
+    ):
         raise InvalidInput(f"{str(value)[:40]!r} is not a predicate")
     return value
 
 
 ENRICHMENT_STATUSES = ("done", "failed", "skipped")
+MAX_TOKEN_COUNT = 2**63 - 1  # what the stores keep (a 64-bit integer); more failed the write after validation
 
 
 def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
@@ -493,8 +501,12 @@ def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
     }
     for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         count = rec.get(key)
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-            raise InvalidInput(f"{key} must be a whole number of at least 0, not {str(count)[:40]!r}")
+        if count is not None and (
+            isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKEN_COUNT
+        ):
+            raise InvalidInput(
+                f"{key} must be a whole number from 0 to {MAX_TOKEN_COUNT}, not {str(count)[:40]!r}"
+            )
         row[key] = count
     return row
 
