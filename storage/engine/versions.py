@@ -208,6 +208,7 @@ class _Versions(_Writes):
                 start,
                 also_supersedes=tuple(out.supersedes),
                 contradicts=tuple(out.contradicts),
+                superseded_by=out.superseded_by,
             )
 
         receipt = self.reconciler.submit(intent)

@@ -153,6 +153,7 @@ def test_amend_effective_before_another_memory_began_never_ends_it_before_it_beg
     assert stored.status is Status.CURRENT
     assert stored.valid_to is None or stored.valid_to > stored.valid_from
     assert new.also_supersedes == ()
+    assert new.superseded_by == acme.id  # the receipt says the new version is already the older one
     globex = engine.read(new.id).memory
     assert globex.valid_to == datetime(2024, 1, 1, tzinfo=UTC)
 
