@@ -606,7 +606,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     try:
-        args.variants = pick_variants(args.variants, [*VARIANTS])
+        given = args.variants
+        args.variants = pick_variants(given, [*VARIANTS])
+        if given and not args.variants:  # "--variants ''" or "--variants ';'": no selection is not "all"
+            raise ValueError(f"{'; '.join(given)!r} names no variant")
     except ValueError as e:
         p.error(f"--variants: {e}; the variants are: " + "; ".join(VARIANTS))
     return args

@@ -44,6 +44,12 @@ class AmendOut(BaseModel):
     contradicts: list[str] = Field(
         default_factory=list, description="Memories the new version contradicts (both are kept and linked)."
     )
+    superseded_by: str | None = Field(
+        default=None,
+        description="Set when another memory's value took effect after effective_at: the new version held from "
+        "effective_at until then, and that memory is the current one (e.g. 'Ana works at Acme' valid from 2024, "
+        "when the amend says she works at Globex from 2021).",
+    )
 
 
 async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
@@ -63,6 +69,7 @@ async def amend(engine: Engine, caller: Caller, args: AmendIn) -> AmendOut:
         valid_from=receipt.valid_from,
         also_supersedes=[short_id(i) for i in receipt.also_supersedes],
         contradicts=[short_id(i) for i in receipt.contradicts],
+        superseded_by=short_id(receipt.superseded_by) if receipt.superseded_by else None,
     )
 
 

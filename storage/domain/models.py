@@ -176,6 +176,8 @@ class AmendReceipt:
     # Reconciliation of the new version against other memories, as a write's receipt reports it.
     also_supersedes: tuple[str, ...] = ()  # other memories whose statement the new version ended or updated
     contradicts: tuple[str, ...] = ()
+    # A stored value that took effect after effective_at: the new version is already the older one.
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ import json
 import shutil
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -322,6 +323,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                 )
             elif kind == "memory":
                 parsed.memories.append(_memory(rec))
+                parsed.lines.setdefault(("memory", parsed.memories[-1][0].id), n)
             elif kind == "supersedes":
                 parsed.supersedes.append(
                     (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
@@ -350,6 +352,8 @@ def parse(lines: Iterator[str]) -> Parsed:
                     _predicate(rec.get("predicate")),
                     _req_time(rec["at"]),
                 )
+                if link[0] == link[1]:
+                    raise InvalidInput(f"memory {link[0]} is said to contradict itself")
                 _once(parsed, "contradiction", " ".join(link[:3]), n)
                 parsed.contradictions.append(link)
             elif kind == "enrichment":
@@ -471,12 +475,17 @@ def _once(parsed: Parsed, kind: str, key: str, n: int) -> None:
 
 
 def _predicate(value: object) -> str:
-    if not isinstance(value, str) or not 0 < len(value) <= 100:
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= 100
+        or any(unicodedata.category(c) in ("Cc", "Cs") for c in value)
+    ):
         raise InvalidInput(f"{str(value)[:40]!r} is not a predicate")
     return value
 
 
 ENRICHMENT_STATUSES = ("done", "failed", "skipped")
+MAX_TOKEN_COUNT = 2**63 - 1  # what the stores keep (a 64-bit integer); more failed the write after validation
 
 
 def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
@@ -492,8 +501,12 @@ def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
     }
     for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         count = rec.get(key)
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-            raise InvalidInput(f"{key} must be a whole number of at least 0, not {str(count)[:40]!r}")
+        if count is not None and (
+            isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TOKEN_COUNT
+        ):
+            raise InvalidInput(
+                f"{key} must be a whole number from 0 to {MAX_TOKEN_COUNT}, not {str(count)[:40]!r}"
+            )
         row[key] = count
     return row
 
@@ -566,6 +579,21 @@ def restore(
         known_scopes = {s for s, _ in graph.export_scopes(conn)}
         asked = [p.id for p in parsed.proposals]
         held = {p.id: p for p in graph.same_as(conn, asked)} if asked else {}
+        overlap = [m.id for m, *_ in parsed.memories if m.id in present]
+        stored: dict[str, Memory] = {}
+        for start in range(0, len(overlap), 512):
+            stored.update(graph.fetch(conn, overlap[start : start + 512]))
+    # A memory the store holds is skipped, but the file's links and proposals may still name it: a file that
+    # gives that id other words is not a copy of this store's memory, and its links would attach to words the
+    # file never showed (attack12: a contradiction planted on any memory whose id one can compute).
+    for m, *_ in parsed.memories:
+        ours = stored.get(m.id)
+        if ours is not None and ours.content != m.content:
+            raise InvalidInput(
+                f"line {parsed.lines[('memory', m.id)]}: memory {m.id} has other words than this store's memory "
+                "of that id",
+                hint="nothing was imported; this export does not come from a copy of this store",
+            )
     for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
         mine = held.get(p.id)
         if mine is not None and {entity_key(mine.a), entity_key(mine.b)} != {

@@ -19,6 +19,7 @@ from storage.domain.models import (
 )
 from storage.domain.records import NewMemory, RelationState, entity_key
 from storage.engine.state import (
+    _SEPARATE,
     _now,
     content_id,
     log,
@@ -127,6 +128,16 @@ class _Versions(_Writes):
             if old.content == text:
                 raise Conflict("the new content is identical to the current version", hint="nothing to amend")
             cur, existing = self._resolve_content(tx, text, mid)
+            if (
+                existing is not None
+                and not principal.unrestricted
+                and not self._can_read(principal, existing, self._tree())
+            ):
+                # The same words are someone else's memory where this principal may not read: as for a write,
+                # joining it would show its id, metadata, writer and history, so the new version is a memory of
+                # the principal's own, salted by its scopes (the id a write of these words there gets).
+                separate = content_id(text, salt=_SEPARATE + ",".join(sorted(old.scopes)))
+                cur, existing = self._resolve_content(tx, text, separate)
             if existing is not None:
                 missing = [s for s in old.scopes if s not in existing.scopes]
                 if missing:
@@ -197,6 +208,7 @@ class _Versions(_Writes):
                 start,
                 also_supersedes=tuple(out.supersedes),
                 contradicts=tuple(out.contradicts),
+                superseded_by=out.superseded_by,
             )
 
         receipt = self.reconciler.submit(intent)

@@ -96,6 +96,21 @@ def reconcile(
     targets = set(scopes)
     to_supersede: dict[str, tuple[str, datetime, str]] = {}  # old id -> (new id, valid_to, reason)
     closed: set[tuple[str, str, str, str]] = set()  # (memory id, subject, predicate, object) closed here
+    starts: dict[str, datetime | None] = {}
+
+    def started(r: OpenRelation, dated: bool) -> datetime | None:
+        """When a stored relation took effect, as compared with a new statement: its own time for a dated
+        statement; for an amend's undated one also its memory's valid_from (a write's undated statement is
+        news of now, never older than what is stored)."""
+        if dated or r.valid_from is not None:
+            return r.valid_from if dated or effective is not None else None
+        if effective is None:
+            return None
+        if r.memory_id not in starts:
+            m = graph.fetch(conn, [r.memory_id]).get(r.memory_id)
+            starts[r.memory_id] = m.valid_from if m is not None else None
+        return starts[r.memory_id]
+
     for f in facts:
         if not related(f.subject):
             continue  # no relation has ever touched this subject: nothing stored to compare with
@@ -118,13 +133,16 @@ def reconcile(
             and access.can_read(r.scopes)
         ]
         # Told out of order: a stored value that took effect after this statement makes it the older one.
+        # An amend's undated statement took effect at its effective_at: a stored value whose memory became
+        # valid after that is the newer one too (closing it then would end it before it began).
+        at = f.at if f.dated else when
         later = sorted(
             (
                 r
                 for r in rels
-                if r.predicate == f.predicate and f.dated and r.valid_from and r.valid_from > f.at
+                if r.predicate == f.predicate and (start := started(r, f.dated)) is not None and start > at
             ),
-            key=lambda r: r.valid_from or f.at,
+            key=lambda r: started(r, f.dated) or at,
         )
         for rel in rels:
             same_object = rel.object_id == obj_key
@@ -132,7 +150,7 @@ def reconcile(
             if f.status == "negated":
                 if rel.predicate != f.predicate or not same_object:
                     continue
-                if f.ended and writable:
+                if f.ended and writable and rel not in later:
                     _close(graph, conn, rel, f.subject, f.at if f.dated else when, new_id, closed)
                     out.add(out.supersedes, rel.memory_id)
                     to_supersede[rel.memory_id] = (
@@ -166,7 +184,8 @@ def reconcile(
                     )
         if later and f.status == "asserted" and f.predicate in functional:
             first = later[0]
-            assert first.valid_from is not None
+            first_start = started(first, f.dated)
+            assert first_start is not None
             if first.object_id != obj_key:
                 graph.close_relation(
                     conn,
@@ -174,11 +193,11 @@ def reconcile(
                     f.subject,
                     f.predicate,
                     f.object,
-                    valid_to=first.valid_from,
+                    valid_to=first_start,
                     ended_by=first.memory_id,
                 )
                 out.superseded_by = out.superseded_by or first.memory_id
-                to_supersede[new_id] = (first.memory_id, first.valid_from, f"update: {f.predicate}")
+                to_supersede[new_id] = (first.memory_id, first_start, f"update: {f.predicate}")
     for old, (new, valid_to, reason) in to_supersede.items():
         if not _still_open(graph, conn, old, closed) and graph.live_state(conn, old):
             graph.supersede(conn, old, new, reason=reason, at=now, close_valid_to=valid_to)

@@ -64,3 +64,12 @@ def test_an_unknown_name_is_refused_with_the_list_of_names(tmp_path: Path) -> No
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_every_variant_can_be_selected(name: str) -> None:
     assert chosen("--variants", name) == [name]
+
+
+@pytest.mark.parametrize("value", ["", " ; ", ",", ";;"])
+def test_a_selection_that_names_nothing_is_refused_not_read_as_every_variant(value: str) -> None:
+    """attack12: an empty --variants (a shell variable that was not set) selected nothing, which the script reads
+    as "every variant": the slowest run of all, started by mistake."""
+    with pytest.raises(SystemExit) as refused:
+        parse_args(["data", "--variants", value])
+    assert refused.value.code == 2

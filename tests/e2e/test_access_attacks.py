@@ -578,3 +578,30 @@ async def test_a_join_applies_to_recalls_that_read_the_scope_it_was_decided_in(s
         assert before[2] == {"Jon Smith sent the invoice."}
         assert after[2] == by_other_name | {"Jon Smith sent the invoice."}
         assert "John Smith leads the audit." in after[2]
+
+
+async def test_amending_to_guessed_words_opens_nothing_of_another_team(store: Store) -> None:
+    """attack12: memory_write of guessed words gives a memory of one's own, but amend to those words joined the
+    other team's memory: the receipt gave its id, memory_read its writer and metadata, and it was linked into
+    the attacker's scope (so every reader there saw it)."""
+    async with _clients(store, ("A", "team:a=w"), ("B", "team:b=w")) as (ca, cb):
+        theirs = await call(
+            ca,
+            "memory_write",
+            {
+                "content": "The acquisition target is Hooli.",
+                "scopes": ["team:a"],
+                "metadata": {"deal": "x-17"},
+            },
+        )
+        draft = await call(
+            cb, "memory_write", {"content": "The target might be Initech.", "scopes": ["team:b"]}
+        )
+        mine = await call(cb, "amend", {"id": draft["id"], "content": "The acquisition target is Hooli."})
+        assert mine["id"] != theirs["id"]
+        record = await call(cb, "memory_read", {"id": mine["id"]})
+        assert "x-17" not in json.dumps(record)
+        assert record["memory"]["provenance"]["principal"] == "B"
+        code, _text = await fails(cb, "memory_read", {"id": theirs["id"]})
+        assert code == "not_found"
+        assert (await call(ca, "memory_read", {"id": theirs["id"]}))["memory"]["scopes"] == ["team:a"]

@@ -270,3 +270,46 @@ async def test_export_and_import_carry_entity_proposals_and_their_decisions(
 
     assert decided(after.stdout) == decided(before.stdout)
     assert {k: v[2] for k, v in decided(after.stdout).items()} == {accepted: "accepted", rejected: "rejected"}
+
+
+async def test_a_merge_refuses_a_file_that_gives_a_stored_id_other_words(
+    store: Store, tmp_path: Path
+) -> None:
+    """attack12: a file naming the id of a memory the store holds (ids are content hashes: anyone who knows the
+    words computes it) with other words was merged: that memory was skipped as "already there", but the file's
+    CONTRADICTS link was attached to it, so a hostile file planted its text beside any memory. Refused, naming
+    the line, and nothing of the file is written."""
+    canary = f"PLANTED{uuid.uuid4().hex.upper()}"
+    data = str(store.data_dir)
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Ana likes tea.", "scopes": ["user:cli"]})
+    store.stop_owner()
+    exported = await _cli("export", "--data-dir", data)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(x) for x in exported.stdout.decode().splitlines()]
+    mine = next(x for x in lines if x["type"] == "memory")
+    planted = dict(
+        mine, id=content_id(f"{canary} says Ana hates tea."), content=f"{canary} says Ana hates tea."
+    )
+    hostile = [
+        *(x for x in lines if x["type"] in ("header", "scope")),
+        dict(mine, content="Ana likes coffee."),  # the stored id, other words
+        planted,
+        {
+            "type": "contradicts",
+            "new": planted["id"],
+            "old": mine["id"],
+            "predicate": "likes",
+            "at": mine["recorded_at"],
+        },
+    ]
+    (tmp_path / "hostile.jsonl").write_text("".join(json.dumps(x) + "\n" for x in hostile))
+    refused = await _cli("import", str(tmp_path / "hostile.jsonl"), "--data-dir", data)
+    assert refused.returncode == 2
+    assert b"line 3: memory " + mine["id"].encode() + b" has other words" in refused.stderr
+    assert b"nothing was imported" in refused.stderr
+    store.stop_owner()
+    assert files_containing(store.data_dir, canary.encode()) == []
+    with Engine.open(store.data_dir, warm=False) as engine:
+        assert engine.read(mine["id"]).contradicts == ()
+        assert [h.memory.id for h in engine.recall("Ana tea", ["user:cli"])] == [mine["id"]]

@@ -329,3 +329,25 @@ def test_another_capitalisation_does_not_reveal_a_name_another_team_stored(engin
     assert (
         "Zorblax Corporation" in engine.write("zorblax corporation paid", ["agent:a"], principal=A).entities
     )
+
+
+def test_amending_to_another_teams_words_opens_nothing_of_theirs(engine: Engine) -> None:
+    """attack12: B amends its own memory to, word for word, a memory A stored where B may not read. The amend
+    joined A's memory (linked it into agent:b), so B read its id, metadata, writer and start time (the receipt's
+    valid_from was A's): a guessed sentence opened A's memory, as a write no longer does. B must get a memory of
+    its own, as a write of those words gets."""
+    text = "Zorblax Corp will acquire the target in March."
+    theirs = engine.write_many(
+        [WriteItem(content=text, scopes=["agent:a"], metadata={"owner": "alice-private-meta"})], principal=A
+    )[0]
+    draft = engine.write("Zorblax Corp might buy something.", ["agent:b"], principal=B)
+    mine = engine.amend(draft.id, text, principal=B)
+    assert mine.id != theirs.id
+    record = engine.read(mine.id, principal=B)
+    assert record.memory.metadata == {}
+    assert record.memory.provenance.principal == "B"
+    assert engine.read(theirs.id, principal=A).memory.scopes == ("agent:a",)
+    with pytest.raises(NotFound):
+        engine.read(theirs.id, principal=B)
+    # The memory of its own is what B's later write of the same words joins: B's, not A's.
+    assert engine.write(text, ["agent:b"], principal=B).id == mine.id

@@ -432,3 +432,49 @@ def test_a_scope_export_carries_both_entities_of_its_proposals(
     assert "harbour" not in buf.getvalue()
     restored = Engine.import_export(tmp_path / "apollo", io.StringIO(buf.getvalue()), embedder=embedder)
     assert restored.proposals == 1
+
+
+def test_import_refuses_what_the_store_cannot_keep_naming_the_line_and_writing_nothing(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """attack12: a model pass's token count past 64 bits passed validation and failed the write ("the canonical
+    store refused the write ... check free disk space"), naming no line; a memory said to contradict itself and
+    a predicate holding NUL or a newline were imported. Each refuses the file, naming its line; nothing is
+    written."""
+    mid = engine.write("Ana works with Bob.", ["user:ana"]).id
+    other = engine.write("Bob works with Ana.", ["user:ana"]).id
+    buf = io.StringIO()
+    engine.export(buf)
+    good = "".join(line + "\n" for line in buf.getvalue().splitlines() if '"contradicts"' not in line)
+    n = len(good.splitlines()) + 1
+    link = {
+        "type": "contradicts",
+        "new": other,
+        "old": mid,
+        "predicate": "works_with",
+        "at": "2026-01-01T00:00:00Z",
+    }
+    record = {
+        "type": "enrichment", "memory_id": mid, "status": "done", "detail": "", "model": "m",
+        "input_tokens": 1, "output_tokens": 2, "at": "2026-01-01T00:00:00Z",
+    }  # fmt: skip
+    bad = {
+        "tokens past 64 bits": (
+            {**record, "input_tokens": 10**30},
+            "input_tokens must be a whole number from 0",
+        ),
+        "a memory contradicting itself": ({**link, "new": mid}, f"memory {mid} is said to contradict itself"),
+        "a NUL in a predicate": ({**link, "predicate": "works\x00with"}, "is not a predicate"),
+        "a newline in a predicate": ({**link, "predicate": "works_with\nforged"}, "is not a predicate"),
+    }
+    for name, (line, error) in bad.items():
+        target = tmp_path / name.replace(" ", "-")
+        with pytest.raises(InvalidInput, match=f"line {n}: .*{error}"):
+            Engine.import_export(target, io.StringIO(good + json.dumps(line) + "\n"), embedder=embedder)
+        assert not target.exists(), f"{name}: a refused import created {target}"
+    fine = Engine.import_export(
+        tmp_path / "fine",
+        io.StringIO(good + json.dumps(link) + "\n" + json.dumps(record) + "\n"),
+        embedder=embedder,
+    )
+    assert (fine.contradictions, fine.enrichments) == (1, 1)

@@ -140,3 +140,36 @@ def test_amend_with_effective_at_closes_other_memories_then_too(engine: Engine) 
     # Asked as of before the change, Acme is still the answer.
     before = engine.recall("where does Ana work", ["user:sam"], as_of=moved - timedelta(days=30))
     assert acme.id in [h.memory.id for h in before]
+
+
+def test_amend_effective_before_another_memory_began_never_ends_it_before_it_began(engine: Engine) -> None:
+    """attack12: an amend effective in 2021 saying "Ana now works at Globex" closed "Ana works at Acme" (valid
+    from 2024) at 2021, before it began: Acme's validity collapsed to nothing and as_of 2025 answered Globex.
+    The stored value that took effect later is the newer one, as for a dated statement told out of order."""
+    acme = engine.write("Ana works at Acme.", ["user:sam"], valid_from=datetime(2024, 1, 1, tzinfo=UTC))
+    note = engine.write("Ana has a dog.", ["user:sam"], valid_from=datetime(2020, 1, 1, tzinfo=UTC))
+    new = engine.amend(note.id, "Ana now works at Globex.", effective_at=datetime(2021, 1, 1, tzinfo=UTC))
+    stored = engine.read(acme.id).memory
+    assert stored.status is Status.CURRENT
+    assert stored.valid_to is None or stored.valid_to > stored.valid_from
+    assert new.also_supersedes == ()
+    assert new.superseded_by == acme.id  # the receipt says the new version is already the older one
+    globex = engine.read(new.id).memory
+    assert globex.valid_to == datetime(2024, 1, 1, tzinfo=UTC)
+
+    def asked(year: int) -> list[str]:
+        hits = engine.recall("where does Ana work", ["user:sam"], as_of=datetime(year, 6, 1, tzinfo=UTC))
+        return [h.memory.id for h in hits]
+
+    assert new.id in asked(2022)
+    assert acme.id not in asked(2022)
+    assert acme.id in asked(2025)
+    assert new.id not in asked(2025)
+    # "no longer" as of 2021 does not end a job that began in 2024 either.
+    bo = engine.write("Bo works at Initech.", ["user:sam"], valid_from=datetime(2024, 1, 1, tzinfo=UTC))
+    cat = engine.write("Bo has a cat.", ["user:sam"], valid_from=datetime(2020, 1, 1, tzinfo=UTC))
+    ended = engine.amend(
+        cat.id, "Bo no longer works at Initech.", effective_at=datetime(2021, 1, 1, tzinfo=UTC)
+    )
+    assert engine.read(bo.id).memory.status is Status.CURRENT
+    assert ended.also_supersedes == ()
