@@ -78,6 +78,8 @@ _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
      b"transfer-encoding", b"upgrade", b"content-length"}
 )  # fmt: skip
+# The owner's Date and Server are not relayed: the front's server adds its own (Date may appear only once).
+_NOT_RELAYED = _HOP_BY_HOP | {b"date", b"server"}
 _INTERNAL_ERROR = -32603
 _LOST = "Mnemograph's owner process stopped while handling this request; retry it (a new owner is starting)."
 _CUT = (
@@ -274,7 +276,7 @@ async def _read_body(
 async def _relay(response: httpx2.Response, receive: Receive, send: Send, rid: object) -> None:
     """Stream the owner's response to the client as it arrives; stop if the client disconnects. If the owner
     dies before an event stream carried the answer, end the stream with a JSON-RPC error for request ``rid``."""
-    headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
+    headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     watch = (
         _AnswerWatch(rid)
