@@ -159,6 +159,9 @@ class HttpFront:
             if read is None:
                 return
             body = read
+            if scope["path"] == MCP_PATH and body.lstrip()[:1] == b"[":
+                await _batch_refused()(scope, receive, send)
+                return
         # The client's own headers go through (the owner checks Host and Origin against our policy), except
         # hop-by-hop ones and any that would pose as ours.
         headers = [(k, v) for k, v in scope["headers"] if k not in _HOP_BY_HOP and not k.startswith(_PREFIX)]
@@ -345,6 +348,19 @@ def _request_id(body: bytes) -> object:
     except ValueError:
         return None
     return request.get("id") if isinstance(request, dict) else None
+
+
+_BATCH = (
+    "this server takes one JSON-RPC message per POST (the MCP 2025-06-18 protocol has no batches); send each "
+    "request or notification of the array in a POST of its own"
+)
+_INVALID_REQUEST = -32600
+
+
+def _batch_refused() -> Response:
+    """A JSON-RPC batch (an array) is refused in a sentence: the SDK's own answer is a dump of its validation."""
+    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": _INVALID_REQUEST, "message": _BATCH}}
+    return JSONResponse(payload, status_code=400)
 
 
 def _rpc_error(status: int, body: bytes, message: str) -> Response:
