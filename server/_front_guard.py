@@ -89,9 +89,11 @@ class GuardedH11(H11Protocol):
         super().connection_lost(exc)
 
     def on_response_complete(self) -> None:
+        finished = self.cycle
+        # uvicorn reads a pipelined request's headers here, if the client sent them already: they came in time.
         super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm(self.cycle)  # the next request's headers get the same deadline
+        if not self.transport.is_closing() and self.cycle is finished:
+            self._arm(finished)  # the next request's headers get the same deadline
 
     def _arm(self, cycle: object) -> None:
         self._disarm()

@@ -78,6 +78,8 @@ _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
      b"transfer-encoding", b"upgrade", b"content-length"}
 )  # fmt: skip
+# The owner's Date and Server are not relayed: the front's server adds its own (Date may appear only once).
+_NOT_RELAYED = _HOP_BY_HOP | {b"date", b"server"}
 _INTERNAL_ERROR = -32603
 _LOST = "Mnemograph's owner process stopped while handling this request; retry it (a new owner is starting)."
 _CUT = (
@@ -157,6 +159,9 @@ class HttpFront:
             if read is None:
                 return
             body = read
+            if scope["path"] == MCP_PATH and body.lstrip()[:1] == b"[":
+                await _batch_refused()(scope, receive, send)
+                return
         # The client's own headers go through (the owner checks Host and Origin against our policy), except
         # hop-by-hop ones and any that would pose as ours.
         headers = [(k, v) for k, v in scope["headers"] if k not in _HOP_BY_HOP and not k.startswith(_PREFIX)]
@@ -274,7 +279,7 @@ async def _read_body(
 async def _relay(response: httpx2.Response, receive: Receive, send: Send, rid: object) -> None:
     """Stream the owner's response to the client as it arrives; stop if the client disconnects. If the owner
     dies before an event stream carried the answer, end the stream with a JSON-RPC error for request ``rid``."""
-    headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
+    headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     watch = (
         _AnswerWatch(rid)
@@ -343,6 +348,19 @@ def _request_id(body: bytes) -> object:
     except ValueError:
         return None
     return request.get("id") if isinstance(request, dict) else None
+
+
+_BATCH = (
+    "this server takes one JSON-RPC message per POST (the MCP 2025-06-18 protocol has no batches); send each "
+    "request or notification of the array in a POST of its own"
+)
+_INVALID_REQUEST = -32600
+
+
+def _batch_refused() -> Response:
+    """A JSON-RPC batch (an array) is refused in a sentence: the SDK's own answer is a dump of its validation."""
+    payload = {"jsonrpc": "2.0", "id": None, "error": {"code": _INVALID_REQUEST, "message": _BATCH}}
+    return JSONResponse(payload, status_code=400)
 
 
 def _rpc_error(status: int, body: bytes, message: str) -> Response:

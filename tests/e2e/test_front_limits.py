@@ -5,7 +5,9 @@ while legitimate clients are still served."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,7 +17,7 @@ import anyio.to_thread
 import pytest
 from mcp import Client
 
-from tests.e2e.conftest import Store, call, http_server
+from tests.e2e.conftest import INITIALIZE, Store, call, http_server
 from tests.e2e.test_auth import as_token, make_token
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -194,3 +196,54 @@ async def test_an_authenticated_body_past_the_limit_gets_413_before_it_is_read(s
 
         announced = await anyio.to_thread.run_sync(declared_only)
         assert announced.startswith(b"HTTP/1.1 413"), announced[:100]
+
+
+async def test_a_pipelined_request_is_not_cut_off_by_the_header_deadline(store: Store) -> None:
+    # A client may send its next request on a kept-alive connection before the previous answer arrives
+    # (HTTP/1.1 pipelining). Its headers are then read the moment that answer ends, so they came in time:
+    # the request is served, even when its body (within the body deadline) or its tool takes longer than
+    # the header deadline. It used to be answered 408 "headers did not arrive" in the middle of its handling.
+    token = await make_token(store, "piper", "team:p=w")
+    auth = f"Authorization: Bearer {token}"
+    env = {"MNEMOGRAPH_HEADER_TIMEOUT": "1", "MNEMOGRAPH_BODY_TIMEOUT": "30"}
+    initialize = json.dumps(INITIALIZE).encode()
+    write = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"content": "Piped in.", "scopes": ["team:p"]}},
+        }
+    ).encode()
+    async with http_server(store, env=env, auth=True) as server:
+
+        def pipelined() -> tuple[bytes, bytes]:
+            with raw(server.base) as sock:
+                first = request_head(server.base, len(initialize), auth) + initialize
+                second = request_head(server.base, len(write), auth, "MCP-Protocol-Version: 2025-06-18")
+                sock.sendall(first + second + write[:10])
+                answered = head(sock)
+                while not answered.endswith(b"\r\n0\r\n\r\n"):  # the first answer, to its last chunk
+                    answered += sock.recv(65536)
+                time.sleep(3)  # past the header deadline, well within the body's
+                sock.sendall(write[10:])
+                return answered, answer_until_chunked_end(sock)
+
+        first, second = await anyio.to_thread.run_sync(pipelined)
+    assert first.startswith(b"HTTP/1.1 200"), first[:200]
+    assert second.startswith(b"HTTP/1.1 200"), second[:300]
+    assert b'"status":"added"' in second, second[:500]
+
+
+def answer_until_chunked_end(sock: socket.socket) -> bytes:
+    """One chunked response read to its last chunk (or until the server closes the connection)."""
+    data = b""
+    while not data.endswith(b"\r\n0\r\n\r\n"):
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            pytest.fail(f"no complete answer within {PATIENCE:g}s; got {data[:200]!r}")
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -70,6 +70,37 @@ async def test_calls_are_answered_with_json_on_the_connection_the_client_keeps(s
     assert len({address for _, address in answers[1:]}) == 1, answers
 
 
+async def test_a_relayed_answer_carries_one_date_and_one_server_header(shared_store: Store) -> None:
+    # Date is a single-valued field (RFC 9110): the front adds its own, so the owner's must not come through
+    # as well, or a strict client or proxy may refuse the answer.
+    async with http_server(shared_store) as server, httpx2.AsyncClient(base_url=server.base) as http:
+        for response in (
+            await http.post("/mcp", json=INITIALIZE, headers=HEADERS),
+            await http.get("/healthz"),
+        ):
+            assert response.status_code == 200
+            assert len(response.headers.get_list("date")) == 1, response.headers.raw
+            assert len(response.headers.get_list("server")) == 1, response.headers.raw
+
+
+async def test_a_json_rpc_batch_is_refused_with_what_to_do_instead(shared_store: Store) -> None:
+    # The SDK takes one JSON-RPC message per POST (the 2025-06-18 protocol has no batches). A client that sends
+    # an array must learn that in a sentence, not from a dump of the SDK's validation errors, and nothing runs.
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    async with (
+        http_server(shared_store) as server,
+        httpx2.AsyncClient(base_url=server.base, timeout=30) as http,
+    ):
+        for batch in ([INITIALIZE, listing], [{"jsonrpc": "2.0", "method": "notifications/initialized"}], []):
+            refused = await http.post("/mcp", json=batch, headers=HEADERS)
+            assert refused.status_code == 400
+            error = refused.json()["error"]
+            assert error["code"] == -32600
+            assert "one JSON-RPC message per POST" in error["message"]
+            assert "validation error" not in error["message"].lower()
+        assert (await http.post("/mcp", json=INITIALIZE, headers=HEADERS)).status_code == 200
+
+
 async def test_dns_rebinding_protection_and_healthz(shared_store: Store) -> None:
     async with http_server(shared_store) as server, httpx2.AsyncClient(base_url=server.base) as http:
         health = (await http.get("/healthz")).json()
