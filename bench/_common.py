@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import anyio
+
 PACKAGES = ("lancedb", "tantivy", "kuzu", "torch", "sentence-transformers")
 
 
@@ -36,6 +38,19 @@ def _quantile(ordered: list[float], q: float) -> float:
     lo = int(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+async def wait_listening(port: int, within: float = 120) -> None:
+    """Return once something accepts TCP connections on 127.0.0.1:``port`` (a server a benchmark started)."""
+    with anyio.fail_after(within):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.02)
+                continue
+            await stream.aclose()
+            return
 
 
 def machine() -> dict[str, str]:

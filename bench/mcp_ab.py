@@ -16,6 +16,7 @@ from pathlib import Path
 # Run as a script, this file's directory leads sys.path, and bench/mcp.py would shadow the `mcp` SDK package.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)
+sys.path.append(str(Path(__file__).resolve().parent))
 
 import argparse
 import contextlib
@@ -32,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+from _common import wait_listening
 from mcp import Client
 
 from server._runtime import RuntimePaths
@@ -97,18 +99,6 @@ def _stop_owner(data_dir: Path) -> None:
     shutil.rmtree(paths.root, ignore_errors=True)
 
 
-async def _wait_listening(port: int) -> None:
-    with anyio.fail_after(120):
-        while True:
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                await anyio.sleep(0.02)
-                continue
-            await stream.aclose()
-            return
-
-
 async def _main(args: argparse.Namespace) -> tuple[dict[str, dict[str, list[float]]], dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="mnemograph-ab-") as tmp:
         base = Path(tmp)
@@ -121,7 +111,7 @@ async def _main(args: argparse.Namespace) -> tuple[dict[str, dict[str, list[floa
         cpu: dict[str, float] = {}
         try:
             for port in ports.values():
-                await _wait_listening(port)
+                await wait_listening(port)
             with Engine.open(base / "direct", warm=True) as engine:
                 async with contextlib.AsyncExitStack() as stack:
                     clients = {

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from _common import machine
+from _common import machine, wait_listening
 from coldstart import _populate, _stop_owner
 from mcp import Client, StdioServerParameters
 
@@ -123,18 +123,6 @@ def _free_port() -> int:
         return port
 
 
-async def _wait_listening(port: int) -> None:
-    with anyio.fail_after(120):
-        while True:
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                await anyio.sleep(0.02)
-                continue
-            await stream.aclose()
-            return
-
-
 def _start_front(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     command = [MNEMOGRAPH, "serve", "--transport", "http", "--port", str(port), "--data-dir", str(data_dir)]
     return subprocess.Popen(
@@ -168,7 +156,7 @@ async def _main(args: argparse.Namespace) -> dict[str, dict[int, dict[str, Phase
         port = _free_port()
         front = _start_front(data_dir, port)
         try:
-            await _wait_listening(port)
+            await wait_listening(port)
             for level in levels:
                 results["stdio"][level] = await _mcp_phases(lambda: stdio, "stdio", level, args.ops)
                 print(f"stdio {level}: done", file=sys.stderr)

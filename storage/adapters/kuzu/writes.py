@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from storage.adapters._rows import ENRICHMENT_KEYS
 from storage.adapters.kuzu._cypher import (
     _EPOCH,
     _NEWER_ERASED,
@@ -398,16 +399,7 @@ class _Writes(_Reads):
         )
         if not rows:
             return None
-        keys = (
-            "status",
-            "detail",
-            "model",
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-        )
-        return dict(zip(keys, rows[0], strict=True))
+        return dict(zip(ENRICHMENT_KEYS, rows[0], strict=True))
 
     def relation_history(self, conn: Session, memory_ids: Sequence[str]) -> list[RelationState]:
         """Every relation the given memories recorded, with its validity. Reached through the entities each
