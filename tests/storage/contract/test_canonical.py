@@ -271,3 +271,43 @@ def test_open_relations_keeps_the_newest_tellings_and_leaves_out_an_object(
         others = canonical.open_relations(s, "Ana", ["likes"], other_than="Coffee")
         assert [(r.object_name, r.memory_id) for r in others] == [("Tea", tea)]
         assert len(canonical.open_relations(s, "Ana", ["likes"])) == 7
+
+
+def test_a_bulk_insert_reads_as_the_same_inserts_one_by_one(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``insert_many`` (a bulk write's rows) and ``propose_many`` leave what the one-at-a-time calls leave, and
+    ``present`` names the memories that exist."""
+    from storage.domain.records import NewRow, SameAs
+
+    rows = [
+        NewRow(new_memory(embedder, "Ana lives in Lisbon."), ["user:ana", "team:t"], [EntityIn("Ana")]),
+        NewRow(new_memory(embedder, "Anna plays the cello."), ["team:t"], [EntityIn("Anna")]),
+        NewRow(new_memory(embedder, "The kiln fires at dawn."), ["team:t"], []),
+    ]
+    ids = [r.memory.id for r in rows]
+    with canonical.transaction() as tx:
+        assert canonical.present(tx, ids) == set()
+        canonical.insert_many(tx, rows, T0)
+        canonical.append_changes(tx, [Change(i + 1, "add", mid) for i, mid in enumerate(ids)], T0)
+    proposal = SameAs("p" * 32, "Anna", "Ana", "fuzzy", 0.9, ids[1], "pending", T0, scopes=("team:t",))
+    with canonical.transaction() as tx:
+        assert canonical.proposable(tx, [proposal]) == [True]
+        canonical.propose_many(tx, [proposal])
+    with canonical.read() as s:
+        assert canonical.present(s, [*ids, "0" * 32]) == set(ids)
+        got = canonical.fetch(s, ids)
+        assert [got[m].content for m in ids] == [r.memory.content for r in rows]
+        assert [sorted(canonical.scopes_of(s, m)) for m in ids] == [
+            ["team:t", "user:ana"],
+            ["team:t"],
+            ["team:t"],
+        ]
+        assert [got[m].entities for m in ids] == [("Ana",), ("Anna",), ()]
+        assert sorted(e.name for e in canonical.known_entities(s)) == ["Ana", "Anna"]
+        assert canonical.all_ids(s) == dict.fromkeys(ids, True)
+        row = canonical.projection_rows(s, [ids[0]])[ids[0]]
+        assert (row.content, row.live, row.scopes) == ("Ana lives in Lisbon.", True, ("team:t", "user:ana"))
+        [shown] = canonical.same_as(s)
+        assert (shown.id, {shown.a, shown.b}, shown.status) == ("p" * 32, {"Ana", "Anna"}, "pending")
+        assert canonical.pending_same_count(s, "team:t") == 1
