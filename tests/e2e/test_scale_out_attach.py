@@ -8,8 +8,10 @@ store without a word: a node meant to join the team's graph would keep writing i
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 
@@ -27,6 +29,26 @@ async def _run(store: Store, *args: str) -> tuple[int, str, str]:
         stdin=None,
     )
     return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+async def _back_and_writing(
+    falkordb: falkordb_local.LocalServer,
+    server: HttpServer,
+    health: Callable[[], httpx2.Response],
+    *,
+    within: float,
+) -> None:
+    """Start the FalkorDB server again on its files and port; the node must answer 200 and take a write."""
+    back = falkordb_local.start(falkordb.directory, port=falkordb.port)
+    try:
+        await await_for(lambda: health().status_code == 200, within=within, what="/healthz once it is back")
+        async with Client(server.url) as client:
+            w = await call(
+                client, "memory_write", {"content": "The kiln fires at dawn.", "scopes": ["team:x"]}
+            )
+            assert w["status"] == "added"
+    finally:
+        back.stop()
 
 
 async def test_a_front_or_command_on_another_canonical_store_refuses_the_running_owner(
@@ -58,8 +80,6 @@ async def test_healthz_says_unavailable_while_the_falkordb_server_is_down_and_ok
 ) -> None:
     import signal
 
-    import httpx2
-
     async with http_server(store, "--canonical", falkordb.url("team")) as server:
 
         def health() -> httpx2.Response:
@@ -77,23 +97,12 @@ async def test_healthz_says_unavailable_while_the_falkordb_server_is_down_and_ok
             refused = await client.call_tool("recall", {"query": "kiln", "scopes": ["team:x"]})
             assert refused.is_error
             assert "cannot be reached" in refused.content[0].text  # type: ignore[union-attr]
-        back = falkordb_local.start(falkordb.directory, port=falkordb.port)
-        try:
-            await await_for(lambda: health().status_code == 200, within=30, what="/healthz to recover")
-            async with Client(server.url) as client:
-                w = await call(
-                    client, "memory_write", {"content": "The kiln fires at dawn.", "scopes": ["team:x"]}
-                )
-                assert w["status"] == "added"
-        finally:
-            back.stop()
+        await _back_and_writing(falkordb, server, health, within=30)
 
 
 async def test_a_node_started_while_the_falkordb_server_is_down_says_so_and_serves_once_it_is_back(
     store: Store, falkordb: falkordb_local.LocalServer
 ) -> None:
-    import httpx2
-
     falkordb.stop()
     server = HttpServer(store, free_port(), "--canonical", falkordb.url("team"))
     try:
@@ -120,15 +129,6 @@ async def test_a_node_started_while_the_falkordb_server_is_down_says_so_and_serv
         out = shown.stdout.decode()
         assert "store unreachable" in out, out
         assert "not ready: the FalkorDB server cannot be reached" in out, out
-        back = falkordb_local.start(falkordb.directory, port=falkordb.port)
-        try:
-            await await_for(lambda: health().status_code == 200, within=60, what="/healthz once it is back")
-            async with Client(server.url) as client:
-                w = await call(
-                    client, "memory_write", {"content": "The kiln fires at dawn.", "scopes": ["team:x"]}
-                )
-                assert w["status"] == "added"
-        finally:
-            back.stop()
+        await _back_and_writing(falkordb, server, health, within=60)
     finally:
         server.stop()

@@ -310,6 +310,17 @@ def test_contradictions_and_model_passes_survive_export_and_import(
     assert sorted(again.getvalue().splitlines()[1:]) == sorted(buf.getvalue().splitlines()[1:])
 
 
+def _contradiction(new: str, old: str) -> dict[str, str]:
+    """An export's line linking ``new`` as contradicting ``old``."""
+    return {
+        "type": "contradicts",
+        "new": new,
+        "old": old,
+        "predicate": "works_with",
+        "at": "2026-01-01T00:00:00Z",
+    }
+
+
 def _proposal_line(**change: object) -> str:
     proposal = {
         "type": "same_as", "id": "0123456789abcdef", "a": "Zed", "b": "Zedd", "tier": "fuzzy", "score": 0.9,
@@ -335,13 +346,7 @@ def test_import_refuses_links_and_records_it_cannot_place_changing_nothing(
         for n in ("Zed", "Zedd", "Zoe")
     )
     good = buf.getvalue() + people
-    link = {
-        "type": "contradicts",
-        "new": other,
-        "old": mid,
-        "predicate": "works_with",
-        "at": "2026-01-01T00:00:00Z",
-    }
+    link = _contradiction(other, mid)
     record = {
         "type": "enrichment", "memory_id": mid, "status": "done", "detail": "1 relation(s) added", "model": "m",
         "input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": None,
@@ -447,13 +452,7 @@ def test_import_refuses_what_the_store_cannot_keep_naming_the_line_and_writing_n
     engine.export(buf)
     good = "".join(line + "\n" for line in buf.getvalue().splitlines() if '"contradicts"' not in line)
     n = len(good.splitlines()) + 1
-    link = {
-        "type": "contradicts",
-        "new": other,
-        "old": mid,
-        "predicate": "works_with",
-        "at": "2026-01-01T00:00:00Z",
-    }
+    link = _contradiction(other, mid)
     record = {
         "type": "enrichment", "memory_id": mid, "status": "done", "detail": "", "model": "m",
         "input_tokens": 1, "output_tokens": 2, "at": "2026-01-01T00:00:00Z",
