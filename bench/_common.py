@@ -25,11 +25,12 @@ class Latency:
     n: int
     p50: float
     p95: float
+    p99: float = 0.0
 
     @classmethod
     def of(cls, seconds: list[float]) -> Latency:
         ms = sorted(s * 1000 for s in seconds)
-        return cls(len(ms), _quantile(ms, 0.50), _quantile(ms, 0.95))
+        return cls(len(ms), _quantile(ms, 0.50), _quantile(ms, 0.95), _quantile(ms, 0.99))
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -1,14 +1,20 @@
 """Scale points through the bulk import: ``import --from jsonl`` throughput (vectors supplied, and the engine
 embedding), the same import one write per intent (the path before bulk writes) in the same run, then recall
-p50/p95 beside the bare query embedding and disk bytes per memory, as ingested and after maintenance.
+p50/p95/p99 beside the bare query embedding, single writes, disk bytes per memory (as ingested and after
+maintenance), the time to open the store again and the resident memory of the process that holds it.
 
     python bench/scale.py --sizes 10000 --compare 2000 --out docs/benchmarks/scale.md
+    python bench/scale.py --sizes 10000,100000 --compare 0 --embed-max 10000 --out ... --plot docs/benchmarks/scale.png
     python bench/scale.py --quick                   # 1,000 memories, prints only
 
 Memories are the synthetic corpus of ``_common.Sentences`` (names, places, facts that supersede each other) in 20
-user scopes. "Vectors supplied" lines carry random unit vectors (only the write is measured); the "engine embeds"
-store is the one recall runs on (real MiniLM vectors; 200 questions, each embedded once, beside a bare embedding of
-a different question of the same set, interleaved).
+user scopes. "Vectors supplied" lines carry random unit vectors: the store they make is measured at every size
+(recall, single writes, disk, reopen, memory), since at 100,000 and beyond embedding every memory would take
+hours on a small machine; its recall latency is that of a store of that size (the same lanes, index and
+filters), not a ranking. The "engine embeds" store (real MiniLM vectors) is made and measured too up to
+``--embed-max`` memories. Recall: 200 questions, each embedded once, beside a bare embedding of a different
+question of the same set, interleaved. Single writes: 60 ``Engine.write`` calls of new texts, the engine embedding
+each (what a client's ``memory_write`` costs below MCP).
 """
 
 from __future__ import annotations
@@ -90,6 +96,57 @@ def recall_rows(eng: Engine, model: MiniLMEmbedder, questions: list[str]) -> dic
     return {"recall": Latency.of(recall), "embed": Latency.of(bare)}
 
 
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def single_writes(eng: Engine, texts: list[str]) -> Latency:
+    times = []
+    for i, text in enumerate(texts):
+        t = time.perf_counter()
+        eng.write(text, [f"user:u{i % USERS:02d}"])
+        times.append(time.perf_counter() - t)
+    return Latency.of(times)
+
+
+def measure_store(data: Path, n: int, eng: Engine, model: MiniLMEmbedder) -> dict[str, Any]:
+    """Recall as ingested and after maintenance, single writes, disk, reopen time and resident memory."""
+    out: dict[str, Any] = {"disk_as_ingested": du(data) / n, "parts_as_ingested": parts(data, n)}
+    questions = Sentences(99).questions(400)
+    log("  recall, as ingested")
+    out["as_ingested"] = {k: dataclasses.asdict(v) for k, v in recall_rows(eng, model, questions).items()}
+    log("  maintenance")
+    t = time.perf_counter()
+    maintain(eng)
+    out["maintain_s"] = time.perf_counter() - t
+    out["disk_maintained"] = du(data) / n
+    out["parts_maintained"] = parts(data, n)
+    out["maintained"] = {
+        k: dataclasses.asdict(v) for k, v in recall_rows(eng, model, questions[::-1]).items()
+    }
+    log("  single writes")
+    out["write"] = dataclasses.asdict(single_writes(eng, Sentences(n + 7).memories(60)))
+    eng.close()
+    out["disk_closed"] = du(data) / n
+    out["parts_closed"] = parts(data, n)
+    log("  reopen")
+    t = time.perf_counter()
+    eng = Engine.open(data, embedder=CachedEmbedder(model), warm=False)
+    out["open_s"] = time.perf_counter() - t
+    try:
+        eng.recall(questions[0], ["user:u00"], k=10)
+        out["open_first_recall_s"] = time.perf_counter() - t
+        for i, q in enumerate(questions[1:51]):
+            eng.recall(q, [f"user:u{i % USERS:02d}"], k=10)
+        out["rss_mib"] = rss_mib()
+    finally:
+        eng.close()
+    return out
+
+
 def maintain(eng: Engine) -> None:
     """What the engine does on its own after a burst of writes and at checkpoints: compaction, old versions
     dropped, the ANN index (past its threshold), and a Kùzu checkpoint."""
@@ -97,7 +154,7 @@ def maintain(eng: Engine) -> None:
     eng.graph.checkpoint()
 
 
-def at_size(tmp: Path, n: int, compare: int, model: MiniLMEmbedder) -> dict[str, Any]:
+def at_size(tmp: Path, n: int, compare: int, embed_max: int, model: MiniLMEmbedder) -> dict[str, Any]:
     texts = Sentences(11).memories(n)
     rng = np.random.default_rng(n)
     vecs = rng.standard_normal((n, 384)).astype(np.float32)
@@ -113,31 +170,18 @@ def at_size(tmp: Path, n: int, compare: int, model: MiniLMEmbedder) -> dict[str,
             out[f"compare {name}"] = {**rate, "n": m}
     log(f"{n:,} memories, vectors supplied, bulk")
     eng, out["given"] = load(tmp / "given", source(tmp / "given.jsonl", texts, vecs), n, model)
-    eng.close()
+    del vecs
+    out["given_store"] = measure_store(tmp / "given", n, eng, model)
     shutil.rmtree(tmp / "given")
+    if n > embed_max:
+        return out
     log(f"{n:,} memories, the engine embeds, bulk")
     t = time.perf_counter()
     model.embed(texts[: min(n, 2000)])
     out["bare_embed_per_s"] = min(n, 2000) / (time.perf_counter() - t)
     data = tmp / "embedded"
     eng, out["embedded"] = load(data, source(tmp / "plain.jsonl", texts, None), n, model)
-    try:
-        out["disk_as_ingested"] = du(data) / n
-        out["parts_as_ingested"] = parts(data, n)
-        log("recall, as ingested")
-        questions = Sentences(99).questions(400)
-        out["as_ingested"] = {k: dataclasses.asdict(v) for k, v in recall_rows(eng, model, questions).items()}
-        log("maintenance")
-        maintain(eng)
-        out["disk_maintained"] = du(data) / n
-        out["parts_maintained"] = parts(data, n)
-        out["maintained"] = {
-            k: dataclasses.asdict(v) for k, v in recall_rows(eng, model, questions[::-1]).items()
-        }
-    finally:
-        eng.close()
-    out["disk_closed"] = du(data) / n
-    out["parts_closed"] = parts(data, n)
+    out["embedded_store"] = measure_store(data, n, eng, model)
     shutil.rmtree(data)
     return out
 
@@ -159,26 +203,80 @@ def table(results: list[dict[str, Any]]) -> str:
             f"| {r['n']:,} | vectors supplied, bulk | {r['given']['acked_per_s']:.0f} | "
             f"{r['given']['visible_per_s']:.0f} |"
         )
-        lines.append(
-            f"| {r['n']:,} | engine embeds, bulk (bare embedding alone: {r['bare_embed_per_s']:.0f}/s) | "
-            f"{r['embedded']['acked_per_s']:.0f} | {r['embedded']['visible_per_s']:.0f} |"
-        )
+        if "embedded" in r:
+            lines.append(
+                f"| {r['n']:,} | engine embeds, bulk (bare embedding alone: {r['bare_embed_per_s']:.0f}/s) | "
+                f"{r['embedded']['acked_per_s']:.0f} | {r['embedded']['visible_per_s']:.0f} |"
+            )
     lines += [
         "",
-        "| memories | store | recall p50 / p95 ms | bare query embedding p50 / p95 ms | recall p95 ÷ embedding p50 "
-        "| disk bytes per memory |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| memories | store | state | recall p50 / p95 / p99 ms | bare query embedding p50 / p95 ms "
+        "| recall p95 ÷ embedding p50 | disk bytes per memory |",
+        "|---:|---|---|---:|---:|---:|---:|",
     ]
     for r in results:
-        for key, disk in (("as_ingested", "disk_as_ingested"), ("maintained", "disk_maintained")):
-            rec, emb = r[key]["recall"], r[key]["embed"]
+        for store, label in (("given_store", "random vectors"), ("embedded_store", "MiniLM vectors")):
+            if store not in r:
+                continue
+            m = r[store]
+            for key, disk in (("as_ingested", "disk_as_ingested"), ("maintained", "disk_maintained")):
+                rec, emb = m[key]["recall"], m[key]["embed"]
+                lines.append(
+                    f"| {r['n']:,} | {label} | {key.replace('_', ' ')} | {rec['p50']:.1f} / {rec['p95']:.1f} / "
+                    f"{rec.get('p99', 0):.1f} | {emb['p50']:.1f} / {emb['p95']:.1f} | "
+                    f"{rec['p95'] / emb['p50']:.2f}× | {m[disk]:,.0f} ({m['parts_' + key]}) |"
+                )
             lines.append(
-                f"| {r['n']:,} | {key.replace('_', ' ')} | {rec['p50']:.1f} / {rec['p95']:.1f} | "
-                f"{emb['p50']:.1f} / {emb['p95']:.1f} | {rec['p95'] / emb['p50']:.2f}× | {r[disk]:,.0f} "
-                f"({r['parts_' + key]}) |"
+                f"| {r['n']:,} | {label} | after close | | | | {m['disk_closed']:,.0f} ({m['parts_closed']}) |"
             )
-        lines.append(f"| {r['n']:,} | after close | | | | {r['disk_closed']:,.0f} ({r['parts_closed']}) |")
+    lines += [
+        "",
+        "| memories | store | single write p50 / p95 ms | maintenance s | reopen s | reopen + first recall s "
+        "| process RSS MiB after 50 recalls |",
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for store, label in (("given_store", "random vectors"), ("embedded_store", "MiniLM vectors")):
+            if store in r:
+                m = r[store]
+                lines.append(
+                    f"| {r['n']:,} | {label} | {m['write']['p50']:.1f} / {m['write']['p95']:.1f} | "
+                    f"{m['maintain_s']:.1f} | {m['open_s']:.2f} | {m['open_first_recall_s']:.2f} | "
+                    f"{m['rss_mib']:.0f} |"
+                )
     return "\n".join(lines)
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    """Recall latency against store size, log-log (the random-vector store, after maintenance)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ns = [r["n"] for r in results]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for q in ("p50", "p95", "p99"):
+        ax.plot(
+            ns,
+            [r["given_store"]["maintained"]["recall"][q] for r in results],
+            marker="o",
+            label=f"recall {q}",
+        )
+    ax.plot(
+        ns,
+        [r["given_store"]["maintained"]["embed"]["p50"] for r in results],
+        "k--",
+        label="query embedding p50",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories in the store")
+    ax.set_ylabel("ms")
+    ax.set_title("Recall latency against store size (engine call, after maintenance)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main() -> None:
@@ -186,6 +284,13 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000")
     ap.add_argument("--compare", type=int, default=2000, help="size of the before/after import comparison")
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--embed-max",
+        type=int,
+        default=10_000,
+        help="largest size that also imports with the engine embedding",
+    )
+    ap.add_argument("--plot", type=Path, help="write a log-log plot of recall latency against size here")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
@@ -199,10 +304,12 @@ def main() -> None:
         for n in sizes:
             sub = Path(tmp) / str(n)
             sub.mkdir()
-            results.append(at_size(sub, n, compare, model))
+            results.append(at_size(sub, n, compare, args.embed_max, model))
             log(json.dumps(results[-1]))
     text = table(results)
     print(text)
+    if args.plot and len(results) > 1:
+        plot(results, args.plot)
     if args.out:
         load_after = os.getloadavg()
         info = machine()
