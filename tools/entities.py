@@ -60,8 +60,9 @@ class ProposalOut(BaseModel):
     name: str = Field(description="The entity a memory named.")
     same_as: str = Field(description="The known entity it may be.")
     tier: str = Field(
-        description="How they matched: 'fuzzy' (spelling), 'phonetic' (sound) or 'partial' (a lone surname, "
-        "'Okafor', of a known full name, 'Ngozi Okafor')."
+        description="How they matched: 'fuzzy' (spelling), 'phonetic' (sound), 'nickname' (a familiar form of a "
+        "given name: 'Bob Fischer' beside 'Robert Fischer') or 'partial' (a lone surname, 'Okafor', of a known full "
+        "name, 'Ngozi Okafor')."
     )
     score: float = Field(description="Name similarity, 0 to 1.")
     status: Literal["pending", "accepted", "rejected"]

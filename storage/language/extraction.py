@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Literal
 
 from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
+from storage.language.nicknames import forms
 from storage.language.resolve import sound_key
 from storage.language.timeparse import TimeMention, find_times
 
@@ -392,7 +393,8 @@ class EntityLexicon:
         return out
 
     def _near_words(self, w: str) -> set[str]:
-        """Known words equal to ``w``, one edit from it (5+ letters) or sounding like it. Call under the lock."""
+        """Known words equal to ``w``, one edit from it (5+ letters), sounding like it or another form of the same
+        given name ("robert" for "bob"). Call under the lock."""
         out = {w} if w in self._by_token else set()
         if _fuzzy_size(w):
             for variant in (w, *_deletions(w)):
@@ -400,6 +402,7 @@ class EntityLexicon:
         sounds = self._sounds.get(sound_key(w), set())
         if len(sounds) <= _MAX_SOUNDS:  # a sound shared by more words picks none out (like a common word)
             out.update(sounds)
+        out.update(k for k in forms(w) if k in self._by_token)  # "robert" for "bob" (the nickname tier)
         return out
 
     def claimants(self, key: str) -> list[str]:

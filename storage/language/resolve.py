@@ -15,7 +15,8 @@ caller gets a pending ``SAME_AS`` proposal, never a merge. Short names that diff
 ("Tom"/"Tim", "Paul"/"Paula", "Maria"/"Mario", "Luna"/"Lena") and words with digits ("OPS-3386"/"OPS-8066") are
 different names and not even proposed. A lone word that is the last word
 of a known name of two or three words ("Okafor", or "Dr. Okafor", beside "Ngozi Okafor") is the **partial** tier:
-proposed, never linked (``judge_partial``). Blocking (which names
+proposed, never linked (``judge_partial``). A given name's familiar form beside equal other words ("Bob Fischer"
+beside "Robert Fischer", ``storage.language.nicknames``) is the **nickname** tier: proposed, never linked. Blocking (which names
 are compared at all) is the lexicon's job (``EntityLexicon.similar``); this module only judges pairs.
 """
 
@@ -24,7 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Tier = Literal["fuzzy", "phonetic", "partial"]
+from storage.language.nicknames import familiar
+
+Tier = Literal["fuzzy", "phonetic", "partial", "nickname"]
 
 _VOWELS = frozenset("aeiouy")
 _FRONT = frozenset("eiy")
@@ -127,12 +130,17 @@ def judge(new: str, known: str) -> Judgement | None:
         return None
     tiers: list[Tier] = []
     total = 0.0
+    # Differing words in a given name's place (any but the last): where a familiar form may stand.
+    given = {(x, y) for x, y in zip(a[:-1], b[:-1], strict=True) if x != y}
     for x, y in differing:
         d = edits(x, y)
         shortest = min(len(x), len(y))
         if any(ch.isdigit() for ch in x + y):
             return None  # codes and numbers ("OPS-3386", "Q3") differ by any character
-        if shortest < 6 and _skeleton(x) == _skeleton(y):
+        # A given name's familiar form beside equal other words ("Bob Fischer", "Robert Fischer"), when no
+        # spelling tier holds: Bob may be Robert, or his son. Never the last word (a surname), never a lone word.
+        nickname = (x, y) in given and familiar(x, y)
+        if shortest < 6 and _skeleton(x) == _skeleton(y) and not nickname:
             # Short names that differ only in vowels are other names: Tom and Tim, Paul and Paula, Maria and
             # Mario, Luna and Lena, Kiran and Korean.
             return None
@@ -146,14 +154,18 @@ def judge(new: str, known: str) -> Judgement | None:
             tiers.append("phonetic")
         elif d == 2 and shortest >= 7:
             tiers.append("fuzzy")
+        elif nickname:
+            tiers.append("nickname")
+            total += 0.5
+            continue
         else:
             return None
         total += 1 - min(d, 3) / max(len(x), len(y))
     equal = len(a) - len(differing)
     score = round((equal + total) / len(a), 3)
-    tier: Tier = "phonetic" if "phonetic" in tiers else "fuzzy"
+    tier: Tier = "nickname" if "nickname" in tiers else "phonetic" if "phonetic" in tiers else "fuzzy"
     confident = False
-    if len(differing) == 1:
+    if len(differing) == 1 and tier != "nickname":
         (x, y), d = differing[0], edits(*differing[0])
         shortest = min(len(x), len(y))
         if tier == "fuzzy" and d == 1:

@@ -98,6 +98,30 @@ async def test_an_ambiguous_name_is_proposed_never_merged_and_accept_undo_reject
     assert [p["id"] for p in await proposals(client, "all")] == [pid]
 
 
+async def test_a_familiar_form_of_a_given_name_is_proposed_never_merged(client: Client) -> None:
+    """Bob may be Robert Fischer, or his son: a pending SAME_AS proposal the user can accept, never a merge.
+    A lone 'Bob', or a familiar form in a surname's place, proposes nothing."""
+    landlord = await write(client, "Robert Fischer is my landlord.")
+    rent = await write(client, "Bob Fischer collected the rent.")
+    assert "Bob Fischer" in rent["entities"]
+    assert rent["resolved"] == []
+    [pid] = rent["proposals"]
+    [pending] = await proposals(client)
+    assert (pending["id"], pending["name"], pending["same_as"], pending["tier"]) == (
+        pid,
+        "Bob Fischer",
+        "Robert Fischer",
+        "nickname",
+    )
+    # Not merged: the graph lane walks from each name to its own memory only, until the user accepts.
+    assert await graph_hits(client, "Bob Fischer") == [rent["id"]]
+    await ok(client, "entities", {"action": "accept", "id": pid})
+    assert set(await graph_hits(client, "Bob Fischer")) == {landlord["id"], rent["id"]}
+    for text in ("Bob called about the boiler.", "Anna Robert met Anna Bob."):
+        quiet = await write(client, text)
+        assert (quiet["resolved"], quiet["proposals"]) == ([], []), text
+
+
 async def test_two_people_with_the_same_first_name_stay_two(client: Client) -> None:
     await write(client, "Sam Park drinks green tea every morning.")
     lee = await write(client, "Sam Lee drinks black coffee at night.")
