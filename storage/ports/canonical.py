@@ -69,6 +69,11 @@ class CanonicalLifecycle(Protocol):
         """Fold the WAL into the database file (the files then hold every commit on their own)."""
         ...
 
+    def file_space(self) -> tuple[int, int]:
+        """The bytes of the store's files in the data directory, and how many of them hold nothing (free pages
+        that only ``rebuild`` gives back to the file system). ``(0, 0)`` for a store kept elsewhere."""
+        ...
+
     def snapshot(self) -> AbstractContextManager[Session]:
         """A read connection inside one read-only transaction: every query in the block sees the same state, while writes go on."""
         ...

@@ -174,6 +174,10 @@ class FalkorStore(_Conversations):
         query on disk already); it bounds the file and its replay time."""
         self._rewrite(self._redis)
 
+    def file_space(self) -> tuple[int, int]:
+        """Nothing in the data directory: the graph's files are the server's (``checkpoint`` bounds them)."""
+        return 0, 0
+
     def rebuild(self, paused: Callable[[Callable[[], None]], None] | None = None) -> None:
         """Rewrite the append-only file (and the RDB snapshot, when the server keeps one) on the primary and on
         every replica, so that deleted rows leave no bytes: FalkorDB logs each write query verbatim. Writes need

@@ -311,3 +311,23 @@ def test_a_bulk_insert_reads_as_the_same_inserts_one_by_one(
         [shown] = canonical.same_as(s)
         assert (shown.id, {shown.a, shown.b}, shown.status) == ("p" * 32, {"Ana", "Anna"}, "pending")
         assert canonical.pending_same_count(s, "team:t") == 1
+
+
+def test_file_space_counts_what_a_rebuild_gives_back(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``file_space`` is what the engine's compactor reads (storage.engine.compaction): the free part never
+    exceeds the whole, and a rebuild leaves no more of either than there was."""
+    ids = [_insert(canonical, embedder, f"Memory number {i} of a store that shrinks.", ["user:ana"], i + 1)
+           for i in range(40)]  # fmt: skip
+    with canonical.transaction() as tx:
+        canonical.delete_memories(tx, ids[::2])
+    canonical.checkpoint()
+    total, free = canonical.file_space()
+    assert 0 <= free <= total
+    canonical.rebuild()
+    after_total, after_free = canonical.file_space()
+    assert 0 <= after_free <= after_total
+    assert after_total <= total
+    with canonical.read() as s:
+        assert sorted(canonical.all_ids(s)) == sorted(ids[1::2])

@@ -1,0 +1,54 @@
+"""The canonical store's free pages go back to the file system after a maintenance, and nothing else changes."""
+
+from pathlib import Path
+
+from storage import CachedEmbedder, Engine, WriteItem
+
+
+def _bytes(directory: Path) -> int:
+    return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file())
+
+
+def test_maintenance_rewrites_a_canonical_file_that_is_mostly_free(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        ids: list[str] = []
+        for batch in range(6):  # each commit and checkpoint grows the columns: their old pages become free
+            items = [WriteItem(f"memory {batch}-{i} about Lisbon and Porto", ["user:a"]) for i in range(60)]
+            ids += [r.id for r in eng.write_many(items)]
+            eng.reconciler.wait_projected()  # the projector's reads would hold the checkpoint off
+            eng.graph.checkpoint()
+        eng.reconciler.wait_projected()
+        _, free = eng.graph.file_space()
+        assert free > 0
+        eng.compactor.min_free, eng.compactor.min_share = 1, 0.0  # this small store is worth a rewrite too
+        before = _bytes(data_dir / "graph")
+
+        # What the projector runs after a burst of writes.
+        eng.reconciler.on_projector(eng.reconciler._maintain)
+        assert eng.compactor.wait_idle(60)
+
+        assert eng.compactor.rewrites == 1
+        assert _bytes(data_dir / "graph") <= before - free  # the free pages are gone from the disk
+        assert eng.graph.file_space()[1] < free
+        assert eng.verify().ok
+        assert all(eng.read(i).memory.id == i for i in ids)
+        late = eng.write("a memory written after the rewrite", ["user:a"])
+        assert eng.read(late.id).memory.content == "a memory written after the rewrite"
+    # The switched file is the one reopened.
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        assert eng.verify().ok
+        assert eng.read(ids[0]).memory.content.startswith("memory 0-0")
+        found = eng.recall("memory 5-7 about Lisbon", ["user:a"], k=3)
+        assert found
+        assert found[0].memory.id == ids[5 * 60 + 7]
+
+
+def test_a_store_with_little_free_space_is_not_rewritten(data_dir: Path, embedder: CachedEmbedder) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        eng.write_many([WriteItem(f"memory {i}", ["user:a"]) for i in range(20)])
+        eng.reconciler.wait_projected()
+        eng.reconciler.on_projector(eng.reconciler._maintain)
+        assert eng.compactor.wait_idle(60)
+        assert eng.compactor.rewrites == 0  # far below MIN_FREE_BYTES
