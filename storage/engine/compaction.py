@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
+from storage.domain.errors import StorageUnavailable
 from storage.ports.canonical import CanonicalStore
 
 log = logging.getLogger("mnemograph.compaction")
@@ -106,6 +107,13 @@ class Compactor:
             return self._retry_above
 
     def _compact(self) -> None:
+        try:
+            # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the free part
+            # misses what the WAL's commits are about to free (a store just filled holds many of them). In the
+            # writer thread, between transactions, as a checkpoint in a commit would run.
+            self._paused(self._graph.checkpoint)
+        except StorageUnavailable:
+            return  # a long read (an export, a backup) holds the checkpoint off: looked at again next time
         if not self.due():
             return
         with self._lock:  # one rewrite at a time: an erasure's, or this one
