@@ -52,3 +52,26 @@ def test_a_store_with_little_free_space_is_not_rewritten(data_dir: Path, embedde
         eng.reconciler.on_projector(eng.reconciler._maintain)
         assert eng.compactor.wait_idle(60)
         assert eng.compactor.rewrites == 0  # far below MIN_FREE_BYTES
+
+
+def test_the_free_pages_a_pending_checkpoint_would_make_count(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """A store just filled holds its last commits in the WAL: the pages their checkpoint frees (grown columns
+    written anew) count too, so the compactor checkpoints before it looks."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        for batch in range(3):
+            eng.write_many([WriteItem(f"memory {batch}-{i} in Braga", ["user:a"]) for i in range(60)])
+            eng.reconciler.wait_projected()
+            eng.graph.checkpoint()
+        _, free = eng.graph.file_space()
+        # The last, larger commit stays in the WAL (far below Kùzu's automatic checkpoint).
+        eng.write_many([WriteItem(f"memory 3-{i} in Faro", ["user:a"]) for i in range(400)])
+        eng.reconciler.wait_projected()
+        eng.compactor.min_free, eng.compactor.min_share = free + 1, 0.0  # more than was free before it
+
+        eng.reconciler.on_projector(eng.reconciler._maintain)
+        assert eng.compactor.wait_idle(60)
+
+        assert eng.compactor.rewrites == 1
+        assert eng.verify().ok
