@@ -27,6 +27,8 @@ MIN_FREE_BYTES = 32 << 20
 # ... and they are at least this share of the file: the rewrite's cost (proportional to the store) is then paid
 # at most once per this much growth of waste, and a store that churns a little never rewrites.
 MIN_FREE_SHARE = 1 / 3
+# Checkpoint first when the log holds at least this much (Kùzu checkpoints on its own at 16 MiB).
+CHECKPOINT_LOG_BYTES = 1 << 20
 Paused = Callable[[Callable[[], None]], None]
 
 
@@ -44,6 +46,7 @@ class Compactor:
     ) -> None:
         self._graph, self._paused, self._lock = graph, paused, lock
         self.min_free, self.min_share = min_free, min_share
+        self.checkpoint_log = CHECKPOINT_LOG_BYTES
         self._cond = threading.Condition()
         self._asked = self._done = 0
         self._closed = False
@@ -77,8 +80,10 @@ class Compactor:
             thread.join()
 
     def due(self) -> bool:
-        total, free = self._graph.file_space()
-        return free >= max(self.min_free, self._retry_above) and free >= total * self.min_share
+        space = self._graph.file_space()
+        return (
+            space.free >= max(self.min_free, self._retry_above) and space.free >= space.total * self.min_share
+        )
 
     def _run(self) -> None:
         while True:
@@ -102,29 +107,32 @@ class Compactor:
 
     def _free_now(self) -> int:
         try:
-            return self._graph.file_space()[1]
+            return self._graph.file_space().free
         except Exception:  # a store that failed: nothing is tried again before it is reopened anyway
             return self._retry_above
 
     def _compact(self) -> None:
-        if self._graph.file_space() == (0, 0):
+        space = self._graph.file_space()
+        if space.total == 0:
             return  # kept elsewhere (a FalkorDB server, whose checkpoint rewrites its log: not ours to run)
-        try:
-            # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the free part
-            # misses what the WAL's commits are about to free (a store just filled holds many of them). In the
-            # writer thread, between transactions, as a checkpoint in a commit would run.
-            self._paused(self._graph.checkpoint)
-        except StorageUnavailable:
-            return  # a long read (an export, a backup) holds the checkpoint off: looked at again next time
+        if space.log >= self.checkpoint_log:
+            try:
+                # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the free
+                # part misses what the log's commits are about to free (a store just filled holds many). In the
+                # writer thread, between transactions, as a checkpoint in a commit would run. Only for a log this
+                # large: a checkpoint after every burst of single writes would cost them and free little.
+                self._paused(self._graph.checkpoint)
+            except StorageUnavailable:
+                return  # a long read (an export, a backup) holds the checkpoint off: looked at again next time
         if not self.due():
             return
         with self._lock:  # one rewrite at a time: an erasure's, or this one
             if not self.due():
                 return  # an erasure's rewrite has just done it
-            total, _ = self._graph.file_space()
+            total = self._graph.file_space().total
             started = time.perf_counter()
             self._graph.rebuild(self._paused)
-            after, _ = self._graph.file_space()
+            after = self._graph.file_space().total
         self.rewrites += 1
         self._retry_above = 0
         log.info(

@@ -323,11 +323,12 @@ def test_file_space_counts_what_a_rebuild_gives_back(
     with canonical.transaction() as tx:
         canonical.delete_memories(tx, ids[::2])
     canonical.checkpoint()
-    total, free = canonical.file_space()
-    assert 0 <= free <= total
+    before = canonical.file_space()
+    assert 0 <= before.free <= before.total
+    assert 0 <= before.log <= before.total
     canonical.rebuild()
-    after_total, after_free = canonical.file_space()
-    assert 0 <= after_free <= after_total
-    assert after_total <= total
+    after = canonical.file_space()
+    assert 0 <= after.free <= after.total
+    assert after.total <= before.total
     with canonical.read() as s:
         assert sorted(canonical.all_ids(s)) == sorted(ids[1::2])
