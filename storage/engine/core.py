@@ -102,6 +102,7 @@ class EngineCore(_Conversations):
         if self._remote_rewriter is not None:
             self._remote_erasure.set()  # it sees _closed and ends, after a rewrite under way
             self._remote_rewriter.join()
+        self.compactor.close()  # before the reconciler: a rewrite under way pauses its writer to switch
         for enricher in (self.sampler, self.enricher):
             if enricher is not None:
                 enricher.close(lambda job: self._apply_llm(job, None, None))

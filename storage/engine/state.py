@@ -23,6 +23,7 @@ from storage.domain.models import (
 )
 from storage.domain.records import RelationState
 from storage.engine.audit import AUDIT_FILE, AuditLog
+from storage.engine.compaction import Compactor
 from storage.enrich import Fact, llm
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL
 from storage.language.extraction import EntityLexicon
@@ -108,6 +109,9 @@ class _State:
         # One file rewrite after an erasure at a time: an erasure that commits while another's rewrite runs is in
         # that rewrite's journal as a delete (its bytes would stay), so it runs its own rewrite after.
         self._erasure_lock = threading.Lock()
+        # Rewrites the canonical store when its file is mostly free pages, after a maintenance (compaction.py).
+        self.compactor = Compactor(self.graph, self.reconciler.on_writer, self._erasure_lock)
+        self.reconciler.after_maintain = self.compactor.request
         self._owed_lock = threading.Lock()
         self._owed = 0  # erasures in flight that have not had their own rewrite yet (storage.engine.erasure)
         # Ids this node is erasing: their deletes, seen again in a shared log, need no second rewrite (core.py).

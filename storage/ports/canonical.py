@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from storage.domain.models import EntityIn, Memory
 from storage.domain.records import (
@@ -30,6 +30,14 @@ from storage.domain.records import (
     RelationState,
     SameAs,
 )
+
+
+class FileSpace(NamedTuple):
+    """What a canonical store's files take in the data directory (``CanonicalStore.file_space``), in bytes."""
+
+    total: int  # every file of the store, its log included
+    free: int  # pages that hold nothing: reused by later writes, given back only by ``rebuild``
+    log: int  # the write-ahead log: commits a checkpoint has yet to fold into the database file
 
 
 class Session(Protocol):
@@ -67,6 +75,12 @@ class CanonicalLifecycle(Protocol):
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (the files then hold every commit on their own)."""
+        ...
+
+    def file_space(self) -> FileSpace:
+        """The bytes of the store's files in the data directory, how many of them hold nothing (free pages that
+        only ``rebuild`` gives back to the file system), and how many are its log of commits not yet checkpointed.
+        All 0 for a store kept elsewhere."""
         ...
 
     def snapshot(self) -> AbstractContextManager[Session]:

@@ -112,6 +112,9 @@ class Reconciler:
         self._wake_lock = threading.Lock()
         self._wake_queued = False  # a wake-up waits in the projector's queue
         self._follow_stop = threading.Event()
+        # Called in the projector thread after each maintenance of the projections (the engine asks its compactor
+        # to look at the canonical store's free space then); must return at once.
+        self.after_maintain: Callable[[], None] | None = None
         self._follower = threading.Thread(target=self._follow_loop, name="mnemograph-follower", daemon=True)
         self._writer = threading.Thread(target=self._write_loop, name="mnemograph-writer", daemon=True)
         self._projector = threading.Thread(
@@ -434,6 +437,8 @@ class Reconciler:
             log.exception("maintenance of the vector projection failed; it is tried again after more writes")
         else:
             self._maintain_after = 0
+        if self.after_maintain is not None:
+            self.after_maintain()
         release_free_memory()  # compaction's buffers, freed by now, would stay in the process (see _heap)
 
     def _when_idle(self) -> None:

@@ -322,3 +322,24 @@ def test_a_node_restarted_without_its_canonical_address_refuses_to_become_an_emb
     again = node("a")  # nothing changed: with its address it serves the team's memories as before
     assert [h.memory.id for h in again.recall("billing service", ["team:billing"])] == [w.id]
     assert again.verify().ok
+
+
+def test_a_maintenance_leaves_the_shared_servers_log_alone(
+    falkordb: falkordb_local.LocalServer, node: Callable[[str], Engine]
+) -> None:
+    """The compactor gives back the free pages of a Kùzu file; a FalkorDB graph has no file here, so a node's
+    maintenance never checkpoints the server (a rewrite of its append-only file, costly on a large graph)."""
+    import redis
+
+    server = redis.Redis(port=falkordb.port)
+    eng = node("a")
+    eng.write_many([WriteItem(f"memory {i} of a shared graph", ["user:a"]) for i in range(20)])
+    eng.reconciler.wait_projected()
+    before = server.info("persistence")["aof_rewrites"]
+    eng.compactor.min_free, eng.compactor.min_share = 0, 0.0
+
+    eng.reconciler.on_projector(eng.reconciler._maintain)
+    assert eng.compactor.wait_idle(60)
+
+    assert server.info("persistence")["aof_rewrites"] == before
+    assert eng.compactor.rewrites == 0

@@ -24,7 +24,7 @@ from falkordb import FalkorDB  # type: ignore[import-untyped]
 from storage.adapters.falkordb._cypher import SCHEMA_VERSION, FalkorSession, _unavailable, log
 from storage.adapters.falkordb.conversations import _Conversations
 from storage.domain.errors import InvalidInput, StorageUnavailable, StoreMismatch
-from storage.ports.canonical import Session
+from storage.ports.canonical import FileSpace, Session
 
 # Labels with a unique id: the exact-match index the constraint needs, then the constraint.
 _UNIQUE = (("Memory", "id"), ("Scope", "id"), ("Entity", "id"), ("Change", "seq"), ("Enrichment", "id"),
@@ -173,6 +173,10 @@ class FalkorStore(_Conversations):
         an RDB image of the graph). Not needed for durability (``appendfsync always`` has every acknowledged
         query on disk already); it bounds the file and its replay time."""
         self._rewrite(self._redis)
+
+    def file_space(self) -> FileSpace:
+        """Nothing in the data directory: the graph's files are the server's (``checkpoint`` bounds them)."""
+        return FileSpace(0, 0, 0)
 
     def rebuild(self, paused: Callable[[Callable[[], None]], None] | None = None) -> None:
         """Rewrite the append-only file (and the RDB snapshot, when the server keeps one) on the primary and on

@@ -38,7 +38,7 @@ from storage.adapters.kuzu._cypher import (
 from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
 from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
-from storage.ports.canonical import Session
+from storage.ports.canonical import FileSpace, Session
 
 # Journaled statements left for the final pause of a rewrite; more are replayed beside live traffic first. About
 # 1 ms each on this machine (bench/erasure.py's phases): 20 keep the pause near 20 ms; the catch-up beside live
@@ -51,6 +51,7 @@ Paused = Callable[[Callable[[], None]], None]
 # what a query pins; pages beyond it are evicted and read again from the file, as they would be under memory
 # pressure anyway.
 BUFFER_POOL_CAP = 4 << 30
+PAGE_BYTES = 4096  # Kùzu's page size (``fsm_info`` counts pages)
 
 
 def _buffer_pool_bytes() -> int:
@@ -457,6 +458,19 @@ class GraphStore(_Exports, _Conversations):
                     "the canonical store is busy: a long read (an export or backup) holds off its checkpoint",
                     hint="nothing changed; retry once the export or backup has finished",
                 ) from exc
+
+    def file_space(self) -> FileSpace:
+        """The database file's bytes (its WAL beside it included) and those of its free pages. Kùzu reuses a
+        free page for a later write but never gives one back: a column chunk that outgrows its pages at a
+        checkpoint is written anew and its old pages freed, so a store filled by many commits keeps about
+        40% of its file free (97.5 MB, 39 MB of it free, at 10,000 memories; docs/benchmarks/scale.md)."""
+        self._require_healthy()
+        path = self._dir / self._current_name()
+        wal = path.with_name(path.name + ".wal")
+        size, log_size = (p.stat().st_size if p.exists() else 0 for p in (path, wal))
+        with self.read() as conn:
+            free = _rows(conn, "CALL fsm_info() RETURN sum(num_pages)")[0][0]
+        return FileSpace(size + log_size, int(free or 0) * PAGE_BYTES, log_size)
 
     @contextmanager
     def snapshot(self) -> Iterator[Session]:

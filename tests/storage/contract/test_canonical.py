@@ -311,3 +311,24 @@ def test_a_bulk_insert_reads_as_the_same_inserts_one_by_one(
         [shown] = canonical.same_as(s)
         assert (shown.id, {shown.a, shown.b}, shown.status) == ("p" * 32, {"Ana", "Anna"}, "pending")
         assert canonical.pending_same_count(s, "team:t") == 1
+
+
+def test_file_space_counts_what_a_rebuild_gives_back(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``file_space`` is what the engine's compactor reads (storage.engine.compaction): the free part never
+    exceeds the whole, and a rebuild leaves no more of either than there was."""
+    ids = [_insert(canonical, embedder, f"Memory number {i} of a store that shrinks.", ["user:ana"], i + 1)
+           for i in range(40)]  # fmt: skip
+    with canonical.transaction() as tx:
+        canonical.delete_memories(tx, ids[::2])
+    canonical.checkpoint()
+    before = canonical.file_space()
+    assert 0 <= before.free <= before.total
+    assert 0 <= before.log <= before.total
+    canonical.rebuild()
+    after = canonical.file_space()
+    assert 0 <= after.free <= after.total
+    assert after.total <= before.total
+    with canonical.read() as s:
+        assert sorted(canonical.all_ids(s)) == sorted(ids[1::2])
