@@ -77,6 +77,9 @@ MAX_BODY = MAX_MESSAGE_BYTES  # the SDK's own request limit (docs/limits.md)
 # A UI form (sign-in with a token, or an amend of at most 32,000 characters, form-encoded) fits in this; the UI
 # signs in by cookie, which the front cannot check, so its posts are read unauthenticated, but capped low.
 MAX_UI_BODY = 512 * 1024
+# An owner's JSON answer up to this size is read whole before it is sent on (``HttpFront._answer_whole``): a
+# recall answer is a few KiB; larger ones are relayed as they come, so a connection never holds more.
+MAX_ANSWER = MAX_MESSAGE_BYTES
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
      b"transfer-encoding", b"upgrade", b"content-length"}
@@ -199,9 +202,33 @@ class HttpFront:
             await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
             return
         try:
-            await _relay(response, receive, send, _request_id(body), self._wait)
+            if _whole(response):
+                await self._answer_whole(response, body, scope, receive, send)
+            else:
+                await _relay(response, receive, send, _request_id(body), self._wait)
         finally:
             await response.aclose()
+
+    async def _answer_whole(
+        self, response: httpx2.Response, body: bytes, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Read a JSON answer of known, bounded size whole, then send it in one piece: one write to the client
+        instead of a chunk stream (and no task to watch the client meanwhile), and an owner that dies in the middle
+        of it gets the client a JSON-RPC error saying so, not a cut answer."""
+        try:
+            answer = await response.aread()
+        except httpx2.ReadTimeout:
+            log.warning("the owner stalled for %gs in the middle of an answer", self._wait)
+            await _rpc_error(504, body, _hung(self._wait))(scope, receive, send)
+            return
+        except httpx2.TransportError:
+            log.warning("the owner went away in the middle of an answer")
+            await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
+        headers.append((b"content-length", str(len(answer)).encode()))
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": answer, "more_body": False})
 
     def _authenticated(self, scope: Scope) -> bool:
         """Whether the request may send a body: auth is off (same user, checked above) or its bearer token is
@@ -368,6 +395,17 @@ class _AnswerWatch:
                 self.answered = True
                 self._pending = b""
                 return
+
+
+def _whole(response: httpx2.Response) -> bool:
+    """Whether the owner's response is a JSON answer of declared size small enough to hold (every MCP answer;
+    event streams and pages sent in chunks are relayed as they come)."""
+    length = response.headers.get("content-length", "")
+    return (
+        response.headers.get("content-type", "").startswith("application/json")
+        and length.isdigit()
+        and int(length) <= MAX_ANSWER
+    )
 
 
 def _request_id(body: bytes) -> object:

@@ -58,12 +58,26 @@ async def test_a_hung_owner_gives_the_http_client_outcome_unknown_within_the_own
         assert {"id": "user:h", "parent": None, "memories": 1} in scopes["scopes"]
 
 
-async def test_an_owner_dying_in_the_middle_of_a_json_answer_breaks_the_connection(store: Store) -> None:
+async def test_an_owner_dying_in_the_middle_of_a_json_answer_gets_the_client_outcome_unknown(
+    store: Store,
+) -> None:
     # An owner killed at an exact byte of its answer cannot be had from a real one on demand, so a stand-in
     # takes the owner's socket: it answers the front's health checks and lease, and sends half of a JSON body.
-    with _half_answering_owner(store):
+    with _half_answering_owner(store, chunked=False):
         async with http_server(store) as server, httpx2.AsyncClient(timeout=PATIENCE) as http:
-            # Before: a 200 whose body stopped at the owner's last byte, which the client took as complete.
+            response = await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
+    # Before: a 200 whose body stopped at the owner's last byte, which the client took as complete.
+    assert response.status_code == 502
+    error = response.json()
+    assert error["id"] == 41
+    assert "outcome is unknown" in error["error"]["message"]
+
+
+async def test_an_owner_dying_in_the_middle_of_a_streamed_answer_breaks_the_connection(store: Store) -> None:
+    # An answer of undeclared size is relayed as it comes, so when the owner dies the client already has a 200:
+    # the front must abort the connection, never end the body as if it were whole.
+    with _half_answering_owner(store, chunked=True):
+        async with http_server(store) as server, httpx2.AsyncClient(timeout=PATIENCE) as http:
             with pytest.raises(httpx2.RemoteProtocolError):
                 await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
 
@@ -87,7 +101,7 @@ async def test_get_on_mcp_is_405_and_sdk_clients_still_work(store: Store) -> Non
 
 
 @contextmanager
-def _half_answering_owner(store: Store) -> Iterator[None]:
+def _half_answering_owner(store: Store, *, chunked: bool) -> Iterator[None]:
     store.paths.ensure()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(store.paths.http_socket))
@@ -121,9 +135,14 @@ def _half_answering_owner(store: Store) -> Iterator[None]:
                     answer = json.dumps(
                         {"jsonrpc": "2.0", "id": 41, "result": {"content": [], "x": "y" * 400}}
                     )
+                    framing = (
+                        f"transfer-encoding: chunked\r\n\r\n{100:x}\r\n"
+                        if chunked
+                        else f"content-length: {len(answer)}\r\n\r\n"
+                    )
                     conn.sendall(
                         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                        + f"content-length: {len(answer)}\r\n\r\n".encode()
+                        + framing.encode()
                         + answer[:100].encode()
                     )
                     conn.close()  # the owner dies here
