@@ -22,8 +22,9 @@ deadline and size limit here, and so a bounded amount of memory per connection.
 If the owner dies while handling a request (before its JSON answer, or while streaming an event stream), the
 client gets a JSON-RPC error for its request (never a silent, empty 200): it says the outcome is unknown, so
 the client checks before retrying. So does a client whose owner does not answer within ``owner_timeout``
-seconds (hung). An owner dying in the middle of a JSON body aborts the client's connection: a cut body is never
-ended as if it were whole. ``GET /mcp`` is 405: the owner sends no server-initiated messages, so an event stream
+seconds (hung). A JSON answer of known size is read whole before it is sent on, so an owner dying in the middle
+of it gets the client that error too; in the middle of any other body, the client's connection is aborted: a cut
+body is never ended as if it were whole. ``GET /mcp`` is 405: the owner sends no server-initiated messages, so an event stream
 would only hold a connection slot.
 """
 
