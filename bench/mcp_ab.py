@@ -1,5 +1,10 @@
-"""Streamable HTTP of two checkouts, call by call: ``recall`` and ``memory_write`` through each one's HTTP front
-(``--no-auth``), interleaved with the direct ``Engine`` call, so that all three see the same machine load.
+"""Two checkouts, call by call: ``recall`` and ``memory_write`` through each one's stdio front-end and HTTP front
+(``--no-auth``), interleaved with the direct ``Engine`` call, so that all five paths see the same machine load.
+
+Besides the wall time of each call it reports CPU per call: the client's own (this process: the SDK client,
+including its validation of each result against the tool's output schema) and the servers' (the path's front
+plus its checkout's owner, read from ``/proc/<pid>/stat`` before and after each call; 10 ms ticks, so read the
+mean over many calls). CPU is what the load cannot inflate.
 
 On a shared machine the load changes from one minute to the next, and runs of ``bench/mcp.py`` made one after
 the other differ by more than the change under test; here each round makes one call on every path, in a new
@@ -34,7 +39,7 @@ from typing import Any
 
 import anyio
 from _common import wait_listening
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from server._runtime import RuntimePaths
 from server.settings import load_settings
@@ -73,6 +78,20 @@ def _front(data_dir: Path, checkout: Path, port: int) -> subprocess.Popen[bytes]
     )
 
 
+def _stdio(data_dir: Path, checkout: Path) -> StdioServerParameters:
+    env = {"PYTHONPATH": str(checkout), "MNEMOGRAPH_IDLE_TIMEOUT": "120"}
+    return StdioServerParameters(command=MNEMOGRAPH, args=["serve", "--data-dir", str(data_dir)], env=env)
+
+
+def _children() -> set[int]:
+    """This process's child processes (the stdio front-ends the SDK client started)."""
+    found = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        children = (task / "children").read_text().split()
+        found.update(int(pid) for pid in children)
+    return found
+
+
 def _paths(data_dir: Path) -> RuntimePaths:
     settings = load_settings({}, data_dir=str(data_dir))
     return RuntimePaths.of(settings.runtime_dir, settings.data_dir)
@@ -99,7 +118,10 @@ def _stop_owner(data_dir: Path) -> None:
     shutil.rmtree(paths.root, ignore_errors=True)
 
 
-async def _main(args: argparse.Namespace) -> tuple[dict[str, dict[str, list[float]]], dict[str, float]]:
+Times = dict[str, dict[str, list[float]]]
+
+
+async def _main(args: argparse.Namespace) -> tuple[Times, Times, Times]:
     with tempfile.TemporaryDirectory(prefix="mnemograph-ab-") as tmp:
         base = Path(tmp)
         await anyio.to_thread.run_sync(_populate, base / "direct", args.memories)
@@ -107,8 +129,9 @@ async def _main(args: argparse.Namespace) -> tuple[dict[str, dict[str, list[floa
             shutil.copytree(base / "direct", base / name)
         ports = {"a": _free_port(), "b": _free_port()}
         fronts = {name: _front(base / name, Path(getattr(args, name)), ports[name]) for name in ports}
-        times: dict[str, dict[str, list[float]]] = {"recall": {}, "memory_write": {}}
-        cpu: dict[str, float] = {}
+        times: Times = {"recall": {}, "memory_write": {}}
+        server_cpu: Times = {"recall": {}, "memory_write": {}}
+        client_cpu: Times = {"recall": {}, "memory_write": {}}
         try:
             for port in ports.values():
                 await wait_listening(port)
@@ -120,10 +143,23 @@ async def _main(args: argparse.Namespace) -> tuple[dict[str, dict[str, list[floa
                         )
                         for name, port in ports.items()
                     }
-                    # Both checkouts' servers: the front and the owner it started for the first call.
-                    pids = {
-                        n: (fronts[n].pid, int(json.loads(_paths(base / n).info_file.read_text())["pid"]))
-                        for n in ports
+                    before = _children()
+                    stdio = {}
+                    for name in ports:
+                        stdio[name] = await stack.enter_async_context(
+                            Client(_stdio(base / name, Path(getattr(args, name))), mode="legacy")
+                        )
+                        await stdio[name].list_tools()
+                    shims = sorted(_children() - before)
+                    # Each path's servers: its front and the owner of its checkout's store (shared by both
+                    # fronts; the stdio front-ends are this process's children, started in order a, b).
+                    owners = {
+                        n: int(json.loads(_paths(base / n).info_file.read_text())["pid"]) for n in ports
+                    }
+                    pids = {f"HTTP, {getattr(args, n)}": (fronts[n].pid, owners[n]) for n in ports}
+                    pids |= {
+                        f"stdio, {getattr(args, n)}": (shim, owners[n])
+                        for n, shim in zip(ports, shims, strict=True)
                     }
                     written = iter(range(10**9))
                     for call in ("recall", "memory_write"):
@@ -152,30 +188,32 @@ async def _main(args: argparse.Namespace) -> tuple[dict[str, dict[str, list[floa
                             return run
 
                         paths = {"direct Engine call": direct()}
+                        paths |= {f"stdio, {getattr(args, n)}": through(c) for n, c in stdio.items()}
                         paths |= {f"HTTP, {getattr(args, n)}": through(c) for n, c in clients.items()}
                         for name in paths:
                             times[call][name] = []
+                            server_cpu[call][name] = []
+                            client_cpu[call][name] = []
                         for round_ in range(args.calls + 5):
-                            if round_ == 5:  # the first rounds warm caches and connections
-                                used = {n: sum(map(_cpu, pids[n])) for n in pids}
                             order = list(paths)
                             random.shuffle(order)
                             for name in order:
+                                servers = pids.get(name, ())
+                                used = sum(map(_cpu, servers))
+                                own = time.process_time()
                                 started = time.perf_counter()
                                 await paths[name]()
-                                if round_ >= 5:
+                                if round_ >= 5:  # the first rounds warm caches and connections
                                     times[call][name].append(time.perf_counter() - started)
-                        for n in pids:
-                            cpu[f"{call}, {getattr(args, n)}"] = (
-                                sum(map(_cpu, pids[n])) - used[n]
-                            ) / args.calls
+                                    client_cpu[call][name].append(time.process_time() - own)
+                                    server_cpu[call][name].append(sum(map(_cpu, servers)) - used)
         finally:
             for front in fronts.values():
                 front.terminate()
                 front.wait(timeout=30)
             for name in ports:
                 _stop_owner(base / name)
-    return times, cpu
+    return times, server_cpu, client_cpu
 
 
 def main() -> None:
@@ -186,16 +224,21 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=500)
     args = parser.parse_args()
     load = Path("/proc/loadavg").read_text().split()[:3]
-    times, cpu = anyio.run(_main, args)
-    print(f"{args.calls} rounds, load average at start {' '.join(load)}; median (ratio to the direct call)")
+    times, server_cpu, client_cpu = anyio.run(_main, args)
+    end = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"{args.calls} rounds, load average at start {' '.join(load)}, at end {' '.join(end)}")
+    print("| call | path | median | ratio to direct | client CPU/call | front + owner CPU/call |")
+    print("|---|---|--:|--:|--:|--:|")
     for call, paths in times.items():
         direct = statistics.median(paths["direct Engine call"])
         for name, values in paths.items():
             median = statistics.median(values)
-            print(f"| {call} | {name} | {median * 1000:.2f} ms | {median / direct:.2f}x |")
-    print("CPU per call, the front and the owner together:")
-    for name, seconds in cpu.items():
-        print(f"| {name} | {seconds * 1000:.2f} ms |")
+            mine = statistics.fmean(client_cpu[call][name]) * 1000
+            theirs = statistics.fmean(server_cpu[call][name]) * 1000
+            print(
+                f"| {call} | {name} | {median * 1000:.2f} ms | {median / direct:.2f}x | {mine:.2f} ms "
+                f"| {theirs:.2f} ms |"
+            )
 
 
 if __name__ == "__main__":

@@ -151,7 +151,7 @@ def _describe(spec: ToolSpec[Any, Any]) -> Tool:
         title=spec.title,
         description=spec.description,
         input_schema=spec.input_model.model_json_schema(),
-        output_schema=spec.output_model.model_json_schema(mode="serialization"),
+        output_schema=inline_refs(spec.output_model.model_json_schema(mode="serialization")),
         annotations=ToolAnnotations(
             title=spec.title,
             read_only_hint=spec.hints.read_only,
@@ -160,6 +160,47 @@ def _describe(spec: ToolSpec[Any, Any]) -> Tool:
             open_world_hint=spec.hints.open_world,
         ),
     )
+
+
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$ref`` to its own ``$defs`` replaced by the definition, and no ``$defs``; the
+    schema unchanged when a definition refers to itself (recursion cannot be inlined).
+
+    The same constraints, written out: SDK clients validate every result's ``structuredContent`` against the
+    published output schema, and the ``jsonschema`` library resolves each ``$ref`` anew for every object it
+    checks. Inlined, a recall answer of 5 results validates in 0.31 ms instead of 0.70 (docs/benchmarks/mcp.md).
+    """
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in seen or name not in defs:
+                raise _Recursive
+            target = walk(defs[name], seen | {name})
+            rest = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+            # A $ref with sibling keywords (pydantic puts a field's description beside it): both apply.
+            return (
+                {**target, **rest}
+                if set(rest) <= {"description", "title", "default"}
+                else {"allOf": [target], **rest}
+            )
+        return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+
+    try:
+        inlined: dict[str, Any] = walk(schema, frozenset())
+    except _Recursive:
+        return schema
+    return inlined
+
+
+class _Recursive(Exception):
+    pass
 
 
 def _client_name(context: Context[Any, Any] | None) -> str | None:

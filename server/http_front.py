@@ -21,7 +21,11 @@ deadline and size limit here, and so a bounded amount of memory per connection.
 
 If the owner dies while handling a request (before its JSON answer, or while streaming an event stream), the
 client gets a JSON-RPC error for its request (never a silent, empty 200): it says the outcome is unknown, so
-the client checks before retrying.
+the client checks before retrying. So does a client whose owner does not answer within ``owner_timeout``
+seconds (hung). A JSON answer of known size is read whole before it is sent on, so an owner dying in the middle
+of it gets the client that error too; in the middle of any other body, the client's connection is aborted: a cut
+body is never ended as if it were whole. ``GET /mcp`` is 405: the owner sends no server-initiated messages, so an event stream
+would only hold a connection slot.
 """
 
 from __future__ import annotations
@@ -74,6 +78,9 @@ MAX_BODY = MAX_MESSAGE_BYTES  # the SDK's own request limit (docs/limits.md)
 # A UI form (sign-in with a token, or an amend of at most 32,000 characters, form-encoded) fits in this; the UI
 # signs in by cookie, which the front cannot check, so its posts are read unauthenticated, but capped low.
 MAX_UI_BODY = 512 * 1024
+# An owner's JSON answer up to this size is read whole before it is sent on (``HttpFront._answer_whole``): a
+# recall answer is a few KiB; larger ones are relayed as they come, so a connection never holds more.
+MAX_ANSWER = MAX_MESSAGE_BYTES
 _HOP_BY_HOP = frozenset(
     {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
      b"transfer-encoding", b"upgrade", b"content-length"}
@@ -115,13 +122,15 @@ class HttpFront:
         self._owner = httpx2.AsyncClient(
             transport=httpx2.AsyncHTTPTransport(uds=str(paths.http_socket)),
             base_url="http://mnemograph-owner",
-            # No read timeout: SSE responses stay open as long as the tool runs (the first call may wait for
-            # the embedding model to load).
-            timeout=httpx2.Timeout(connect=10.0, read=None, write=60.0, pool=60.0),
+            # The owner answers a call once the tool is done (one JSON body), so the read timeout bounds a whole
+            # call: longer than any legitimate one (settings.owner_timeout), so it only frees clients of a hung
+            # owner. The lease, which carries no bytes, waits without one (``_keep_lease``).
+            timeout=httpx2.Timeout(connect=10.0, read=settings.owner_timeout, write=60.0, pool=60.0),
             # Idle connections are dropped before the owner's own keep-alive timeout (``server.owner``) closes
             # them, so a request is never sent on a connection the owner is closing at the same moment.
             limits=httpx2.Limits(keepalive_expiry=OWNER_KEEP_ALIVE / 2),
         )
+        self._wait = settings.owner_timeout
         self._tokens = TokenStore(paths.data_dir)
         self._starting = anyio.Lock()
         self.app = Starlette(
@@ -145,6 +154,11 @@ class HttpFront:
             await JSONResponse({"error": "forbidden", "message": _NOT_YOU}, status_code=403)(
                 scope, receive, send
             )
+            return
+        if scope["method"] == "GET" and scope["path"] == MCP_PATH and self._authenticated(scope):
+            # The owner sends no server-initiated messages (stateless sessions), so a GET stream would stay
+            # empty and hold a connection slot for as long as the client keeps it; the spec's answer is 405.
+            await _no_event_stream()(scope, receive, send)
             return
         body = b""
         # Only an authenticated POST to /mcp has a body worth reading; anything else goes on without one, so
@@ -177,15 +191,45 @@ class HttpFront:
         except httpx2.ConnectError:
             await _rpc_error(502, body, _LOST)(scope, receive, send)
             return
+        except httpx2.ReadTimeout:
+            log.warning(
+                "the owner did not answer %s %s within %gs", scope["method"], scope["path"], self._wait
+            )
+            await _rpc_error(504, body, _hung(self._wait))(scope, receive, send)
+            return
         except httpx2.TransportError:
             # The request reached the owner, which went away before its answer's first byte: the owner answers
             # a call with one JSON body once the tool is done, so it may have acted on it (a write committed).
             await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
             return
         try:
-            await _relay(response, receive, send, _request_id(body))
+            if _whole(response):
+                await self._answer_whole(response, body, scope, receive, send)
+            else:
+                await _relay(response, receive, send, _request_id(body), self._wait)
         finally:
             await response.aclose()
+
+    async def _answer_whole(
+        self, response: httpx2.Response, body: bytes, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """Read a JSON answer of known, bounded size whole, then send it in one piece: one write to the client
+        instead of a chunk stream (and no task to watch the client meanwhile), and an owner that dies in the middle
+        of it gets the client a JSON-RPC error saying so, not a cut answer."""
+        try:
+            answer = await response.aread()
+        except httpx2.ReadTimeout:
+            log.warning("the owner stalled for %gs in the middle of an answer", self._wait)
+            await _rpc_error(504, body, _hung(self._wait))(scope, receive, send)
+            return
+        except httpx2.TransportError:
+            log.warning("the owner went away in the middle of an answer")
+            await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
+        headers.append((b"content-length", str(len(answer)).encode()))
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": answer, "more_body": False})
 
     def _authenticated(self, scope: Scope) -> bool:
         """Whether the request may send a body: auth is off (same user, checked above) or its bearer token is
@@ -219,7 +263,9 @@ class HttpFront:
         while True:
             try:
                 await self._ensure_owner()
-                async with self._owner.stream("GET", LEASE_PATH, headers=self._about) as response:
+                async with self._owner.stream(
+                    "GET", LEASE_PATH, headers=self._about, timeout=_NO_READ_TIMEOUT
+                ) as response:
                     async for _ in response.aiter_raw():
                         delay = 0.5
                 log.info("the owner ended our lease; starting or finding another")
@@ -230,6 +276,7 @@ class HttpFront:
 
 
 _PREFIX = HEADER_PREFIX.encode()
+_NO_READ_TIMEOUT = httpx2.Timeout(connect=10.0, read=None, write=60.0, pool=60.0)
 _MAX_HEADER_BYTES = 64 * 1024  # request line and headers together; larger is answered 400
 
 
@@ -276,9 +323,11 @@ async def _read_body(
     return None
 
 
-async def _relay(response: httpx2.Response, receive: Receive, send: Send, rid: object) -> None:
+async def _relay(response: httpx2.Response, receive: Receive, send: Send, rid: object, wait: float) -> None:
     """Stream the owner's response to the client as it arrives; stop if the client disconnects. If the owner
-    dies before an event stream carried the answer, end the stream with a JSON-RPC error for request ``rid``."""
+    dies (or stalls past ``wait`` seconds) before an event stream carried the answer, end the stream with a
+    JSON-RPC error for request ``rid``; in the middle of any other body, abort the connection instead of ending
+    the body, so the client sees a broken answer and never a short one that looks complete."""
     headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     watch = (
@@ -300,10 +349,17 @@ async def _relay(response: httpx2.Response, receive: Receive, send: Send, rid: o
                 if watch is not None:
                     watch.feed(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx2.ReadTimeout:
+            log.warning("the owner stalled for %gs in the middle of a response", wait)
+            cut = True
         except httpx2.TransportError:
             log.warning("the owner went away in the middle of a response")
             cut = True
         tg.cancel_scope.cancel()
+    if cut and watch is None:
+        # Returning without the body's end makes the server close the connection (uvicorn: "ASGI callable
+        # returned without completing response"): the chunked body stops short of its last chunk.
+        return
     if cut and watch is not None and not watch.answered:
         error = {"jsonrpc": "2.0", "id": rid, "error": {"code": _INTERNAL_ERROR, "message": _CUT}}
         event = f"event: message\ndata: {json.dumps(error)}\n\n".encode()
@@ -342,6 +398,17 @@ class _AnswerWatch:
                 return
 
 
+def _whole(response: httpx2.Response) -> bool:
+    """Whether the owner's response is a JSON answer of declared size small enough to hold (every MCP answer;
+    event streams and pages sent in chunks are relayed as they come)."""
+    length = response.headers.get("content-length", "")
+    return (
+        response.headers.get("content-type", "").startswith("application/json")
+        and length.isdigit()
+        and int(length) <= MAX_ANSWER
+    )
+
+
 def _request_id(body: bytes) -> object:
     try:
         request = json.loads(body) if body else None
@@ -361,6 +428,25 @@ def _batch_refused() -> Response:
     """A JSON-RPC batch (an array) is refused in a sentence: the SDK's own answer is a dump of its validation."""
     payload = {"jsonrpc": "2.0", "id": None, "error": {"code": _INVALID_REQUEST, "message": _BATCH}}
     return JSONResponse(payload, status_code=400)
+
+
+def _hung(wait: float) -> str:
+    return (
+        f"Mnemograph's owner process did not answer this request within {wait:g}s "
+        f"(MNEMOGRAPH_OWNER_TIMEOUT): its outcome is unknown (a write, purge or erase may or may not have been "
+        "committed). Check the result (memory_read, recall or list_scopes) before you retry; if the owner stays "
+        "unresponsive, see `mnemograph status` and restart it with `mnemograph stop`."
+    )
+
+
+def _no_event_stream() -> Response:
+    """405 to ``GET /mcp``: this server sends no messages outside the answers to requests, so it offers no
+    event stream (the MCP streamable HTTP transport lets a server answer GET so)."""
+    payload = {
+        "error": "method_not_allowed",
+        "message": "this server opens no event stream (it sends no server-initiated messages); POST requests to /mcp",
+    }
+    return JSONResponse(payload, status_code=405, headers={"Allow": "POST"})
 
 
 def _rpc_error(status: int, body: bytes, message: str) -> Response:

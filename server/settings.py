@@ -23,6 +23,8 @@ Variables (all optional):
   gets 503 and is closed. Default 64 (see docs/security.md for the memory this bounds).
 - ``MNEMOGRAPH_HEADER_TIMEOUT`` / ``MNEMOGRAPH_BODY_TIMEOUT``: seconds an HTTP client gets to send a request's
   headers / its whole body before the front answers 408 and closes the connection. Defaults 10 and 30.
+- ``MNEMOGRAPH_OWNER_TIMEOUT``: seconds the HTTP front waits for the owner's answer to one request before it
+  answers 504 "outcome unknown" (a hung owner). Default 900: longer than any tool call.
 - ``MNEMOGRAPH_EMBEDDER``: the runtime that runs the embedding model, ``numpy`` (default: loads in under a
   second, ~100 MB) or ``torch`` (sentence-transformers; 10+ s to load, ~1 GB). Same model, same vectors.
 - ``MNEMOGRAPH_PRINCIPAL``: the name of the local principal (stdio sessions, and HTTP with ``--no-auth``),
@@ -101,6 +103,10 @@ class Settings:
     max_connections: int = 64
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    # How long the HTTP front waits for the owner's answer to one request before it tells the client the outcome
+    # is unknown: longer than any legitimate tool call (a purge of a large store, a first call that waits for
+    # the embedding model), so it only ends a hung owner's hold on the client.
+    owner_timeout: float = 900.0
     embedder: str = "numpy"
     functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
@@ -169,6 +175,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         max_connections=_number(pick("max_connections"), "max_connections", int, 1, 100_000, 64),
         header_timeout=_number(pick("header_timeout"), "header_timeout", float, 0.1, 3_600.0, 10.0),
         body_timeout=_number(pick("body_timeout"), "body_timeout", float, 0.1, 3_600.0, 30.0),
+        owner_timeout=_number(pick("owner_timeout"), "owner_timeout", float, 1.0, 86_400.0, 900.0),
         embedder=embedder,
         functional_predicates=_predicates(pick("functional_predicates")),
         anthropic_api_key=str(pick("anthropic_api_key") or ""),

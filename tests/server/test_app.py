@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client, MCPError
 from mcp.types import INVALID_PARAMS
 
 from server._engine import EngineHolder
-from server.app import build_server
+from server.app import build_server, inline_refs
 from storage import Engine, StorageUnavailable
 from tools import ALL_TOOLS, INSTRUCTIONS
 
@@ -75,12 +77,38 @@ async def test_published_schemas_are_the_tool_models_and_describe_every_argument
     for spec in ALL_TOOLS:
         tool = tools[spec.name]
         assert tool.input_schema == spec.input_model.model_json_schema()
-        assert tool.output_schema == spec.output_model.model_json_schema(mode="serialization")
+        assert tool.output_schema == inline_refs(spec.output_model.model_json_schema(mode="serialization"))
         assert tool.input_schema.get("additionalProperties") is False
         for name, prop in tool.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{spec.name}.{name} has no description for the model"
         assert tool.description
         assert tool.title
+
+
+async def test_output_schemas_are_published_without_refs_and_still_hold_answers_to_their_shape(
+    engine: Engine,
+) -> None:
+    # Every SDK client validates each result against the published output schema, and jsonschema resolves a
+    # $ref anew for every object it checks: published inline, the same constraints cost it half the time.
+    engine.write("Priya Raman maintains the billing service.", ["user:tester"])
+    async with Client(_server_over(engine), mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        answer = await client.call_tool("recall", {"query": "billing", "explain": True})  # the SDK validates
+    for spec in ALL_TOOLS:
+        assert "$ref" not in json.dumps(tools[spec.name].output_schema), spec.name
+    schema = tools["recall"].output_schema
+    assert schema is not None
+    content = answer.structured_content
+    assert content is not None
+    assert content["results"], content
+    validator = Draft202012Validator(schema)
+    assert not list(validator.iter_errors(content))
+    broken = {"results": [{k: v for k, v in content["results"][0].items() if k != "id"}]}
+    assert [e.message for e in validator.iter_errors(broken)] == ["'id' is a required property"]
+    lanes = {
+        "results": [{**content["results"][0], "explain": {**content["results"][0]["explain"], "lanes": 3}}]
+    }
+    assert list(validator.iter_errors(lanes)), "an explanation's lanes must stay an object"
 
 
 async def test_the_handshake_carries_instructions_on_both_protocol_eras(engine: Engine) -> None:
