@@ -266,14 +266,16 @@ def _report(res: Results, args: argparse.Namespace, load: tuple[str, str]) -> st
         f"{'checkout' if checkouts else 'runtime'}, alternating in a shuffled order.",
         "",
         f"| measurement | {a.label}{'' if checkouts else ' (default)'} | {b.label} | "
-        f"{a.label} ÷ {b.label} | target |",
+        + (f"{b.label} ÷ {a.label}" if checkouts else f"{a.label} ÷ {b.label}")
+        + " | target |",
         "|---|--:|--:|--:|---|",
     ]
     n, t = res.runs[a.label], res.runs[b.label]
 
     def row(name: str, key: str, unit: str, target: str, scale: float = 1.0, fmt: str = ".0f") -> None:
         x, y = _med([getattr(r, key) for r in n]) * scale, _med([getattr(r, key) for r in t]) * scale
-        lines.append(f"| {name} | {x:{fmt}} {unit} | {y:{fmt}} {unit} | {x / y:.2f}× | {target} |")
+        ratio = y / x if checkouts else x / y  # the second checkout against the first; numpy against torch
+        lines.append(f"| {name} | {x:{fmt}} {unit} | {y:{fmt}} {unit} | {ratio:.2f}× | {target} |")
 
     row("handshake (`tools/list` done)", "handshake", "ms", "", 1000)
     row("**first recall answer**", "first_answer", "s", "≤ 2 s", 1, ".2f")
@@ -296,7 +298,7 @@ def _report(res: Results, args: argparse.Namespace, load: tuple[str, str]) -> st
             lines.append(f"| {v.label} | {secs:.2f} s | {rss:.0f} MiB |")
         lines.append("")
     lines += [
-        "Every run, in the order run (s, MiB):" if checkouts else "Every run (s, MiB):",
+        "Every run (s, MiB), each checkout's in the order run:" if checkouts else "Every run (s, MiB):",
         "",
         f"| {'checkout' if checkouts else 'runtime'} | handshake | first answer | owner CPU | RSS first | "
         "RSS idle | anonymous idle |",
