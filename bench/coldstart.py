@@ -5,13 +5,13 @@ Each run: no owner is running; the clock starts before a real MCP client (the SD
 ``mnemograph serve`` on a store of ``--memories`` memories; it records when ``tools/list`` completes (the
 handshake) and when the first ``recall`` answer arrives. Then it reads the owner's resident memory (VmRSS, and
 the anonymous part alone), makes ``--calls`` more recalls and writes, waits ``--settle`` seconds and reads it
-again, and stops the owner. Runs alternate between the runtimes (in a shuffled order per round), so machine
-noise hits both alike. A second table loads each runtime alone in a fresh process (import + load + one
-embedding) to show where the time goes.
+again, and stops the owner. Runs alternate between the runtimes (each first in every other round), so machine
+noise hits both alike, and each run opens a fresh copy of the same store. A second table loads each runtime alone
+in a fresh process (import + load + one embedding) to show where the time goes.
 
 With ``--checkouts A,B`` it compares two source trees instead (each with the default numpy runtime): every run
 spawns that checkout's ``mnemograph serve`` (``PYTHONPATH`` set to it, so the owner it starts is that checkout's
-too), alternating between them in a shuffled order per round, on the same store, and the report gives each
+too), alternating between them (each first in every other round), each on a fresh copy of one store, and the report gives each
 one's medians and B ÷ A (written to ``docs/benchmarks/coldstart-checkouts.md`` unless ``--out`` says otherwise).
 
 Usage: ``.venv/bin/python bench/coldstart.py [--runs 5] [--memories 2000] [--out docs/benchmarks/coldstart.md]``
@@ -31,7 +31,6 @@ sys.path.append(str(Path(__file__).resolve().parent))
 import argparse
 import json
 import os
-import random
 import shutil
 import signal
 import statistics
@@ -209,16 +208,22 @@ def _variants(args: argparse.Namespace) -> list[Variant]:
 
 async def _main(args: argparse.Namespace) -> Results:
     results = Results(_variants(args))
-    rng = random.Random(17)
     with tempfile.TemporaryDirectory(prefix="mnemograph-coldstart-") as tmp:
-        data_dir = Path(tmp) / "data"
+        pristine = Path(tmp) / "data"
         print(f"populating {args.memories} memories...", file=sys.stderr)
-        await anyio.to_thread.run_sync(_populate, data_dir, args.memories)
+        await anyio.to_thread.run_sync(_populate, pristine, args.memories)
         for r in range(args.runs):
-            order = list(results.variants)
-            rng.shuffle(order)
-            for variant in order:
+            # Counterbalanced: each variant goes first in every other round.
+            order = list(results.variants) if r % 2 == 0 else list(reversed(results.variants))
+            for i, variant in enumerate(order):
+                # Every run starts from a copy of the same store: a run's writes (and the compaction and merges
+                # they set off) must not change what the next run opens. With one shared store, the idle memory
+                # alternated by about 25 MiB from one run to the next whatever the code, which a shuffled order
+                # turned into a false difference between two checkouts.
+                data_dir = Path(tmp) / f"run-{r}-{i}"
+                await anyio.to_thread.run_sync(shutil.copytree, pristine, data_dir)
                 run = await _one_run(data_dir, variant, args.calls, args.settle, r)
+                await anyio.to_thread.run_sync(shutil.rmtree, data_dir)
                 results.runs.setdefault(variant.label, []).append(run)
                 print(f"run {r} {variant.label}: {run}", file=sys.stderr)
                 if variant.checkout is None:
@@ -263,7 +268,8 @@ def _report(res: Results, args: argparse.Namespace, load: tuple[str, str]) -> st
         "loads the model in the background meanwhile). Resident memory is the owner's VmRSS (and its anonymous",
         f"part), right after the first answer and idle after {args.calls} more recalls and writes and a",
         f"{args.settle:g} s pause. Medians of {args.runs} runs per "
-        f"{'checkout' if checkouts else 'runtime'}, alternating in a shuffled order.",
+        f"{'checkout' if checkouts else 'runtime'}, alternating (each first in every other round), each run on a",
+        "fresh copy of the same store.",
         "",
         f"| measurement | {a.label}{'' if checkouts else ' (default)'} | {b.label} | "
         + (f"{b.label} ÷ {a.label}" if checkouts else f"{a.label} ÷ {b.label}")
