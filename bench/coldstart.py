@@ -5,11 +5,17 @@ Each run: no owner is running; the clock starts before a real MCP client (the SD
 ``mnemograph serve`` on a store of ``--memories`` memories; it records when ``tools/list`` completes (the
 handshake) and when the first ``recall`` answer arrives. Then it reads the owner's resident memory (VmRSS, and
 the anonymous part alone), makes ``--calls`` more recalls and writes, waits ``--settle`` seconds and reads it
-again, and stops the owner. Runs alternate between the runtimes (in a shuffled order per round), so machine
-noise hits both alike. A second table loads each runtime alone in a fresh process (import + load + one
-embedding) to show where the time goes.
+again, and stops the owner. Runs alternate between the runtimes (each first in every other round), so machine
+noise hits both alike, and each run opens a fresh copy of the same store. A second table loads each runtime alone
+in a fresh process (import + load + one embedding) to show where the time goes.
+
+With ``--checkouts A,B`` it compares two source trees instead (each with the default numpy runtime): every run
+spawns that checkout's ``mnemograph serve`` (``PYTHONPATH`` set to it, so the owner it starts is that checkout's
+too), alternating between them (each first in every other round), each on a fresh copy of one store, and the report gives each
+one's medians and B ÷ A (written to ``docs/benchmarks/coldstart-checkouts.md`` unless ``--out`` says otherwise).
 
 Usage: ``.venv/bin/python bench/coldstart.py [--runs 5] [--memories 2000] [--out docs/benchmarks/coldstart.md]``
+``.venv/bin/python bench/coldstart.py --checkouts /work/main,/work/wt-branch --runs 5``
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ sys.path.append(str(Path(__file__).resolve().parent))
 import argparse
 import json
 import os
-import random
 import shutil
 import signal
 import statistics
@@ -68,10 +73,20 @@ class Run:
     )
 
 
+@dataclass(frozen=True)
+class Variant:
+    """What one column of the report runs: an embedding runtime, or a checkout (its path on PYTHONPATH)."""
+
+    label: str
+    runtime: str = "numpy"
+    checkout: str | None = None
+
+
 @dataclass
 class Results:
-    runs: dict[str, list[Run]] = field(default_factory=lambda: {r: [] for r in RUNTIMES})
-    loads: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: {r: [] for r in RUNTIMES})
+    variants: list[Variant]
+    runs: dict[str, list[Run]] = field(default_factory=dict)
+    loads: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 def _paths(data_dir: Path) -> RuntimePaths:
@@ -128,11 +143,15 @@ def _populate(data_dir: Path, n: int) -> None:
         engine.write_many(items)
 
 
-async def _one_run(data_dir: Path, runtime: str, calls: int, settle: float, run: int) -> Run:
+async def _one_run(data_dir: Path, variant: Variant, calls: int, settle: float, run: int) -> Run:
+    runtime = variant.runtime
     env = {"MNEMOGRAPH_IDLE_TIMEOUT": "300", "MNEMOGRAPH_EMBEDDER": runtime}
     env.update(
         {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
     )
+    if variant.checkout is not None:
+        # The checkout's `server` package ahead of the installed one, in the front and in the owner it starts.
+        env["PYTHONPATH"] = variant.checkout
     params = StdioServerParameters(command=MNEMOGRAPH, args=["serve", "--data-dir", str(data_dir)], env=env)
     args = {"query": QUERIES[0], "scopes": ["team:eng"]}
     started = time.perf_counter()
@@ -174,21 +193,42 @@ def _load_alone(runtime: str) -> tuple[float, float]:
     return float(seconds), float(rss)
 
 
+def _variants(args: argparse.Namespace) -> list[Variant]:
+    if not args.checkouts:
+        return [Variant(runtime, runtime=runtime) for runtime in RUNTIMES]
+    paths = [Path(p).expanduser().resolve() for p in args.checkouts.split(",") if p.strip()]
+    if len(paths) != 2 or paths[0] == paths[1]:
+        raise SystemExit("--checkouts takes two different source trees, comma-separated: A,B")
+    for path in paths:
+        if not (path / "server" / "__main__.py").is_file():
+            raise SystemExit(f"--checkouts: {path} is not a Mnemograph checkout (no server/__main__.py)")
+    labels = [p.name for p in paths] if paths[0].name != paths[1].name else [str(p) for p in paths]
+    return [Variant(label, checkout=str(path)) for label, path in zip(labels, paths, strict=True)]
+
+
 async def _main(args: argparse.Namespace) -> Results:
-    results = Results()
-    rng = random.Random(17)
+    results = Results(_variants(args))
     with tempfile.TemporaryDirectory(prefix="mnemograph-coldstart-") as tmp:
-        data_dir = Path(tmp) / "data"
+        pristine = Path(tmp) / "data"
         print(f"populating {args.memories} memories...", file=sys.stderr)
-        await anyio.to_thread.run_sync(_populate, data_dir, args.memories)
+        await anyio.to_thread.run_sync(_populate, pristine, args.memories)
         for r in range(args.runs):
-            order = list(RUNTIMES)
-            rng.shuffle(order)
-            for runtime in order:
-                run = await _one_run(data_dir, runtime, args.calls, args.settle, r)
-                results.runs[runtime].append(run)
-                print(f"run {r} {runtime}: {run}", file=sys.stderr)
-                results.loads[runtime].append(await anyio.to_thread.run_sync(_load_alone, runtime))
+            # Counterbalanced: each variant goes first in every other round.
+            order = list(results.variants) if r % 2 == 0 else list(reversed(results.variants))
+            for i, variant in enumerate(order):
+                # Every run starts from a copy of the same store: a run's writes (and the compaction and merges
+                # they set off) must not change what the next run opens. With one shared store, the idle memory
+                # alternated by about 25 MiB from one run to the next whatever the code, which a shuffled order
+                # turned into a false difference between two checkouts.
+                data_dir = Path(tmp) / f"run-{r}-{i}"
+                await anyio.to_thread.run_sync(shutil.copytree, pristine, data_dir)
+                run = await _one_run(data_dir, variant, args.calls, args.settle, r)
+                await anyio.to_thread.run_sync(shutil.rmtree, data_dir)
+                results.runs.setdefault(variant.label, []).append(run)
+                print(f"run {r} {variant.label}: {run}", file=sys.stderr)
+                if variant.checkout is None:
+                    load = await anyio.to_thread.run_sync(_load_alone, variant.runtime)
+                    results.loads.setdefault(variant.label, []).append(load)
     return results
 
 
@@ -198,31 +238,50 @@ def _med(values: list[float]) -> float:
 
 def _report(res: Results, args: argparse.Namespace, load: tuple[str, str]) -> str:
     info = machine()
+    a, b = res.variants
+    checkouts = a.checkout is not None
+    command = f"python bench/coldstart.py --runs {args.runs} --memories {args.memories} --calls {args.calls}"
+    if checkouts:
+        command += f" --checkouts {a.checkout},{b.checkout}"
     lines = [
-        "# Cold start and footprint: numpy against torch embedding runtime",
+        f"# Cold start and footprint: {a.label} against {b.label}"
+        if checkouts
+        else "# Cold start and footprint: numpy against torch embedding runtime",
         "",
         "Generated by `bench/coldstart.py`; do not edit above the marker at the end.",
         "",
-        f"- Command: `python bench/coldstart.py --runs {args.runs} --memories {args.memories} --calls {args.calls}`",
+        f"- Command: `{command}`",
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; store: {args.memories + 1:,} memories",
         f"- Machine: {info['cores']} cores, {info['cpu']}, {info['ram']} RAM; Python {info['python']}; "
         f"torch {info['torch']}, sentence-transformers {info['sentence-transformers']}",
         f"- Load average (1/5/15 min) at start: {load[0]}; at end: {load[1]}",
+    ]
+    if checkouts:
+        lines.append(
+            f"- Checkouts: {a.label} = `{a.checkout}` ({_commit(a.checkout)}), {b.label} = `{b.checkout}` "
+            f"({_commit(b.checkout)}); both with the default numpy runtime"
+        )
+    lines += [
         "",
         "Clock: from before a real MCP client (SDK `Client`, stdio) spawns `mnemograph serve` with no owner running,",
         "to the completed `tools/list` (handshake) and to the first `recall` answer (the owner opens the store and",
         "loads the model in the background meanwhile). Resident memory is the owner's VmRSS (and its anonymous",
         f"part), right after the first answer and idle after {args.calls} more recalls and writes and a",
-        f"{args.settle:g} s pause. Medians of {args.runs} runs per runtime, alternating in a shuffled order.",
+        f"{args.settle:g} s pause. Medians of {args.runs} runs per "
+        f"{'checkout' if checkouts else 'runtime'}, alternating (each first in every other round), each run on a",
+        "fresh copy of the same store.",
         "",
-        "| measurement | numpy (default) | torch | numpy ÷ torch | target |",
+        f"| measurement | {a.label}{'' if checkouts else ' (default)'} | {b.label} | "
+        + (f"{b.label} ÷ {a.label}" if checkouts else f"{a.label} ÷ {b.label}")
+        + " | target |",
         "|---|--:|--:|--:|---|",
     ]
-    n, t = res.runs["numpy"], res.runs["torch"]
+    n, t = res.runs[a.label], res.runs[b.label]
 
     def row(name: str, key: str, unit: str, target: str, scale: float = 1.0, fmt: str = ".0f") -> None:
-        a, b = _med([getattr(x, key) for x in n]) * scale, _med([getattr(x, key) for x in t]) * scale
-        lines.append(f"| {name} | {a:{fmt}} {unit} | {b:{fmt}} {unit} | {a / b:.2f}× | {target} |")
+        x, y = _med([getattr(r, key) for r in n]) * scale, _med([getattr(r, key) for r in t]) * scale
+        ratio = y / x if checkouts else x / y  # the second checkout against the first; numpy against torch
+        lines.append(f"| {name} | {x:{fmt}} {unit} | {y:{fmt}} {unit} | {ratio:.2f}× | {target} |")
 
     row("handshake (`tools/list` done)", "handshake", "ms", "", 1000)
     row("**first recall answer**", "first_answer", "s", "≤ 2 s", 1, ".2f")
@@ -231,31 +290,31 @@ def _report(res: Results, args: argparse.Namespace, load: tuple[str, str]) -> st
     row("owner RSS idle after use", "rss_idle", "MiB", "≤ 400 MB")
     row("owner anonymous memory idle", "anon_idle", "MiB", "")
     ok = sum(x.first_ok for x in n + t)
+    lines += ["", f"The first answer held the expected memory in {ok} of {len(n) + len(t)} runs.", ""]
+    if not checkouts:
+        lines += [
+            "Each runtime alone in a fresh process (import, load, one embedding; peak RSS of that process):",
+            "",
+            "| runtime | load + first embedding | peak RSS |",
+            "|---|--:|--:|",
+        ]
+        for v in res.variants:
+            secs = _med([s for s, _ in res.loads[v.label]])
+            rss = _med([m for _, m in res.loads[v.label]])
+            lines.append(f"| {v.label} | {secs:.2f} s | {rss:.0f} MiB |")
+        lines.append("")
     lines += [
+        "Every run (s, MiB), each checkout's in the order run:" if checkouts else "Every run (s, MiB):",
         "",
-        f"The first answer held the expected memory in {ok} of {len(n) + len(t)} runs.",
-        "",
-        "Each runtime alone in a fresh process (import, load, one embedding; peak RSS of that process):",
-        "",
-        "| runtime | load + first embedding | peak RSS |",
-        "|---|--:|--:|",
+        f"| {'checkout' if checkouts else 'runtime'} | handshake | first answer | owner CPU | RSS first | "
+        "RSS idle | anonymous idle |",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
-    for runtime in RUNTIMES:
-        secs = _med([s for s, _ in res.loads[runtime]])
-        rss = _med([m for _, m in res.loads[runtime]])
-        lines.append(f"| {runtime} | {secs:.2f} s | {rss:.0f} MiB |")
-    lines += [
-        "",
-        "Every run (s, MiB):",
-        "",
-        "| runtime | handshake | first answer | owner CPU | RSS first | RSS idle |",
-        "|---|--:|--:|--:|--:|--:|",
-    ]
-    for runtime in RUNTIMES:
-        for x in res.runs[runtime]:
+    for v in res.variants:
+        for x in res.runs[v.label]:
             lines.append(
-                f"| {runtime} | {x.handshake:.2f} | {x.first_answer:.2f} | {x.cpu_first:.2f} | {x.rss_first:.0f} "
-                f"| {x.rss_idle:.0f} |"
+                f"| {v.label} | {x.handshake:.2f} | {x.first_answer:.2f} | {x.cpu_first:.2f} | {x.rss_first:.0f} "
+                f"| {x.rss_idle:.0f} | {x.anon_idle:.0f} |"
             )
     lines += [
         "",
@@ -263,6 +322,19 @@ def _report(res: Results, args: argparse.Namespace, load: tuple[str, str]) -> st
         "",
     ]
     return "\n".join(lines)
+
+
+def _commit(checkout: str | None) -> str:
+    """The checkout's commit, and whether its tree has changes beyond it."""
+    if checkout is None:
+        return "-"
+
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", "-C", checkout, *argv], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "not a git tree"
+    return head + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def _loadavg() -> str:
@@ -277,8 +349,16 @@ def main() -> None:
     parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds idle before the second RSS reading"
     )
-    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "coldstart.md"))
+    parser.add_argument(
+        "--checkouts",
+        default="",
+        help="A,B: compare two source trees' `mnemograph serve` (numpy runtime) instead of the two runtimes",
+    )
+    parser.add_argument("--out", default=None, help="default: docs/benchmarks/coldstart.md, or -checkouts.md")
     args = parser.parse_args()
+    if args.out is None:
+        name = "coldstart-checkouts.md" if args.checkouts else "coldstart.md"
+        args.out = str(ROOT / "docs" / "benchmarks" / name)
     before = _loadavg()
     results = anyio.run(_main, args)
     report = _report(results, args, (before, _loadavg()))

@@ -55,11 +55,12 @@ from server._protocol import (
     MAX_MESSAGE_BYTES,
     MCP_PATH,
     PRINCIPAL_HEADER,
+    UI_PATH,
+    UI_RELAYED_KEY,
 )
 from server._rebinding import refusal
 from server._session import SessionInfo, current_session, local_principal, parse_scopes
 from server.app import VERSION, MnemographMCP
-from server.ui import RELAYED_KEY, UI_PATH, ui_app
 from storage.domain.errors import MnemographError, StorageUnavailable
 
 if TYPE_CHECKING:
@@ -170,12 +171,34 @@ def owner_app(
             Route("/-/{op}", admin, methods=["POST"]),
             Route(LEASE_PATH, _Lease(activity, stopping), methods=["GET"]),
             Route(UI_PATH, _to_ui_home),
-            Mount(UI_PATH, app=ui_app(holder, verifier, data_dir)),
+            Mount(UI_PATH, app=_LazyUi(holder, verifier, data_dir)),
             Mount("/", app=mcp_app),
         ],
         lifespan=lifespan,
     )
     return _PerRequest(app, activity, server.default_scopes, BearerGate(verifier, issuer))
+
+
+class _LazyUi:
+    """The web UI, built on its first request: its templates and their engine (jinja2) cost every owner 0.07 s
+    of CPU and 2 MiB before its first answer, for a page most owners never serve (docs/benchmarks/coldstart.md)."""
+
+    def __init__(self, holder: EngineHolder, verifier: TokenVerifier, data_dir: Path) -> None:
+        self._args = (holder, verifier, data_dir)
+        self._app: ASGIApp | None = None
+        self._lock = anyio.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            async with self._lock:
+                if self._app is None:
+                    self._app = await anyio.to_thread.run_sync(self._build)
+        await self._app(scope, receive, send)
+
+    def _build(self) -> ASGIApp:
+        from server.ui import ui_app
+
+        return ui_app(*self._args)
 
 
 async def _to_ui_home(request: Request) -> Response:
@@ -279,7 +302,7 @@ class _PerRequest:
             return
         if ui:
             # The UI signs people in with its own session cookie (server.ui), not a bearer header.
-            scope[RELAYED_KEY] = hosts is not None
+            scope[UI_RELAYED_KEY] = hosts is not None
             with self._activity.hold():
                 await self._app(scope, receive, send)
             return

@@ -22,6 +22,10 @@ FRONT_HEADER = HEADER_PREFIX + "front"  # on a lease: JSON {"pid", "url", "comma
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 LEASE_PATH = "/-/lease"
+UI_PATH = "/ui"  # the web UI (server.ui), mounted by the owner
+UI_RELAYED_KEY = (
+    "mnemograph.relayed"  # set in the ASGI scope by the owner: True when an HTTP front relayed it
+)
 
 # One MCP message over any transport (a stdio line, an HTTP request body); docs/limits.md. The SDK's streamable
 # HTTP transport refuses larger bodies itself, and a valid request is far smaller (content is capped at 32k

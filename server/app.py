@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import mcp.server.mcpserver.server as _sdk_server
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Tool
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -32,6 +33,16 @@ try:
     VERSION = version("mnemograph")
 except PackageNotFoundError:  # running from a source tree that was never installed
     VERSION = "0+unknown"
+
+
+def _leave_logging_alone(level: str = "INFO") -> None:
+    """Mnemograph configures its own logging (``server.owner.configure_logging``)."""
+
+
+# MCPServer.__init__ calls the SDK's configure_logging, which imports rich to hand the root logger a RichHandler
+# (a no-op in the owner, whose logging is configured before): 0.04 s of CPU and 1.4 MiB at every owner start,
+# before its first answer (docs/benchmarks/coldstart.md).
+_sdk_server.configure_logging = _leave_logging_alone
 
 
 class MnemographMCP(MCPServer[Any]):

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from scopes import Level, Principal, ScopeId
+from server import _protocol
 from server._auth import principal_of
 from server._engine import EngineHolder
 from server.ui._sessions import COOKIE, Sessions, UiSession
@@ -43,9 +44,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-UI_PATH = "/ui"
+UI_PATH = _protocol.UI_PATH
 CLIENT = "mnemograph-ui"  # the client name in the provenance of what the UI writes
-RELAYED_KEY = "mnemograph.relayed"  # set in the ASGI scope by the owner: True when an HTTP front relayed it
+RELAYED_KEY = (
+    _protocol.UI_RELAYED_KEY
+)  # set in the ASGI scope by the owner: True when an HTTP front relayed it
 HERE = Path(__file__).parent
 T = TypeVar("T")
 
