@@ -124,8 +124,13 @@ class _Consistency(_Versions):
         return snapshots.export(self, out, scope=scope, vectors=vectors)
 
     def backup(self, dest: Path | str) -> snapshots.SnapshotSummary:
-        """Copy the stores into ``dest`` as they are at one change sequence (writes pause meanwhile)."""
-        return snapshots.snapshot(self, dest)
+        """Copy the stores into ``dest`` as they are at one change sequence (writes pause meanwhile).
+
+        After a rewrite of the files under way (an erasure's, or the compactor's after a maintenance): its
+        snapshot stays open while it exports, and the checkpoint the copy starts with would wait for it and give
+        up after a few seconds; the copy would also take the half-built new file along."""
+        with self._erasure_lock:
+            return snapshots.snapshot(self, dest)
 
     def merge_export(
         self, source: IO[str], *, progress: Callable[[str, int, int], None] | None = None
