@@ -4,6 +4,7 @@ memory once, and a backup taken beside it opens."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import uuid
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import numpy as np
 
 from storage import CachedEmbedder, Engine, NotFound, WriteItem
 from tests.conftest import files_containing
+from tests.storage.test_resource_faults import _tmpfs
 
 
 def _fill_with_free_pages(eng: Engine) -> list[str]:
@@ -234,3 +236,35 @@ def test_a_backup_taken_while_a_rewrite_exports_waits_for_it_and_opens_with_ever
         for mid in [*ids, extra]:
             assert eng.read(mid).memory.id == mid
 
+
+def test_a_nearly_full_disk_is_not_filled_by_a_compaction_under_a_users_write(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A compaction is housekeeping: with less free disk than its copy of the store needs, it must not start,
+    so a write that arrives meanwhile is not refused and the store is not left failed (every later write
+    refused until the owner restarts) by an export that filled the disk."""
+    with _tmpfs(tmp_path / "mnt", "64m") as mnt:
+        data = mnt / "data"
+        with Engine.open(data, embedder=embedder, warm=False) as eng:
+            _fill_with_free_pages(eng)
+            free = shutil.disk_usage(mnt).free
+            (mnt / "ballast").write_bytes(b"\0" * (free - 256 * 1024))  # room for writes, not a copy
+            during: list[str] = []
+            graph: Any = eng.graph
+            abort = graph._rewrite_abort
+
+            def write_while_the_export_filled_the_disk(job: Any) -> None:
+                try:
+                    during.append(eng.write("written while the compactor ran", ["user:a"]).id)
+                except Exception as exc:
+                    during.append(repr(exc))
+                abort(job)
+
+            graph._rewrite_abort = write_while_the_export_filled_the_disk
+            _compact(eng)
+            assert not eng.failed
+            assert all("(" not in d for d in during), during  # receipts' ids, no error
+            after = eng.write("written after the compactor looked", ["user:a"])
+            assert eng.read(after.id).memory.content == "written after the compactor looked"
+            assert not [p for p in (data / "graph").iterdir() if p.name.startswith(".export")]
+            assert eng.compactor.no_room  # and the log says how much disk the rewrite needs
