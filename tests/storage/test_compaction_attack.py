@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from storage import CachedEmbedder, Engine, NotFound, WriteItem
 from tests.conftest import files_containing
@@ -107,21 +108,25 @@ def test_writes_amends_and_retires_acknowledged_during_a_rewrite_survive_it(
         check(eng)
 
 
-def test_an_erase_committed_during_a_rewrite_leaves_no_byte_once_it_returns(
-    data_dir: Path, embedder: CachedEmbedder
+@pytest.mark.parametrize("op", ["erase", "purge"])
+def test_an_erasure_committed_during_a_rewrite_leaves_no_byte_once_it_returns(
+    op: str, data_dir: Path, embedder: CachedEmbedder
 ) -> None:
     token = uuid.uuid4().hex
     secret = f"The vault code of Quarnelius is {token}"
     with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
         _fill_with_free_pages(eng)
-        sid = eng.write(secret, ["user:a"]).id
+        sid = eng.write(secret, ["run:secret"] if op == "purge" else ["user:a"]).id
         vector = np.asarray(embedder.embed([secret])[0], dtype=np.float32).tobytes()
         eng.reconciler.wait_projected()
         done: list[BaseException | None] = []
 
         def erase() -> None:
             try:
-                eng.erase(sid, confirm=sid)
+                if op == "erase":
+                    eng.erase(sid, confirm=sid)
+                else:
+                    eng.purge("run:secret", confirm="run:secret")
                 done.append(None)
             except BaseException as exc:
                 done.append(exc)
