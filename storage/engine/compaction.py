@@ -143,20 +143,21 @@ class Compactor:
         space = self._graph.file_space()
         if space.total == 0:
             return  # kept elsewhere (a FalkorDB server, whose checkpoint rewrites its log: not ours to run)
-        if space.log >= self.checkpoint_log:
-            try:
-                # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the free
-                # part misses what the log's commits are about to free (a store just filled holds many). In the
-                # writer thread, between transactions, as a checkpoint in a commit would run. Only for a log this
-                # large: a checkpoint after every burst of single writes would cost them and free little.
-                self._paused(self._graph.checkpoint)
-            except StorageUnavailable:
-                return  # a long read (an export, a backup) holds the checkpoint off: looked at again next time
-        if not self.due():
-            return
-        with self._lock:  # one rewrite at a time: an erasure's, or this one
+        # One at a time with an erasure's rewrite and with exports (each holds its lock): a checkpoint waits for
+        # the snapshot they hold open, with the writer paused, and gives up only after about 5 s.
+        with self._lock:
+            if space.log >= self.checkpoint_log:
+                try:
+                    # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the
+                    # free part misses what the log's commits are about to free (a store just filled holds many).
+                    # In the writer thread, between transactions, as a checkpoint in a commit would run. Only for
+                    # a log this large: a checkpoint after every burst of single writes would cost them and free
+                    # little.
+                    self._paused(self._graph.checkpoint)
+                except StorageUnavailable:
+                    return  # a long read holds the checkpoint off: looked at again next time
             if not self.due():
-                return  # an erasure's rewrite has just done it
+                return  # an erasure's rewrite has just done it, or too little is free
             space = self._graph.file_space()
             if not self._room_for(space):
                 return
