@@ -9,13 +9,15 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from storage import CachedEmbedder, Engine, NotFound, WriteItem
+from storage import CachedEmbedder, Engine, EntityIn, NotFound, RelationIn, WriteItem
+from storage.engine import backup as snapshots
 from tests.conftest import files_containing
 from tests.storage.test_resource_faults import _tmpfs
 
@@ -325,3 +327,62 @@ def test_recalls_and_writes_go_on_while_a_slow_export_runs_beside_a_compaction(
         assert eng.compactor.rewrites == 1  # done once the export ended
         assert eng.read(served[1]).memory.content == "written while the export runs"
         assert eng.verify().ok
+
+
+def test_a_rewrite_keeps_every_record_exactly(data_dir: Path, embedder: CachedEmbedder) -> None:
+    """What the compactor rewrites, record by record, as an export sees it: odd text, both time axes, entities
+    with aliases, relations, metadata, versions, a retirement, made before the rewrite and beside it."""
+    odd = "quotes ' \" `, a backslash \\, a tab\t, newlines\n\n, emoji 🧠, RTL שלום, NUL-free " + "x" * 3000
+
+    def varied(tag: str) -> list[WriteItem]:
+        return [
+            WriteItem(
+                f"{tag} {odd}",
+                ["user:a", "project:odd"],
+                kind="event",
+                event_time=datetime(1901, 2, 3, 4, 5, 6, 789000, tzinfo=UTC),
+                valid_from=datetime(1900, 1, 1, tzinfo=UTC),
+                valid_to=datetime(2999, 12, 31, 23, 59, 59, tzinfo=UTC),
+                entities=[EntityIn(f"Zé Ñandú {tag}", "person", (f"ZN-{tag}", f"Ñ {tag}"))],
+                relations=[RelationIn(f"Zé Ñandú {tag}", "works_at", "Acme Ltda")],
+                metadata={"nested": {"list": [1, 2.5, None, "três"]}, "empty": "", "tag": tag},
+                source="file:///tmp/odd name.txt",
+            ),
+            WriteItem(f"{tag} plain fact", ["user:a"], kind="fact"),
+        ]
+
+    def dump(eng: Engine, *, locked: bool = False) -> list[str]:
+        out = io.StringIO()
+        if locked:  # inside the rewrite, which holds the lock exports take
+            snapshots.export(eng, out, vectors=True)
+        else:
+            eng.export(out, vectors=True)
+        return sorted(line for line in out.getvalue().splitlines() if '"type": "header"' not in line)
+
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        _fill_with_free_pages(eng)
+        first = eng.write_many(varied("before"))
+        eng.amend(first[1].id, "before plain fact, amended")
+        eng.retire(first[0].id, reason="retired before")
+
+        def beside() -> None:
+            second = eng.write_many(varied("beside"))
+            eng.amend(second[1].id, "beside plain fact, amended")
+            eng.retire(second[0].id, reason="retired beside")
+
+        _during_build(eng, beside)
+        expected: list[list[str]] = []
+        graph: Any = eng.graph
+        finish = graph._rewrite_finish
+
+        def dumped_before_switch(job: Any) -> None:
+            expected.append(dump(eng, locked=True))  # writes paused: the old file holds everything
+            finish(job)
+
+        graph._rewrite_finish = dumped_before_switch
+        _compact(eng)
+        assert eng.compactor.rewrites == 1
+        assert any("retired beside" in line for line in expected[0])
+        assert dump(eng) == expected[0]
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        assert dump(eng) == expected[0]
