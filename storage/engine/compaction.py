@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from storage.domain.errors import StorageUnavailable
-from storage.ports.canonical import CanonicalStore
+from storage.ports.canonical import CanonicalStore, FileSpace
 
 log = logging.getLogger("mnemograph.compaction")
 
@@ -29,6 +29,10 @@ MIN_FREE_BYTES = 32 << 20
 MIN_FREE_SHARE = 1 / 3
 # Checkpoint first when the log holds at least this much (Kùzu checkpoints on its own at 16 MiB).
 CHECKPOINT_LOG_BYTES = 1 << 20
+# Start only with this many times the file's used bytes free on its file system, and this much more: the export
+# and the new file are written beside the old one (``rebuild`` asks 3× the export once it has it), and an export
+# that fills the disk would refuse the writes that arrive meanwhile and leave the store failed until a restart.
+ROOM_FACTOR, ROOM_MARGIN = 3, 8 << 20
 Paused = Callable[[Callable[[], None]], None]
 
 
@@ -43,8 +47,10 @@ class Compactor:
         *,
         min_free: int = MIN_FREE_BYTES,
         min_share: float = MIN_FREE_SHARE,
+        disk_free: Callable[[], int] | None = None,
     ) -> None:
         self._graph, self._paused, self._lock = graph, paused, lock
+        self._disk_free = disk_free  # bytes free on the file system that holds the store
         self.min_free, self.min_share = min_free, min_share
         self.checkpoint_log = CHECKPOINT_LOG_BYTES
         self._cond = threading.Condition()
@@ -53,6 +59,7 @@ class Compactor:
         self._thread: threading.Thread | None = None
         self.rewrites = 0  # how many rewrites this process ran (tests, benchmarks)
         self._retry_above = 0  # after a failed rewrite: the free bytes to wait for before the next try
+        self.no_room = False  # the last look found the file worth a rewrite but too little disk for it
 
     def request(self) -> None:
         """Look at the free space soon (returns at once; called in the projector thread)."""
@@ -105,6 +112,27 @@ class Compactor:
                 self._done = asked
                 self._cond.notify_all()
 
+    def _room_for(self, space: FileSpace) -> bool:
+        if self._disk_free is None:
+            return True
+        need = ROOM_FACTOR * (space.total - space.free) + ROOM_MARGIN
+        have = self._disk_free()
+        if have >= need:
+            self.no_room = False
+            return True
+        if not self.no_room:  # once, not at every maintenance
+            log.warning(
+                "the canonical store's file is %.1f MB, %.1f MB of it unused, but rewriting it to give those "
+                "back needs %.1f MB free on its disk and %.1f MB are: free disk space; it is tried again after "
+                "each maintenance",
+                space.total / 1e6,
+                space.free / 1e6,
+                need / 1e6,
+                have / 1e6,
+            )
+        self.no_room = True
+        return False
+
     def _free_now(self) -> int:
         try:
             return self._graph.file_space().free
@@ -115,21 +143,25 @@ class Compactor:
         space = self._graph.file_space()
         if space.total == 0:
             return  # kept elsewhere (a FalkorDB server, whose checkpoint rewrites its log: not ours to run)
-        if space.log >= self.checkpoint_log:
-            try:
-                # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the free
-                # part misses what the log's commits are about to free (a store just filled holds many). In the
-                # writer thread, between transactions, as a checkpoint in a commit would run. Only for a log this
-                # large: a checkpoint after every burst of single writes would cost them and free little.
-                self._paused(self._graph.checkpoint)
-            except StorageUnavailable:
-                return  # a long read (an export, a backup) holds the checkpoint off: looked at again next time
-        if not self.due():
-            return
-        with self._lock:  # one rewrite at a time: an erasure's, or this one
+        # One at a time with an erasure's rewrite and with exports (each holds its lock): a checkpoint waits for
+        # the snapshot they hold open, with the writer paused, and gives up only after about 5 s.
+        with self._lock:
+            if space.log >= self.checkpoint_log:
+                try:
+                    # Pages are freed when a checkpoint writes grown column chunks anew: counted before it, the
+                    # free part misses what the log's commits are about to free (a store just filled holds many).
+                    # In the writer thread, between transactions, as a checkpoint in a commit would run. Only for
+                    # a log this large: a checkpoint after every burst of single writes would cost them and free
+                    # little.
+                    self._paused(self._graph.checkpoint)
+                except StorageUnavailable:
+                    return  # a long read holds the checkpoint off: looked at again next time
             if not self.due():
-                return  # an erasure's rewrite has just done it
-            total = self._graph.file_space().total
+                return  # an erasure's rewrite has just done it, or too little is free
+            space = self._graph.file_space()
+            if not self._room_for(space):
+                return
+            total = space.total
             started = time.perf_counter()
             self._graph.rebuild(self._paused)
             after = self._graph.file_space().total

@@ -120,12 +120,22 @@ class _Consistency(_Versions):
     def export(
         self, out: IO[str], *, scope: str | None = None, vectors: bool = False
     ) -> snapshots.ExportSummary:
-        """Write every memory (or those of ``scope`` and the scopes under it) as JSON Lines; see storage.engine.backup."""
-        return snapshots.export(self, out, scope=scope, vectors=vectors)
+        """Write every memory (or those of ``scope`` and the scopes under it) as JSON Lines; see storage.engine.backup.
+
+        One rewrite of the files at a time with exports: an export holds its snapshot (and the store's read lock)
+        for as long as its reader takes, and a rewrite's switch, with the writer paused, would wait for all of it
+        (every write behind it, every recall behind the switch). The rewrite waits for the export instead."""
+        with self._erasure_lock:
+            return snapshots.export(self, out, scope=scope, vectors=vectors)
 
     def backup(self, dest: Path | str) -> snapshots.SnapshotSummary:
-        """Copy the stores into ``dest`` as they are at one change sequence (writes pause meanwhile)."""
-        return snapshots.snapshot(self, dest)
+        """Copy the stores into ``dest`` as they are at one change sequence (writes pause meanwhile).
+
+        After a rewrite of the files under way (an erasure's, or the compactor's after a maintenance): its
+        snapshot stays open while it exports, and the checkpoint the copy starts with would wait for it and give
+        up after a few seconds; the copy would also take the half-built new file along."""
+        with self._erasure_lock:
+            return snapshots.snapshot(self, dest)
 
     def merge_export(
         self, source: IO[str], *, progress: Callable[[str, int, int], None] | None = None

@@ -313,7 +313,8 @@ class _Conversations(_Erasure):
     ) -> snapshots.ExportSummary:
         """As ``Consistency.export``, without the digests: they are derived, and an imported copy would no longer
         be erased with its messages. The messages carry their conversation, so the import digests them again."""
-        return snapshots.export(self, out, scope=scope, vectors=vectors, leave_out=set(self._digest_ids))
+        with self._erasure_lock:  # no rewrite's switch meanwhile (``Consistency.export``)
+            return snapshots.export(self, out, scope=scope, vectors=vectors, leave_out=set(self._digest_ids))
 
     def _rejoin_conversations(self, imported: Sequence[Memory]) -> None:
         """After an import: imported messages rejoin their conversations (by the conversation id and scopes in

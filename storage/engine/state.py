@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -110,7 +111,12 @@ class _State:
         # that rewrite's journal as a delete (its bytes would stay), so it runs its own rewrite after.
         self._erasure_lock = threading.Lock()
         # Rewrites the canonical store when its file is mostly free pages, after a maintenance (compaction.py).
-        self.compactor = Compactor(self.graph, self.reconciler.on_writer, self._erasure_lock)
+        self.compactor = Compactor(
+            self.graph,
+            self.reconciler.on_writer,
+            self._erasure_lock,
+            disk_free=lambda: shutil.disk_usage(self.data_dir).free,
+        )
         self.reconciler.after_maintain = self.compactor.request
         self._owed_lock = threading.Lock()
         self._owed = 0  # erasures in flight that have not had their own rewrite yet (storage.engine.erasure)
