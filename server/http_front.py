@@ -25,7 +25,7 @@ the client checks before retrying. So does a client whose owner does not answer 
 seconds (hung). A JSON answer of known size is read whole before it is sent on, so an owner dying in the middle
 of it gets the client that error too; in the middle of any other body, the client's connection is aborted: a cut
 body is never ended as if it were whole. ``GET /mcp`` is 405: the owner sends no server-initiated messages, so an event stream
-would only hold a connection slot.
+would only hold a connection slot (``HEAD /mcp`` gets the same answer).
 """
 
 from __future__ import annotations
@@ -155,9 +155,10 @@ class HttpFront:
                 scope, receive, send
             )
             return
-        if scope["method"] == "GET" and scope["path"] == MCP_PATH and self._authenticated(scope):
+        if scope["method"] in ("GET", "HEAD") and scope["path"] == MCP_PATH and self._authenticated(scope):
             # The owner sends no server-initiated messages (stateless sessions), so a GET stream would stay
             # empty and hold a connection slot for as long as the client keeps it; the spec's answer is 405.
+            # HEAD gets GET's answer without its body (the owner's own 405 would name GET and DELETE as allowed).
             await _no_event_stream()(scope, receive, send)
             return
         body = b""

@@ -100,6 +100,21 @@ async def test_get_on_mcp_is_405_and_sdk_clients_still_work(store: Store) -> Non
             assert written["status"] == "added"
 
 
+async def test_head_on_mcp_is_405_like_get_and_names_only_post(store: Store) -> None:
+    # HEAD is GET without the body (RFC 9110), so it gets GET's answer: before, it went on to the owner, whose
+    # 405 said `Allow: GET, POST, DELETE`, naming two methods that are themselves refused.
+    async with http_server(store) as server, httpx2.AsyncClient(timeout=PATIENCE) as http:
+        head = await http.head(server.url, headers={"Accept": "text/event-stream"})
+        get = await http.get(server.url, headers={"Accept": "text/event-stream"})
+        assert (head.status_code, get.status_code) == (405, 405)
+        assert head.headers["allow"] == get.headers["allow"] == "POST"
+        assert head.headers["content-length"] == get.headers["content-length"]
+        assert head.content == b""
+        # The connection that had the HEAD answer serves calls as before.
+        answer = await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
+        assert answer.json()["id"] == 41
+
+
 @contextmanager
 def _half_answering_owner(store: Store, *, chunked: bool) -> Iterator[None]:
     store.paths.ensure()
