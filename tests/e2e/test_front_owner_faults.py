@@ -13,12 +13,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
 
 from server._protocol import HEALTH_PATH, LEASE_PATH, MCP_PATH
-from tests.e2e.conftest import HEADERS, INITIALIZE, Store, call, http_server
+from tests.e2e.conftest import HEADERS, INITIALIZE, MNEMOGRAPH, Store, call, http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -56,6 +57,45 @@ async def test_a_hung_owner_gives_the_http_client_outcome_unknown_within_the_own
         async with Client(server.url) as client:
             scopes = await call(client, "list_scopes", {})
         assert {"id": "user:h", "parent": None, "memories": 1} in scopes["scopes"]
+
+
+async def test_the_way_out_the_504_names_works_status_shows_the_hung_owner_and_stop_says_how_to_end_it(
+    store: Store,
+) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Kept across the hang.", "scopes": ["user:h"]})
+    async with http_server(store, env={"MNEMOGRAPH_OWNER_TIMEOUT": "2"}) as server:
+        pid = store.owner_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            async with httpx2.AsyncClient(timeout=PATIENCE) as http:
+                response = await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
+            assert response.status_code == 504
+            assert "see `mnemograph status` and restart it with `mnemograph stop`" in response.text
+            # Before: `status` said "no Mnemograph server is running" and `stop` "no server is running", so the
+            # client's way out led nowhere while the hung owner kept the store and the front kept waiting on it.
+            status, out, _ = await _cli(store, "status", "--data-dir", str(store.data_dir))
+            assert status == 0
+            assert f"pid {pid}" in out
+            assert "did not answer" in out
+            status, _, err = await _cli(store, "stop", "--data-dir", str(store.data_dir), "--timeout", "1")
+            assert status == 1
+            assert f"end it with `kill -9 {pid}`" in err
+            os.kill(pid, signal.SIGKILL)  # as told
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        # The front starts a new owner for the next call, and the memory is there.
+        async with Client(server.url) as client:
+            scopes = await call(client, "list_scopes", {})
+        assert {"id": "user:h", "parent": None, "memories": 1} in scopes["scopes"]
+        assert store.owner_pid() != pid
+
+
+async def _cli(store: Store, *args: str) -> tuple[int, str, str]:
+    done = await anyio.run_process([MNEMOGRAPH, *args], env={**os.environ, **store.env()}, check=False)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 async def test_an_owner_dying_in_the_middle_of_a_json_answer_gets_the_client_outcome_unknown(
