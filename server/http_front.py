@@ -125,7 +125,10 @@ class HttpFront:
             # The owner answers a call once the tool is done (one JSON body), so the read timeout bounds a whole
             # call: longer than any legitimate one (settings.owner_timeout), so it only frees clients of a hung
             # owner. The lease, which carries no bytes, waits without one (``_keep_lease``).
-            timeout=httpx2.Timeout(connect=10.0, read=settings.owner_timeout, write=60.0, pool=60.0),
+            # A hung owner also stops taking a large request's bytes: writing waits as long, for the same 504.
+            timeout=httpx2.Timeout(
+                connect=10.0, read=settings.owner_timeout, write=settings.owner_timeout, pool=60.0
+            ),
             # Idle connections are dropped before the owner's own keep-alive timeout (``server.owner``) closes
             # them, so a request is never sent on a connection the owner is closing at the same moment.
             limits=httpx2.Limits(keepalive_expiry=OWNER_KEEP_ALIVE / 2),
@@ -192,7 +195,7 @@ class HttpFront:
         except httpx2.ConnectError:
             await _rpc_error(502, body, _LOST)(scope, receive, send)
             return
-        except httpx2.ReadTimeout:
+        except (httpx2.ReadTimeout, httpx2.WriteTimeout):
             log.warning(
                 "the owner did not answer %s %s within %gs", scope["method"], scope["path"], self._wait
             )

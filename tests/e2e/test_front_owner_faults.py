@@ -93,6 +93,31 @@ async def test_the_way_out_the_504_names_works_status_shows_the_hung_owner_and_s
         assert store.owner_pid() != pid
 
 
+async def test_a_hung_owner_that_takes_no_more_bytes_gets_a_large_request_a_504_too(store: Store) -> None:
+    # A request larger than the owner socket's buffer cannot even be written to a hung owner. That is the same
+    # hang, so the client gets the same 504 after the same timeout; before, the front gave up after its fixed
+    # 60 s write timeout with a 502 saying the owner had stopped and a new one was starting (neither was true).
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Written before the hang.", "scopes": ["user:h"]})
+    padded = json.dumps(
+        {**LIST_SCOPES, "params": {**LIST_SCOPES["params"], "_meta": {"pad": " " * (3 << 20)}}}
+    )
+    async with http_server(store, env={"MNEMOGRAPH_OWNER_TIMEOUT": "2"}) as server:
+        pid = store.owner_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            async with httpx2.AsyncClient(timeout=PATIENCE * 2) as http:
+                response = await http.post(server.url, content=padded, headers=HEADERS)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert response.status_code == 504
+        error = response.json()
+        assert error["id"] == 41
+        assert "did not answer this request within 2s" in error["error"]["message"]
+        assert "outcome is unknown" in error["error"]["message"]
+
+
 async def _cli(store: Store, *args: str) -> tuple[int, str, str]:
     done = await anyio.run_process([MNEMOGRAPH, *args], env={**os.environ, **store.env()}, check=False)
     return done.returncode, done.stdout.decode(), done.stderr.decode()
