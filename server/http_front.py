@@ -231,7 +231,9 @@ class HttpFront:
             await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
             return
         headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
-        headers.append((b"content-length", str(len(answer)).encode()))
+        # A HEAD answer has no body but the length GET's would have (RFC 9110), which the owner gave.
+        length = response.headers["content-length"] if scope["method"] == "HEAD" else str(len(answer))
+        headers.append((b"content-length", length.encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": answer, "more_body": False})
 

@@ -178,6 +178,14 @@ async def test_head_on_mcp_is_405_like_get_and_names_only_post(store: Store) -> 
         # The connection that had the HEAD answer serves calls as before.
         answer = await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
         assert answer.json()["id"] == 41
+        # A HEAD the owner answers says what GET would send (a monitor checking /healthz by HEAD); the front
+        # read its (empty) body whole and said Content-Length: 0.
+        head, get = (
+            await http.head(f"{server.base}{HEALTH_PATH}"),
+            await http.get(f"{server.base}{HEALTH_PATH}"),
+        )
+        assert head.status_code == get.status_code == 200
+        assert head.headers["content-length"] == str(len(get.content)) != "0"
 
 
 @contextmanager
