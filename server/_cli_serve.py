@@ -186,7 +186,7 @@ def status(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
 
 def stop(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     """Stop the owner, and first the HTTP fronts holding it up: a front would start a new owner at once."""
-    from server._status import describe_front, running_owners, stop_owner, stop_process
+    from server._status import NOT_ANSWERING, describe_front, running_owners, stop_owner, stop_process
 
     owners = running_owners(settings.runtime_dir)
     if not args.all:
@@ -229,6 +229,16 @@ def stop(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> i
                     "call; quit those clients to stop for good",
                     file=sys.stderr,
                 )
+        elif owner.problem == NOT_ANSWERING:
+            # Hung: it may never act on SIGTERM (a stopped process, a blocked event loop). Acknowledged writes are
+            # durable (docs/reliability.md), so ending it is safe; the next call starts a new owner.
+            print(
+                f"mnemograph stop: the server of {owner.data_dir} (pid {owner.pid}) does not answer and did not "
+                f"exit within {args.timeout:g}s of SIGTERM; end it with `kill -9 {owner.pid}` (acknowledged "
+                f"writes are kept, and the next call starts a new server); see {owner.log_file}",
+                file=sys.stderr,
+            )
+            code = 1
         else:
             print(
                 f"mnemograph stop: the server of {owner.data_dir} (pid {owner.pid}) is still finishing after "

@@ -12,6 +12,7 @@ Standard library only.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import http.client
 import json
 import os
@@ -54,7 +55,11 @@ def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
         paths = RuntimePaths(Path(info["data_dir"]), info_file.parent)
         health = _health(paths)
         if health is None:
-            continue  # stopping, or a stale file from a killed owner
+            if not _holds_store(paths):
+                continue  # a stale file from a killed owner, or one that has released the store
+            # Alive, holding the store, and silent: hung (or in the last moments of a stop). It is listed, so
+            # that `status` shows it and `stop` can end it (an HTTP client told "outcome unknown" is sent here).
+            health = {"engine": "not answering", "problem": NOT_ANSWERING}
         out.append(
             OwnerStatus(
                 pid=pid,
@@ -143,6 +148,26 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds // 60}m"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+NOT_ANSWERING = "its socket did not answer within 5s (hung, or in the middle of stopping)"
+
+
+def _holds_store(paths: RuntimePaths) -> bool:
+    """Whether some process holds the owner lock of ``paths`` (an owner holds it for its whole life)."""
+    try:
+        fd = os.open(paths.owner_lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False
 
 
 def _exists(pid: int) -> bool:

@@ -25,7 +25,7 @@ the client checks before retrying. So does a client whose owner does not answer 
 seconds (hung). A JSON answer of known size is read whole before it is sent on, so an owner dying in the middle
 of it gets the client that error too; in the middle of any other body, the client's connection is aborted: a cut
 body is never ended as if it were whole. ``GET /mcp`` is 405: the owner sends no server-initiated messages, so an event stream
-would only hold a connection slot.
+would only hold a connection slot (``HEAD /mcp`` gets the same answer).
 """
 
 from __future__ import annotations
@@ -125,7 +125,10 @@ class HttpFront:
             # The owner answers a call once the tool is done (one JSON body), so the read timeout bounds a whole
             # call: longer than any legitimate one (settings.owner_timeout), so it only frees clients of a hung
             # owner. The lease, which carries no bytes, waits without one (``_keep_lease``).
-            timeout=httpx2.Timeout(connect=10.0, read=settings.owner_timeout, write=60.0, pool=60.0),
+            # A hung owner also stops taking a large request's bytes: writing waits as long, for the same 504.
+            timeout=httpx2.Timeout(
+                connect=10.0, read=settings.owner_timeout, write=settings.owner_timeout, pool=60.0
+            ),
             # Idle connections are dropped before the owner's own keep-alive timeout (``server.owner``) closes
             # them, so a request is never sent on a connection the owner is closing at the same moment.
             limits=httpx2.Limits(keepalive_expiry=OWNER_KEEP_ALIVE / 2),
@@ -155,9 +158,10 @@ class HttpFront:
                 scope, receive, send
             )
             return
-        if scope["method"] == "GET" and scope["path"] == MCP_PATH and self._authenticated(scope):
+        if scope["method"] in ("GET", "HEAD") and scope["path"] == MCP_PATH and self._authenticated(scope):
             # The owner sends no server-initiated messages (stateless sessions), so a GET stream would stay
             # empty and hold a connection slot for as long as the client keeps it; the spec's answer is 405.
+            # HEAD gets GET's answer without its body (the owner's own 405 would name GET and DELETE as allowed).
             await _no_event_stream()(scope, receive, send)
             return
         body = b""
@@ -191,7 +195,7 @@ class HttpFront:
         except httpx2.ConnectError:
             await _rpc_error(502, body, _LOST)(scope, receive, send)
             return
-        except httpx2.ReadTimeout:
+        except (httpx2.ReadTimeout, httpx2.WriteTimeout):
             log.warning(
                 "the owner did not answer %s %s within %gs", scope["method"], scope["path"], self._wait
             )
@@ -227,7 +231,9 @@ class HttpFront:
             await _rpc_error(502, body, _CUT if body else _LOST)(scope, receive, send)
             return
         headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _NOT_RELAYED]
-        headers.append((b"content-length", str(len(answer)).encode()))
+        # A HEAD answer has no body but the length GET's would have (RFC 9110), which the owner gave.
+        length = response.headers["content-length"] if scope["method"] == "HEAD" else str(len(answer))
+        headers.append((b"content-length", length.encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": answer, "more_body": False})
 

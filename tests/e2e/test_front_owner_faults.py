@@ -13,12 +13,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
 
 from server._protocol import HEALTH_PATH, LEASE_PATH, MCP_PATH
-from tests.e2e.conftest import HEADERS, INITIALIZE, Store, call, http_server
+from tests.e2e.conftest import HEADERS, INITIALIZE, MNEMOGRAPH, Store, call, http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -56,6 +57,73 @@ async def test_a_hung_owner_gives_the_http_client_outcome_unknown_within_the_own
         async with Client(server.url) as client:
             scopes = await call(client, "list_scopes", {})
         assert {"id": "user:h", "parent": None, "memories": 1} in scopes["scopes"]
+
+
+async def test_the_way_out_the_504_names_works_status_shows_the_hung_owner_and_stop_says_how_to_end_it(
+    store: Store,
+) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Kept across the hang.", "scopes": ["user:h"]})
+    async with http_server(store, env={"MNEMOGRAPH_OWNER_TIMEOUT": "2"}) as server:
+        pid = store.owner_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            async with httpx2.AsyncClient(timeout=PATIENCE) as http:
+                response = await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
+            assert response.status_code == 504
+            assert "see `mnemograph status` and restart it with `mnemograph stop`" in response.text
+            # Before: `status` said "no Mnemograph server is running" and `stop` "no server is running", so the
+            # client's way out led nowhere while the hung owner kept the store and the front kept waiting on it.
+            status, out, _ = await _cli(store, "status", "--data-dir", str(store.data_dir))
+            assert status == 0
+            assert f"pid {pid}" in out
+            assert "did not answer" in out
+            status, _, err = await _cli(store, "stop", "--data-dir", str(store.data_dir), "--timeout", "1")
+            assert status == 1
+            assert f"end it with `kill -9 {pid}`" in err
+            os.kill(pid, signal.SIGKILL)  # as told
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        # A new owner serves the store, and the memory is there: its first call waits for the store and the model
+        # (longer than the 2 s under test), so it is made over stdio, then the front's.
+        async with Client(store.stdio(), mode="legacy") as client:
+            await call(client, "list_scopes", {})
+        async with Client(server.url) as client:
+            scopes = await call(client, "list_scopes", {})
+        assert {"id": "user:h", "parent": None, "memories": 1} in scopes["scopes"]
+        assert store.owner_pid() != pid
+
+
+async def test_a_hung_owner_that_takes_no_more_bytes_gets_a_large_request_a_504_too(store: Store) -> None:
+    # A request larger than the owner socket's buffer cannot even be written to a hung owner. That is the same
+    # hang, so the client gets the same 504 after the same timeout; before, the front gave up after its fixed
+    # 60 s write timeout with a 502 saying the owner had stopped and a new one was starting (neither was true).
+    async with Client(store.stdio(), mode="legacy") as client:
+        await call(client, "memory_write", {"content": "Written before the hang.", "scopes": ["user:h"]})
+    padded = json.dumps(
+        {**LIST_SCOPES, "params": {**LIST_SCOPES["params"], "_meta": {"pad": " " * (3 << 20)}}}
+    )
+    async with http_server(store, env={"MNEMOGRAPH_OWNER_TIMEOUT": "2"}) as server:
+        pid = store.owner_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            async with httpx2.AsyncClient(timeout=PATIENCE * 2) as http:
+                response = await http.post(server.url, content=padded, headers=HEADERS)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert response.status_code == 504
+        error = response.json()
+        assert error["id"] == 41
+        assert "did not answer this request within 2s" in error["error"]["message"]
+        assert "outcome is unknown" in error["error"]["message"]
+
+
+async def _cli(store: Store, *args: str) -> tuple[int, str, str]:
+    done = await anyio.run_process([MNEMOGRAPH, *args], env={**os.environ, **store.env()}, check=False)
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
 
 
 async def test_an_owner_dying_in_the_middle_of_a_json_answer_gets_the_client_outcome_unknown(
@@ -98,6 +166,29 @@ async def test_get_on_mcp_is_405_and_sdk_clients_still_work(store: Store) -> Non
                 client, "memory_write", {"content": "GET-less sessions work.", "scopes": ["user:g"]}
             )
             assert written["status"] == "added"
+
+
+async def test_head_on_mcp_is_405_like_get_and_names_only_post(store: Store) -> None:
+    # HEAD is GET without the body (RFC 9110), so it gets GET's answer: before, it went on to the owner, whose
+    # 405 said `Allow: GET, POST, DELETE`, naming two methods that are themselves refused.
+    async with http_server(store) as server, httpx2.AsyncClient(timeout=PATIENCE) as http:
+        head = await http.head(server.url, headers={"Accept": "text/event-stream"})
+        get = await http.get(server.url, headers={"Accept": "text/event-stream"})
+        assert (head.status_code, get.status_code) == (405, 405)
+        assert head.headers["allow"] == get.headers["allow"] == "POST"
+        assert head.headers["content-length"] == get.headers["content-length"]
+        assert head.content == b""
+        # The connection that had the HEAD answer serves calls as before.
+        answer = await http.post(server.url, json=LIST_SCOPES, headers=HEADERS)
+        assert answer.json()["id"] == 41
+        # A HEAD the owner answers says what GET would send (a monitor checking /healthz by HEAD); the front
+        # read its (empty) body whole and said Content-Length: 0.
+        head, get = (
+            await http.head(f"{server.base}{HEALTH_PATH}"),
+            await http.get(f"{server.base}{HEALTH_PATH}"),
+        )
+        assert head.status_code == get.status_code == 200
+        assert head.headers["content-length"] == str(len(get.content)) != "0"
 
 
 @contextmanager
