@@ -90,3 +90,29 @@ async def test_validity_is_never_inverted_whatever_dates_the_content_gives(clien
     await ok(client, "memory_write", {"content": "Bob works at Umbrella.", "scopes": ["user:ana"]})
     record = await ok(client, "memory_read", {"id": plan["id"]})
     assert _inverted(record) == [], record
+
+
+async def test_reading_a_long_version_chain_shows_the_versions_nearest_and_says_how_many_are_left_out(
+    client: Client,
+) -> None:
+    """attack13b: memory_read returned a chain of any length whole (30 amends of long text: a 4.5 MB answer, tens
+    of MB of server memory per read). Now at most 20 versions, the nearest the memory asked for, and the counts."""
+    ids = [
+        (await ok(client, "memory_write", {"content": "Version 0 of the plan.", "scopes": ["user:chain"]}))[
+            "id"
+        ]
+    ]
+    for n in range(1, 26):
+        ids.append((await ok(client, "amend", {"id": ids[-1], "content": f"Version {n} of the plan."}))["id"])
+    newest = await ok(client, "memory_read", {"id": ids[-1]})
+    assert [short_id(v["id"]) for v in newest["versions"]] == ids[-20:]
+    assert newest["versions_left_out"] == {"older": 6, "newer": 0}
+    # Reading the oldest shown pages back: the window centres on it.
+    back = await ok(client, "memory_read", {"id": ids[6]})
+    assert [short_id(v["id"]) for v in back["versions"]] == ids[0:20]
+    assert back["versions_left_out"] == {"older": 0, "newer": 6}
+    middle = await ok(client, "memory_read", {"id": ids[13]})
+    assert [short_id(v["id"]) for v in middle["versions"]] == ids[3:23]
+    assert middle["versions_left_out"] == {"older": 3, "newer": 3}
+    short = await ok(client, "memory_read", {"id": ids[0]})
+    assert short["versions_left_out"] == {"older": 0, "newer": 6}
