@@ -1,9 +1,10 @@
 """Given names and their familiar forms ("Bob" for Robert, "Liz" for Elizabeth, "Kate" for Katherine): the
 **nickname** tier of entity resolution (``storage.language.resolve``).
 
-Each group is one formal name with its common spellings and short forms, English-speaking usage. A pair of
-words in one group is a nickname pair; a word may sit in several groups ("Alex": Alexander and Alexandra;
-"Chris": Christopher and Christine). The tier only ever *proposes* a SAME_AS pair, and only for names of two or
+Each group is one formal name (its first word) with its common spellings and short forms, English-speaking
+usage. A formal name and one of its forms are a nickname pair; two short forms of one name are not ("Bill" and
+"Liam" are two names); a word may sit in several groups ("Alex": Alexander and Alexandra; "Chris": Christopher
+and Christine). The tier only ever *proposes* a SAME_AS pair, and only for names of two or
 three words whose other words are equal ("Bob Fischer" beside "Robert Fischer"): a lone "Bob" picks out no one,
 and two people may well be Robert and Bob.
 """
@@ -90,25 +91,25 @@ zachary zach zack
 
 
 @cache
-def _tables() -> tuple[dict[str, frozenset[int]], dict[str, frozenset[str]]]:
-    """Each word's groups, and each word's other forms."""
-    groups: dict[str, set[int]] = {}
-    for n, line in enumerate(line for line in _GROUPS.split("\n") if line.strip()):
-        for word in line.split():
-            groups.setdefault(word, set()).add(n)
-    others = {
-        w: frozenset(v for v, h in groups.items() if v != w and not h.isdisjoint(g))
-        for w, g in groups.items()
-    }
-    return {w: frozenset(g) for w, g in groups.items()}, others
+def _forms() -> dict[str, frozenset[str]]:
+    """Each word's other forms: a formal name's familiar forms and spellings, and a familiar form's formal names.
+    Two familiar forms of one name are not each other's ("Bill" and "Liam" are both William's, and two names)."""
+    forms: dict[str, set[str]] = {}
+    for line in _GROUPS.split("\n"):
+        formal, *others = line.split() or [""]
+        for other in others:
+            if other != formal:
+                forms.setdefault(formal, set()).add(other)
+                forms.setdefault(other, set()).add(formal)
+    return {w: frozenset(f) for w, f in forms.items()}
 
 
 def familiar(a: str, b: str) -> bool:
-    """Whether the given names ``a`` and ``b`` (normalised, one word each) are one name's forms: "bob" and
-    "robert", "kate" and "katherine"; never a word and itself."""
-    return a != b and b in _tables()[1].get(a, frozenset())
+    """Whether the given names ``a`` and ``b`` (normalised, one word each) are a formal name and one of its
+    forms: "bob" and "robert", "kate" and "katherine"; never a word and itself, never two short forms."""
+    return a != b and b in _forms().get(a, frozenset())
 
 
 def forms(word: str) -> frozenset[str]:
-    """Every other form of ``word`` in the groups it belongs to (empty for a name not listed)."""
-    return _tables()[1].get(word, frozenset())
+    """The words ``familiar`` pairs with ``word`` (empty for a name not listed)."""
+    return _forms().get(word, frozenset())

@@ -130,16 +130,16 @@ def judge(new: str, known: str) -> Judgement | None:
         return None
     tiers: list[Tier] = []
     total = 0.0
-    # Differing words in a given name's place (any but the last): where a familiar form may stand.
-    given = {(x, y) for x, y in zip(a[:-1], b[:-1], strict=True) if x != y}
-    for x, y in differing:
+    # Where a familiar form may stand: a given name's place, any but the last.
+    last = len(a) - 1
+    for place, x, y in ((i, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y):
         d = edits(x, y)
         shortest = min(len(x), len(y))
         if any(ch.isdigit() for ch in x + y):
             return None  # codes and numbers ("OPS-3386", "Q3") differ by any character
         # A given name's familiar form beside equal other words ("Bob Fischer", "Robert Fischer"), when no
         # spelling tier holds: Bob may be Robert, or his son. Never the last word (a surname), never a lone word.
-        nickname = (x, y) in given and familiar(x, y)
+        nickname = place < last and familiar(x, y)
         if shortest < 6 and _skeleton(x) == _skeleton(y) and not nickname:
             # Short names that differ only in vowels are other names: Tom and Tim, Paul and Paula, Maria and
             # Mario, Luna and Lena, Kiran and Korean.

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from storage.domain.models import MAX_ENTITIES
+from storage.language.resolve import judge
 from tests.tools.conftest import fails, ok
 from tools._wire import short_id
 
@@ -117,9 +118,17 @@ async def test_a_familiar_form_of_a_given_name_is_proposed_never_merged(client: 
     assert await graph_hits(client, "Bob Fischer") == [rent["id"]]
     await ok(client, "entities", {"action": "accept", "id": pid})
     assert set(await graph_hits(client, "Bob Fischer")) == {landlord["id"], rent["id"]}
-    for text in ("Bob called about the boiler.", "Anna Robert met Anna Bob."):
+    # Two short forms of one name are two names (Bill and Liam are both William's): nothing proposed.
+    await write(client, "Bill Hart fixed my car.")
+    for text in ("Bob called about the boiler.", "Anna Robert met Anna Bob.", "Liam Hart sent the invoice."):
         quiet = await write(client, text)
         assert (quiet["resolved"], quiet["proposals"]) == ([], []), text
+
+
+def test_a_familiar_form_in_the_surname_place_is_never_a_nickname_however_long_the_name() -> None:
+    """attack13c: the same pair differing in a given name's place and in the last place passed as a nickname."""
+    assert judge("bill a b c d bill", "william a b c d william") is None
+    assert judge("bill a b c d hart", "william a b c d hart") is not None
 
 
 async def test_two_people_with_the_same_first_name_stay_two(client: Client) -> None:
