@@ -5,7 +5,6 @@ memory once, and a backup taken beside it opens."""
 from __future__ import annotations
 
 import io
-import shutil
 import threading
 import uuid
 from collections.abc import Callable
@@ -19,7 +18,6 @@ import pytest
 from storage import CachedEmbedder, Engine, EntityIn, NotFound, RelationIn, WriteItem
 from storage.engine import backup as snapshots
 from tests.conftest import files_containing
-from tests.storage.test_resource_faults import _tmpfs
 
 
 def _fill_with_free_pages(eng: Engine) -> list[str]:
@@ -204,78 +202,6 @@ def test_recalls_beside_maintenance_and_rewrite_find_every_memory_once(
         assert errors == []
         assert missed == []
         assert dupes == []
-
-
-def test_a_backup_taken_while_a_rewrite_exports_waits_for_it_and_opens_with_every_memory(
-    data_dir: Path, tmp_path: Path, embedder: CachedEmbedder
-) -> None:
-    """The rewrite's snapshot stays open while its export runs (seconds at 10,000 memories, more beyond): a
-    backup then must not fail on a checkpoint that waits for it ("a long read holds off its checkpoint", which
-    names nothing the user ran) but wait for the rewrite. Here the export is held long enough for Kùzu's
-    checkpoint to give up waiting (about 5 s) while a backup starts."""
-    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
-        ids = _fill_with_free_pages(eng)
-        extra = eng.write("written just before the backup", ["user:a"]).id
-        errors: list[BaseException] = []
-
-        def backup() -> None:
-            try:
-                eng.backup(tmp_path / "bk")
-            except BaseException as exc:
-                errors.append(exc)
-
-        backer = threading.Thread(target=backup)
-        graph: Any = eng.graph
-        build = graph._rewrite_build
-
-        def slow_export(job: Any) -> None:
-            graph._rewrite_build = build
-            backer.start()
-            backer.join(10)  # the export of a large store, its snapshot open meanwhile
-            build(job)
-
-        graph._rewrite_build = slow_export
-        _compact(eng)
-        backer.join(120)
-        assert errors == []
-        assert eng.compactor.rewrites == 1
-    with Engine.open(tmp_path / "bk", embedder=embedder, warm=False) as eng:
-        assert eng.verify().ok
-        for mid in [*ids, extra]:
-            assert eng.read(mid).memory.id == mid
-
-
-def test_a_nearly_full_disk_is_not_filled_by_a_compaction_under_a_users_write(
-    tmp_path: Path, embedder: CachedEmbedder
-) -> None:
-    """A compaction is housekeeping: with less free disk than its copy of the store needs, it must not start,
-    so a write that arrives meanwhile is not refused and the store is not left failed (every later write
-    refused until the owner restarts) by an export that filled the disk."""
-    with _tmpfs(tmp_path / "mnt", "64m") as mnt:
-        data = mnt / "data"
-        with Engine.open(data, embedder=embedder, warm=False) as eng:
-            _fill_with_free_pages(eng)
-            free = shutil.disk_usage(mnt).free
-            (mnt / "ballast").write_bytes(b"\0" * (free - 256 * 1024))  # room for writes, not a copy
-            during: list[str] = []
-            graph: Any = eng.graph
-            abort = graph._rewrite_abort
-
-            def write_while_the_export_filled_the_disk(job: Any) -> None:
-                try:
-                    during.append(eng.write("written while the compactor ran", ["user:a"]).id)
-                except Exception as exc:
-                    during.append(repr(exc))
-                abort(job)
-
-            graph._rewrite_abort = write_while_the_export_filled_the_disk
-            _compact(eng)
-            assert not eng.failed
-            assert all("(" not in d for d in during), during  # receipts' ids, no error
-            after = eng.write("written after the compactor looked", ["user:a"])
-            assert eng.read(after.id).memory.content == "written after the compactor looked"
-            assert not [p for p in (data / "graph").iterdir() if p.name.startswith(".export")]
-            assert eng.compactor.no_room  # and the log says how much disk the rewrite needs
 
 
 class _SlowReader(io.StringIO):
