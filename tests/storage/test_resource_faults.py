@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import CachedEmbedder, Engine, StorageUnavailable
+from storage import CachedEmbedder, Engine, StorageUnavailable, StoreFailed, WriteItem
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,3 +201,74 @@ def test_a_failed_projection_is_retried_without_waiting_for_another_write(
         hit = eng.recall("canary fern water", ["user:retry"], k=1, recipe="vector")[0]
         assert hit.memory.id == receipt.id
         assert eng.verify().ok
+
+
+def _fill(mnt: Path) -> Path:
+    """Fill the file system at ``mnt`` to its last byte with one file (returned, to be deleted)."""
+    filler = mnt / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        for size in (1 << 16, 1):
+            while True:
+                try:
+                    os.write(fd, b"\0" * size)
+                except OSError:
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_checkpoint_that_fails_on_a_full_disk_closes_the_store_and_loses_nothing(
+    small_fs: Path, embedder: CachedEmbedder
+) -> None:
+    data = small_fs / "data"
+    eng = Engine.open(data, embedder=embedder, warm=False)
+    try:
+        kept = [
+            eng.write(f"Logbook entry {n}: the ferry left at {n}:15.", ["user:log"]).id for n in range(200)
+        ]
+        eng.reconciler.wait_projected()
+        assert eng.graph.file_space().log > 0  # the entries are in Kùzu's log, not yet in its file
+        filler = _fill(small_fs)
+        with pytest.raises(StoreFailed) as info:
+            eng.reconciler.on_writer(eng.graph.checkpoint)
+        assert "checkpoint" in info.value.message
+        # Nothing more is read or acknowledged through a database whose pages ran ahead of its files.
+        assert eng.failed
+        with pytest.raises(StoreFailed):
+            eng.write("one more entry", ["user:log"])
+    finally:
+        eng.close()
+    filler.unlink()
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        report = eng.verify()
+        if not report.ok:
+            report = eng.reindex()
+        assert report.ok, report.drift
+        assert all(eng.read(mid).memory.content.startswith("Logbook entry") for mid in kept)
+        assert eng.write("Written after the disk was freed.", ["user:log"]).status == "added"
+
+
+def test_the_compactor_does_not_checkpoint_without_room_on_the_disk(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """A checkpoint that fails part way on a full disk can leave a store that does not open again (above): the
+    compactor, whose checkpoint is optional, runs one only with room for it."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        eng.write_many([WriteItem(f"memory {i} in Faro", ["user:a"]) for i in range(200)])
+        eng.reconciler.wait_projected()
+        eng.compactor.checkpoint_log = 1  # this small log counts as a large one
+        log_before = eng.graph.file_space().log
+        assert log_before > 0
+
+        eng.compactor._disk_free = lambda: log_before  # far less than the checkpoint could need
+        eng.reconciler.on_projector(eng.reconciler._maintain)
+        assert eng.compactor.wait_idle(60)
+        assert eng.graph.file_space().log >= log_before  # not checkpointed
+
+        eng.compactor._disk_free = lambda: 1 << 40
+        eng.reconciler.on_projector(eng.reconciler._maintain)
+        assert eng.compactor.wait_idle(60)
+        assert eng.graph.file_space().log < log_before  # checkpointed once there was room
+        assert not eng.failed

@@ -453,7 +453,16 @@ class GraphStore(_Exports, _Conversations):
                 self._writer.execute("CHECKPOINT")
             except RuntimeError as exc:
                 if not _checkpoint_timeout(exc):
-                    raise
+                    # A checkpoint that failed part way (a full disk) leaves Kùzu's pages in memory ahead of its
+                    # files: a commit after it, replayed at the next open over a half-folded file, duplicated
+                    # rows (the full-disk test). As after a failed commit, the database is closed to everything
+                    # until it is reopened, which replays the WAL the failed checkpoint left whole.
+                    self._failed = str(exc).split(". Error:")[0][:300]
+                    raise StoreFailed(
+                        f"the canonical store could not checkpoint: {self._failed}",
+                        hint="nothing acknowledged is lost; free disk space or make the data directory "
+                        "writable, then retry",
+                    ) from exc
                 raise StorageUnavailable(
                     "the canonical store is busy: a long read (an export or backup) holds off its checkpoint",
                     hint="nothing changed; retry once the export or backup has finished",
