@@ -51,6 +51,8 @@ Paused = Callable[[Callable[[], None]], None]
 # what a query pins; pages beyond it are evicted and read again from the file, as they would be under memory
 # pressure anyway.
 BUFFER_POOL_CAP = 4 << 30
+# An explicit CHECKPOINT starts only with this many times its log free on the disk, and the margin more.
+CHECKPOINT_ROOM_FACTOR, CHECKPOINT_ROOM_MARGIN = 4, 8 << 20
 PAGE_BYTES = 4096  # Kùzu's page size (``fsm_info`` counts pages)
 
 
@@ -448,6 +450,19 @@ class GraphStore(_Exports, _Conversations):
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (the files then hold every commit on their own)."""
         self._require_healthy()
+        path = self._dir / self._current_name()
+        wal = path.with_name(path.name + ".wal")
+        log_size = wal.stat().st_size if wal.exists() else 0
+        need = CHECKPOINT_ROOM_FACTOR * log_size + CHECKPOINT_ROOM_MARGIN
+        stat = os.statvfs(self._dir)
+        if stat.f_bavail * stat.f_frsize < need:
+            # A checkpoint that runs out of disk part way can leave files whose log, replayed at the next open,
+            # duplicates rows (the store does not open again): not started without room for it.
+            raise StorageUnavailable(
+                f"not enough free disk space to fold the canonical store's log into its file "
+                f"({need / 1e6:.0f} MB needed, {stat.f_bavail * stat.f_frsize / 1e6:.0f} MB free)",
+                hint="nothing changed; free disk space on the data directory's file system, then retry",
+            )
         with self._lock.shared():
             try:
                 self._writer.execute("CHECKPOINT")
