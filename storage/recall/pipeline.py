@@ -275,8 +275,8 @@ class _Pool:
     def take(self, n: int) -> list[_Candidate]:
         out: list[_Candidate] = []
         while len(out) < n and self._next < len(self._fused):
-            # Records are fetched one key at a time (a larger batch saves nothing), so fetch only as many as are
-            # still missing: the lanes already filter on scope and liveness, so nearly every one is admitted.
+            # Each record costs its own primary-key lookup (a larger batch saves nothing), so fetch only as many as
+            # are still missing: the lanes already filter on scope and liveness, so nearly every one is admitted.
             chunk = self._fused[self._next : self._next + n - len(out)]
             records = self._graph.fetch(self._conn, [m for m, _, _ in chunk], self._executor)
             for mid, score, lanes in chunk:

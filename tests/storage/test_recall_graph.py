@@ -188,3 +188,52 @@ def test_a_hubs_relations_kept_between_recalls_follow_every_commit_and_erasure(
     after = statements()
     assert not any("Rio de Janeiro" in p for p in after)
     assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in after
+
+
+def test_relations_kept_between_recalls_follow_every_change_a_user_makes(
+    trip: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every entity's newest relations are kept between recalls, not only a hub's: what the next recall follows
+    (and from which memory) reflects each write, link, unlink, amend, retire, purge and erasure made before it."""
+    query = "Which country is Hotel Aria in?"
+    rio = "Hotel Aria —located_in→ Lisbon —twinned_with→ Rio de Janeiro"
+
+    def paths(scopes: tuple[str, ...] = ("user:ana",)) -> dict[str, str]:
+        """path statement -> the content of the memory reached through it."""
+        hits = trip.recall(query, list(scopes), recipe=trip_recipe(), k=10)
+        return {p: h.memory.content for h in hits for p in h.paths}
+
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in paths()
+    store = next(lane for lane in trip._lanes if lane.name == "graph").graph  # type: ignore[attr-defined]
+    reads: list[str] = []
+    read = store.relations
+    monkeypatch.setattr(store, "relations", lambda conn, e, **kw: reads.append(e) or read(conn, e, **kw))
+    assert paths() == paths()
+    assert reads == []  # nothing committed since: both walks followed what was kept
+
+    twin = trip.write(
+        "Lisbon is twinned with Rio de Janeiro.",
+        ["user:bo"],
+        relations=[RelationIn("Lisbon", "twinned_with", "Rio de Janeiro")],
+    )
+    assert rio not in paths()  # another user's memory: its relation leads nowhere for ana
+    trip.link(twin.id, "user:ana")
+    assert paths()[rio] == "Lisbon is twinned with Rio de Janeiro."
+    trip.unlink(twin.id, "user:ana")
+    assert rio not in paths()
+    trip.link(twin.id, "user:ana")
+    amended = trip.amend(twin.id, "Lisbon is twinned with Rio de Janeiro, since 1980.")
+    assert paths()[rio] == "Lisbon is twinned with Rio de Janeiro, since 1980."
+    trip.retire(amended.id)
+    assert rio not in paths()
+
+    trip.write(
+        "Lisbon is twinned with Zagreb.",
+        ["project:trips"],
+        relations=[RelationIn("Lisbon", "twinned_with", "Zagreb")],
+    )
+    zagreb = "Hotel Aria —located_in→ Lisbon —twinned_with→ Zagreb"
+    assert zagreb in paths(("user:ana", "project:trips"))
+    trip.purge("project:trips", confirm="project:trips")
+    assert not any("Zagreb" in p for p in paths(("user:ana",)))
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in paths()

@@ -149,6 +149,31 @@ def _rows(conn: Session, query: str, params: dict[str, Any] | None = None) -> li
     return [list(r) for r in _exec(conn, query, params).get_all()]
 
 
+# Keys looked up by one statement at most (``by_keys``): a statement per count up to this is prepared per
+# connection, and a recall asks for k (10 by default) at a time.
+KEYS_PER_STATEMENT = 32
+_KEY = re.compile(r"\$id\b")
+
+
+def by_keys(
+    conn: Session, one: str, keys: list[str], params: dict[str, Any] | None = None
+) -> list[list[Any]]:
+    """The rows of ``one`` (a statement that looks up the key ``$id`` by primary key) for every key, in as few
+    statements as ``KEYS_PER_STATEMENT`` allows: the lookups joined by ``UNION ALL``, each still planned as a
+    primary-key scan. Kùzu 0.11 answers ``WHERE m.id IN $ids`` and ``UNWIND $ids AS i MATCH (m {id: i})``
+    with a scan of the whole table (160 and 57 ms for 10 ids among 100,000 rows, against 4 ms for 10
+    statements). Rows come in no particular order; ``params`` are shared by every lookup."""
+    out: list[list[Any]] = []
+    for lo in range(0, len(keys), KEYS_PER_STATEMENT):
+        chunk = keys[lo : lo + KEYS_PER_STATEMENT]
+        if len(chunk) == 1:
+            out += _rows(conn, one, {**(params or {}), "id": chunk[0]})
+            continue
+        query = " UNION ALL ".join(_KEY.sub(f"$id{k}", one) for k in range(len(chunk)))
+        out += _rows(conn, query, {**(params or {}), **{f"id{k}": key for k, key in enumerate(chunk)}})
+    return out
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NEWER_ERASED = "its newer version was erased"
 

@@ -19,6 +19,7 @@ from storage.adapters.kuzu._cypher import (
     _exec,
     _memory,
     _rows,
+    by_keys,
     utc,
 )
 from storage.domain.models import Memory
@@ -73,9 +74,10 @@ class _Reads:
     def fetch(self, conn: Session, ids: Iterable[str], executor: Executor | None = None) -> dict[str, Memory]:
         """Full records for the given ids (missing ids are absent from the result).
 
-        One primary-key lookup per id: Kùzu answers ``id IN [...]`` with a scan of every memory, and reading
-        scope membership through CONTAINS edges costs a traversal per memory, so each memory carries its
-        scope and entity names as lists kept in step with the edges in the same transaction.
+        One primary-key lookup per id, up to 32 of them joined in one statement (``by_keys``): Kùzu answers
+        ``id IN [...]`` with a scan of every memory, and reading scope membership through CONTAINS edges costs a
+        traversal per memory, so each memory carries its scope and entity names as lists kept in step with the
+        edges in the same transaction. The records come in the order of ``ids``.
 
         With an ``executor`` and a read connection (``conn`` from ``read()``), half of a batch of at least
         ``PARALLEL_FETCH`` ids is looked up on a worker's own connection meanwhile (Kùzu releases the GIL):
@@ -127,11 +129,12 @@ class _Reads:
         return out
 
     def _fetch(self, conn: Session, ids: Sequence[str]) -> dict[str, Memory]:
-        out: dict[str, Memory] = {}
-        for mid in ids:
-            for r in _rows(conn, _FETCH_ONE, {"id": mid}):
-                out[mid] = _memory(r[:-2], tuple(sorted(r[-2] or ())), tuple(sorted(r[-1] or ())))
-        return out
+        got = {r[0]: r for r in by_keys(conn, _FETCH_ONE, list(ids))}
+        return {
+            mid: _memory(r[:-2], tuple(sorted(r[-2] or ())), tuple(sorted(r[-1] or ())))
+            for mid in ids
+            if (r := got.get(mid)) is not None
+        }
 
     def has_metadata_key(self, conn: Session, key: str) -> bool:
         """Whether any memory's metadata has ``key`` (a scan, stopped at the first match; may say yes for a
@@ -294,18 +297,13 @@ class _Reads:
     ) -> set[str]:
         """Which of ``ids`` a current-view query over ``scopes`` may see at ``now`` (a shared scope; neither
         retired nor superseded; valid at ``now``): the same answer as ``recall.visible`` on their records, for
-        the graph walk's edges without fetching whole records. One primary-key lookup per id: walking the
+        the graph walk's edges without fetching whole records. One primary-key lookup per id (joined in one
+        statement, ``by_keys``; WITH before the filter, else the lookup is planned as a scan): walking the
         entity's mentions instead (the ids are among them) cost 30-120 ms for an entity named by thousands of
         memories at 100,000 (``id IN [...]`` is a scan of every memory in Kùzu 0.11)."""
         del entity  # every id recorded a relation of it; the lookups need only the ids
         params: dict[str, Any] = {"ss": list(dict.fromkeys(scopes)), "now": now}
-        out: set[str] = set()
-        for mid in dict.fromkeys(ids):
-            params["id"] = mid
-            # WITH before the filter: as one pattern with a WHERE, the lookup is planned as a scan.
-            if _rows(conn, _VISIBLE_ONE, params):
-                out.add(mid)
-        return out
+        return {r[0] for r in by_keys(conn, _VISIBLE_ONE, list(dict.fromkeys(ids)), params)}
 
     def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
         """RELATES edges touching the entity (by id) in either direction, newest first, at most ``limit``.

@@ -39,8 +39,8 @@ def _step(path: str, r: Relation) -> str:
 # Threads that read an entity's mentions and relations while the lane's own thread reads another's: the
 # queries of one walk stage are independent, and Kùzu releases the GIL while it runs one.
 _READERS = 2
-# Hubs whose newest relations are kept between recalls (a few relations each: well under 1 MB in all).
-_HUBS_KEPT = 256
+# Entities whose newest relations are kept between recalls (at most ``fanout`` relations each: a few MB in all).
+_RELATIONS_KEPT = 1024
 
 
 @dataclass
@@ -51,12 +51,13 @@ class GraphLane:
     executor: Executor | None = field(default=None, repr=False)
     # The last committed change's number (``LaneContext.head``); without it nothing is kept between recalls.
     head: Callable[[], int] | None = field(default=None, repr=False)
-    # A hub's newest relations, as read at a stamp (lexicon version, head): its edges are thousands and
-    # finding the newest is the lane's costliest read, while they change only with a commit or an erasure.
-    _hubs: OrderedDict[tuple[str, int], tuple[tuple[int, int], list[Relation]]] = field(
+    # An entity's newest relations, as read at a stamp (lexicon version, head): finding them is a store query
+    # per entity walked from (a hub's edges are thousands: the lane's costliest read), while they change only
+    # with a commit or an erasure. Queries keep naming the same people and places, so most walks reuse them.
+    _kept_relations: OrderedDict[tuple[str, int], tuple[tuple[int, int], list[Relation]]] = field(
         default_factory=OrderedDict, repr=False
     )
-    _hubs_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if self.executor is None:
@@ -142,8 +143,7 @@ class GraphLane:
             ``related`` at once (one walk stage's queries are independent), then rank the mentions."""
             mention_list = list(mentioned)
             fanout = {e: self._fanout(names[e], rule) for e in related}
-            hubs = {e for e in related if self._hub(names[e], rule)}
-            kept = {e: hit for e in hubs if (hit := self._kept(e, fanout[e], stamp)) is not None}
+            kept = {e: hit for e in related if (hit := self._kept(e, fanout[e], stamp)) is not None}
             to_read = [e for e in related if e not in kept]
             items = [(q, rule, e, mentioned[e][1]) for e in mention_list] + [
                 (q, rule, e, -fanout[e]) for e in to_read
@@ -153,8 +153,7 @@ class GraphLane:
             relations.update(kept)
             for e, rels in zip(to_read, got[len(mention_list) :], strict=True):
                 relations[e] = [r for r in rels if isinstance(r, Relation)]
-                if e in hubs:
-                    self._keep(e, fanout[e], relations[e], stamp)
+                self._keep(e, fanout[e], relations[e], stamp)
             for entity, ids in zip(mention_list, found, strict=True):
                 distance, limit, path = mentioned[entity]
                 mids = [m for m in ids if isinstance(m, str)]
@@ -226,24 +225,24 @@ class GraphLane:
         return self.lexicon.mentions(name) > rule.max_mentions
 
     def _kept(self, entity: str, limit: int, stamp: tuple[int, int] | None) -> list[Relation] | None:
-        """A hub's newest relations if read at ``stamp`` (nothing committed or erased since), else None."""
+        """An entity's newest relations if read at ``stamp`` (nothing committed or erased since), else None."""
         if stamp is None:
             return None
-        with self._hubs_lock:
-            got = self._hubs.get((entity, limit))
+        with self._kept_lock:
+            got = self._kept_relations.get((entity, limit))
             if got is None or got[0] != stamp:
                 return None
-            self._hubs.move_to_end((entity, limit))
+            self._kept_relations.move_to_end((entity, limit))
             return got[1]
 
     def _keep(self, entity: str, limit: int, rels: list[Relation], stamp: tuple[int, int] | None) -> None:
         if stamp is None:
             return
-        with self._hubs_lock:
-            self._hubs[(entity, limit)] = (stamp, rels)
-            self._hubs.move_to_end((entity, limit))
-            while len(self._hubs) > _HUBS_KEPT:
-                self._hubs.popitem(last=False)
+        with self._kept_lock:
+            self._kept_relations[(entity, limit)] = (stamp, rels)
+            self._kept_relations.move_to_end((entity, limit))
+            while len(self._kept_relations) > _RELATIONS_KEPT:
+                self._kept_relations.popitem(last=False)
 
     def _read(self, conn: Session, item: tuple[Query, GraphRule, str, int]) -> list[str] | list[Relation]:
         """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its relations (-1)."""

@@ -332,3 +332,31 @@ def test_file_space_counts_what_a_rebuild_gives_back(
     assert after.total <= before.total
     with canonical.read() as s:
         assert sorted(canonical.all_ids(s)) == sorted(ids[1::2])
+
+
+def test_reads_of_many_ids_answer_each_id_once(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    """``fetch`` and ``visible_among`` over more ids than one store statement looks up (the Kùzu adapter joins
+    at most 32 lookups in one): every present id once, whole; missing, repeated and invisible ids as they
+    would be one at a time."""
+    from datetime import timedelta
+
+    from storage.domain.records import NewRow
+
+    contents = [f"Memory number {i} mentions the kiln." for i in range(70)]
+    rows = [
+        NewRow(new_memory(embedder, c), ["team:t" if i % 3 else "user:bo"], [])
+        for i, c in enumerate(contents)
+    ]
+    ids = [r.memory.id for r in rows]
+    with canonical.transaction() as tx:
+        canonical.ensure_scopes(tx, ["team:t", "user:bo"], T0)
+        canonical.insert_many(tx, rows, T0)
+        canonical.append_changes(tx, [Change(i + 1, "add", mid) for i, mid in enumerate(ids)], T0)
+    asked = [*ids[:40], "0" * 32, *ids[:5], *ids[40:], "f" * 32]
+    with canonical.read() as s:
+        got = canonical.fetch(s, asked)
+        assert list(got) == ids
+        assert [got[m].content for m in ids] == contents
+        assert [got[m].scopes for m in ids] == [("team:t",) if i % 3 else ("user:bo",) for i in range(70)]
+        seen = canonical.visible_among(s, "kiln", asked, scopes=["team:t"], now=T0 + timedelta(days=1))
+        assert seen == {m for i, m in enumerate(ids) if i % 3}
