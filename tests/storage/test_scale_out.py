@@ -113,6 +113,22 @@ def test_a_memory_two_nodes_commit_at_the_same_instant_is_stored_whole(
                 store.close()
 
 
+def test_a_memory_that_lost_its_content_is_named_and_never_reaches_the_indexes(
+    falkordb: falkordb_local.LocalServer, embedder: CachedEmbedder
+) -> None:
+    """A graph spoiled before the commits took turns holds memories with an id and nothing else. Their rows must
+    not reach LanceDB or Tantivy as Nones (Tantivy failed deep in a batch, on every retry, with "Value
+    unsupported None"): the read fails naming the memory and what to do."""
+    store = FalkorStore(falkordb.url("spoiled"), dim=embedder.dim, embedder_name=embedder.name)
+    try:
+        store._graph.query("CREATE (:Memory {id: 'spoiled-memory', scopes: ['team:ci']})")  # what it left
+        with store.read() as conn, pytest.raises(StorageUnavailable, match="spoiled-memory") as refused:
+            store.projection_rows(conn, ["spoiled-memory"])
+        assert "restart the FalkorDB server" in (refused.value.hint or "")
+    finally:
+        store.close()
+
+
 def _commit_at_once(nodes: list[FalkorStore], memory: NewMemory, now: datetime) -> list[str]:
     """Each node builds the engine's transaction for ``memory``; once all have, all commit."""
     both_built = threading.Barrier(len(nodes), timeout=30)
