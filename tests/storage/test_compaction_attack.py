@@ -5,6 +5,7 @@ memory once, and a backup taken beside it opens."""
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import pytest
 
 from storage import CachedEmbedder, Engine, EntityIn, NotFound, RelationIn, WriteItem
 from storage.engine import backup as snapshots
+from storage.engine import compaction
 from tests.conftest import files_containing
 
 
@@ -312,3 +314,101 @@ def test_a_rewrite_keeps_every_record_exactly(data_dir: Path, embedder: CachedEm
         assert dump(eng) == expected[0]
     with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
         assert dump(eng) == expected[0]
+
+
+class _WatchedLock:
+    """The engine's rewrite lock, seen from the side of whoever asks for it: ``on_wait`` is called when a caller
+    finds it held and has to wait (the lock itself is the engine's: the compactor holds the same one)."""
+
+    def __init__(self, inner: Any, on_wait: Callable[[], None]) -> None:
+        self._inner, self._on_wait, self.waited = inner, on_wait, False
+
+    def __enter__(self) -> None:
+        if not self._inner.acquire(blocking=False):
+            self.waited = True
+            self._on_wait()
+            self._inner.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._inner.release()
+
+
+def test_a_backup_asked_for_while_a_rewrite_exports_waits_for_it_and_opens_with_every_memory(
+    data_dir: Path, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """The rewrite's snapshot stays open while its export runs (seconds at 10,000 memories, more beyond): a
+    backup asked for then must wait for the rewrite, not fail on a checkpoint that waits for that snapshot ("a
+    long read holds off its checkpoint", which names nothing the user ran). The export is held, its snapshot
+    open, until the backup has either ended (failed, before the fix: Kùzu gives its checkpoint up after about
+    5 s) or is waiting for the rewrite; no sleep decides it."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        ids = _fill_with_free_pages(eng)
+        extra = eng.write("written just before the backup", ["user:a"]).id
+        errors: list[BaseException] = []
+        settled = threading.Event()  # the backup ended, or waits for the rewrite
+        lock = _WatchedLock(eng._erasure_lock, on_wait=settled.set)
+        eng._erasure_lock = lock  # type: ignore[assignment]  # the same lock, watched
+
+        def backup() -> None:
+            try:
+                eng.backup(tmp_path / "bk")
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                settled.set()
+
+        backer = threading.Thread(target=backup)
+        graph: Any = eng.graph
+        build = graph._rewrite_build
+
+        def held_export(job: Any) -> None:
+            graph._rewrite_build = build
+            backer.start()  # the rewrite's snapshot is open: the export is about to run
+            settled.wait()
+            build(job)
+
+        graph._rewrite_build = held_export
+        _compact(eng)
+        backer.join()
+        assert errors == []
+        assert lock.waited  # for the rewrite
+        assert eng.compactor.rewrites == 1
+    with Engine.open(tmp_path / "bk", embedder=embedder, warm=False) as eng:
+        assert eng.verify().ok
+        for mid in [*ids, extra]:
+            assert eng.read(mid).memory.id == mid
+
+
+def test_a_compaction_without_room_on_the_disk_does_not_start_and_runs_once_there_is(
+    data_dir: Path, embedder: CachedEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A compaction is housekeeping: with less free disk than its copy of the store needs (3x the used bytes
+    and 8 MiB), it must not start, so that its export cannot fill the disk under a user's write (which would be
+    refused, and the store left failed until a restart). The disk's free space is what the compactor is told
+    (``disk_free``): no real disk is filled, and Kùzu never meets a full one."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        ids = _fill_with_free_pages(eng)
+        free = {"bytes": 1 << 20}  # 1 MiB: room for writes, not for a copy of the store
+        eng.compactor._disk_free = lambda: free["bytes"]
+        graph_files = sorted(p.name for p in (data_dir / "graph").iterdir())
+        with caplog.at_level(logging.WARNING, logger="mnemograph.compaction"):
+            _compact(eng)
+        space = eng.graph.file_space()
+        need = (compaction.ROOM_FACTOR * (space.total - space.free) + compaction.ROOM_MARGIN) / 1e6
+        assert eng.compactor.rewrites == 0
+        assert eng.compactor.no_room
+        assert sorted(p.name for p in (data_dir / "graph").iterdir()) == graph_files  # no export, no new file
+        assert f"needs {need:.1f} MB free on its disk and 1.0 MB are" in caplog.text
+        w = eng.write("written while the disk was nearly full", ["user:a"])
+        assert not eng.failed
+        assert eng.read(w.id).memory.content == "written while the disk was nearly full"
+
+        free["bytes"] = 1 << 40  # the owner freed the disk: the next maintenance rewrites
+        before = eng.graph.file_space()
+        _compact(eng)
+        assert eng.compactor.rewrites == 1
+        assert not eng.compactor.no_room
+        assert eng.graph.file_space().free < before.free
+        for mid in [*ids, w.id]:
+            assert eng.read(mid).memory.id == mid
+        assert eng.verify().ok

