@@ -7,6 +7,8 @@ Standard library only.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import fcntl
 import os
 import time
@@ -15,6 +17,29 @@ from server._owner import BUSY, READY, owner_accepting
 from server._runtime import RuntimePaths
 
 _POLL = 0.05
+
+# glibc's ``mallopt`` parameter for how many malloc arenas the threads share (M_ARENA_MAX in malloc.h).
+_M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
+    """Let all of this process's threads share ``arenas`` glibc malloc arenas (``mallopt(M_ARENA_MAX)``).
+
+    glibc gives each thread that allocates while the others hold theirs a new arena, up to 8 per core, and an
+    arena keeps the memory its thread freed. The owner runs 30-40 threads (LanceDB's Tokio workers and blocking
+    pool, Lance, Tantivy's merges, the engine and model threads), so about ten arenas each held a few MiB of
+    free space: idle owner 387-394 MiB, with two arenas 363-369 MiB (docs/benchmarks/coldstart.md). Call it
+    before any thread starts; a no-op (False) where the C library is not glibc.
+    """
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False  # musl, macOS: no arenas to limit
+    return bool(mallopt(_M_ARENA_MAX, arenas))
 
 
 def detach() -> None:

@@ -103,10 +103,11 @@ def _ui(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> in
 
 
 def _daemon(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    from server._daemon import ReadyPipe, detach, take_owner_lock
+    from server._daemon import ReadyPipe, detach, limit_malloc_arenas, take_owner_lock
 
     if args.detach:
         detach()  # before any import that could start a thread
+    limit_malloc_arenas()  # likewise before any thread: glibc settles its arena limit as threads first allocate
     pipe = ReadyPipe(args.ready_fd)
     lock = take_owner_lock(paths, timeout=settings.spawn_timeout)
     if lock is None:

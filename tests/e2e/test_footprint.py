@@ -106,3 +106,52 @@ async def test_the_owner_holds_little_memory_of_its_own_after_embedding_most_of_
         model, anonymous = _mapped_rss_mib(pid, "model.safetensors"), _anonymous_mib(pid)
     assert model <= MODEL_MAPPED_MIB, f"the model's weights hold {model:.0f} MiB of the owner's memory"
     assert anonymous <= ANONYMOUS_MIB, f"the owner holds {anonymous:.0f} MiB of anonymous memory"
+
+
+# glibc's malloc gives each arena but the main one heaps of 64 MiB of address space, aligned to 64 MiB: the part in
+# use is read-write, the rest reserved with no access. An arena keeps what its threads freed, so each one is a few
+# MiB of the owner's memory (docs/benchmarks/coldstart.md). Before, every thread that allocated got an arena of
+# its own, up to 8 per core: 16 heaps in an idle owner on 2 cores. Now all threads share two arenas, the main one
+# (in `[heap]`) and one more, which grows a second heap once it outgrows the first.
+_GLIBC_HEAP = 64 << 20
+MALLOC_HEAPS = 3
+
+
+def _malloc_heaps(pid: int) -> int:
+    """How many glibc malloc heaps process ``pid`` maps (anonymous 64 MiB-aligned spans of 64 MiB, read-write
+    from the start and, unless full, no-access to the end)."""
+    spans = []
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 5:  # anonymous and unnamed: no path, not [heap] or [stack]
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            spans.append((lo, hi, fields[1]))
+    heaps = 0
+    for i, (lo, hi, perms) in enumerate(spans):
+        if lo % _GLIBC_HEAP or not perms.startswith("rw"):
+            continue
+        end = hi
+        if i + 1 < len(spans) and spans[i + 1][0] == hi and spans[i + 1][2].startswith("---"):
+            end = spans[i + 1][1]
+        heaps += end - lo == _GLIBC_HEAP
+    return heaps
+
+
+async def test_the_owners_threads_share_two_malloc_arenas(store: Store) -> None:
+    async with Client(store.stdio(), mode="legacy") as client:
+        ids = [
+            (
+                await call(
+                    client,
+                    "memory_write",
+                    {"content": f"The heron {i} nests by the river.", "scopes": ["user:a"]},
+                )
+            )["id"]
+            for i in range(10)
+        ]
+        found = await call(client, "recall", {"query": "where does heron 3 nest", "scopes": ["user:a"]})
+        assert ids[3] in [r["id"] for r in found["results"]]
+        pid = store.owner_pid()
+        assert pid is not None
+        heaps = _malloc_heaps(pid)
+    assert heaps <= MALLOC_HEAPS, f"the owner's threads hold {heaps} glibc malloc heaps"
