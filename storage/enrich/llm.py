@@ -249,6 +249,10 @@ def apply(
         if f.status == "asserted" and key not in before and key not in done:
             done.add(key)
             graph.relate(tx.conn, job.memory_id, f.subject[:200], f.predicate, f.object[:200], tx.now)
+    if new_entities or done:
+        # New mentions and relations move the change log's head: the graph lane keeps what it read of the graph
+        # until the head moves (and other nodes of a shared store reload their lexicon when it does).
+        tx.record("enrich", job.memory_id)
     out, changed = reconcile(
         graph, tx.conn, new_id=job.memory_id, scopes=job.scopes, facts=facts, functional=functional,
         access=job.access, now=tx.now,

@@ -13,7 +13,7 @@ import anthropic
 import httpx2
 import pytest
 
-from storage import Engine
+from storage import Engine, RelationIn
 from storage.enrich.claude import ClaudeExtractor
 
 MODEL = "claude-sonnet-4-6"
@@ -185,3 +185,48 @@ def test_the_write_is_acknowledged_before_the_model_answers(fake_engine: Callabl
     record = engine.read(receipt.id)
     assert record.enrichment is not None
     assert record.enrichment.startswith(f"llm {MODEL}: done")
+
+
+class Held(Fake):
+    """A Fake whose answers after the first wait until ``release`` is set."""
+
+    def __init__(self, *script: httpx2.Response) -> None:
+        super().__init__(*script)
+        self.release = threading.Event()
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        if self.requests:
+            self.release.wait(30)
+        return super().__call__(request)
+
+
+def test_a_relation_claude_adds_is_followed_by_the_next_recall(fake_engine: Callable[[Fake], Engine]) -> None:
+    """The graph lane keeps each walked entity's relations between recalls until the next commit. The LLM pass
+    commits a relation after the write was acknowledged, and after a recall walked that entity: the next
+    recall follows the new relation."""
+    star = {
+        "subject": "Hotel Aria",
+        "subject_type": "place",
+        "predicate": "awarded_by",
+        "object": "Michelin",
+        "object_type": "org",
+        "status": "asserted",
+    }
+    fake = Held(answer([]), answer([star]))
+    engine = fake_engine(fake)
+    engine.write(
+        "Hotel Aria is in Lisbon.", ["user:ana"], relations=[RelationIn("Hotel Aria", "located_in", "Lisbon")]
+    )
+    assert engine.wait_enriched()
+
+    def paths() -> set[str]:
+        return {
+            p for h in engine.recall("What about Hotel Aria?", ["user:ana"], recipe="graph") for p in h.paths
+        }
+
+    news = engine.write("Big news from Hotel Aria: the inspectors came and gave it a star.", ["user:ana"])
+    assert paths() == {"Hotel Aria —located_in→ Lisbon"}  # recalled before the model answered
+    fake.release.set()
+    assert engine.wait_enriched()
+    assert [r.split(" [")[0] for r in engine.read(news.id).relations] == ["Hotel Aria —awarded_by→ Michelin"]
+    assert "Hotel Aria —awarded_by→ Michelin" in paths()
