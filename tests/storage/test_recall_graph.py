@@ -237,3 +237,23 @@ def test_relations_kept_between_recalls_follow_every_change_a_user_makes(
     trip.purge("project:trips", confirm="project:trips")
     assert not any("Zagreb" in p for p in paths(("user:ana",)))
     assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in paths()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the walk takes an entity's newest `fanout` relations from every scope, then drops those the query may "
+    "not see: another scope's newer relations crowd the reader's own out (attack14b; needs an issue)",
+)
+def test_another_scopes_relations_never_crowd_out_a_readers_own_path(trip: Engine) -> None:
+    """Bo writes relations about Lisbon in his own scope, which Ana cannot read. Ana's recall must not change:
+    if it did, she would learn that someone writes about Lisbon, and a tenant could hide another's answers."""
+    query = "Which country is Hotel Aria in?"
+    before = graph(trip, query)
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in before[IN_COUNTRY]
+    for i in range(25):
+        trip.write(
+            f"Lisbon hosts summit number {i}.",
+            ["user:bo"],
+            relations=[RelationIn("Lisbon", "hosts", f"Summit {i}")],
+        )
+    assert graph(trip, query) == before
