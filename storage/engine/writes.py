@@ -509,7 +509,16 @@ class _Writes(_Resolution):
     ) -> None:
         model = self.enricher.extractor.model if self.enricher is not None and self.enricher.extractor else ""
         self.reconciler.submit(
-            lambda tx: llm.apply(self.graph, tx, job, result, error, functional=self.functional, model=model)
+            lambda tx: llm.apply(
+                self.graph,
+                tx,
+                job,
+                result,
+                error,
+                functional=self.functional,
+                model=model,
+                lexicon=self.lexicon,
+            )
         )
 
     def _access(self, principal: Principal, tree: Mapping[ScopeId, ScopeId] | None = None) -> Access:

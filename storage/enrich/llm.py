@@ -38,7 +38,7 @@ __all__ = [
 ]
 from storage.domain.models import EntityIn
 from storage.enrich.reconcile import Access, Outcome, reconcile
-from storage.language.extraction import _norm
+from storage.language.extraction import EntityLexicon, _norm
 from storage.sync.reconciler import Tx
 
 log = logging.getLogger("mnemograph.enrich")
@@ -193,10 +193,13 @@ def apply(
     *,
     functional: frozenset[str],
     model: str,
+    lexicon: EntityLexicon | None = None,
 ) -> Outcome | None:
     """In the writer: record the LLM's relations for ``job``'s memory and reconcile them, or the failure.
 
-    Nothing is applied to a memory that is gone or no longer current (erased, retired, superseded since)."""
+    Nothing is applied to a memory that is gone or no longer current (erased, retired, superseded since).
+    ``lexicon`` (the engine's) learns the new entities and counts the new relations, as a write's do: the
+    graph lane matches queries against it and walks only from entities it counts relations for."""
     usage = result.usage if result is not None else (error.usage if error is not None else Usage())
     if job.extractor is not None:  # the job's own model: say which (sampling:<the model the client used>)
         model = job.extractor.model
@@ -243,12 +246,21 @@ def apply(
         added += 1
     if new_entities:
         graph.mention(tx.conn, job.memory_id, list(new_entities.values()))
+        if lexicon is not None:
+            for e in new_entities.values():
+                lexicon.add(e.name, e.aliases)
+                lexicon.mentioned(e.name)
     done: set[tuple[str, str, str]] = set()
     for f in facts:
         key = (_norm(f.subject), f.predicate, _norm(f.object))
         if f.status == "asserted" and key not in before and key not in done:
             done.add(key)
             graph.relate(tx.conn, job.memory_id, f.subject[:200], f.predicate, f.object[:200], tx.now)
+            if (
+                lexicon is not None
+            ):  # counted in the writer, as a write's relations are (over-counting is harmless)
+                lexicon.related(f.subject[:200])
+                lexicon.related(f.object[:200])
     if new_entities or done:
         # New mentions and relations move the change log's head: the graph lane keeps what it read of the graph
         # until the head moves (and other nodes of a shared store reload their lexicon when it does).

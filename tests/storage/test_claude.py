@@ -230,3 +230,16 @@ def test_a_relation_claude_adds_is_followed_by_the_next_recall(fake_engine: Call
     assert engine.wait_enriched()
     assert [r.split(" [")[0] for r in engine.read(news.id).relations] == ["Hotel Aria —awarded_by→ Michelin"]
     assert "Hotel Aria —awarded_by→ Michelin" in paths()
+
+
+def test_what_claude_finds_is_walked_by_the_next_recall_without_a_restart(
+    fake_engine: Callable[[Fake], Engine],
+) -> None:
+    """Entities and relations the LLM pass adds after the commit reach the graph lane at once: the query names
+    the new entity, and the walk follows the new relation from an entity that had none before."""
+    engine = fake_engine(Fake(answer(WORKS)))
+    news = engine.write("Big news from Ana today: she signed with the Acme people.", ["user:sam"])
+    assert engine.wait_enriched()
+    assert [r.split(" [")[0] for r in engine.read(news.id).relations] == ["Ana —works_at→ Acme"]
+    paths = {p for h in engine.recall("Where does Ana work?", ["user:sam"], recipe="graph") for p in h.paths}
+    assert "Ana —works_at→ Acme" in paths
