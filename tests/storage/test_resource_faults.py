@@ -301,3 +301,48 @@ def test_the_compactor_does_not_checkpoint_without_room_on_the_disk(
         assert eng.compactor.wait_idle(60)
         assert eng.graph.file_space().log < log_before  # checkpointed once there was room
         assert not eng.failed
+
+
+def test_a_commit_whose_own_checkpoint_fails_on_a_full_disk_says_truly_whether_it_was_kept(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Kùzu checkpoints inside a commit once its log passes 16 MiB, after the commit reached the log: when that
+    checkpoint runs out of disk the commit is refused, yet the next open replays it. The refusal said "nothing
+    from this call was kept" while the 1,000 memories it refused were all there after the restart."""
+    with _tmpfs(tmp_path / "mnt", "40m") as mnt:
+        data = mnt / "data"
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("fault_child.py")), str(data), "1000"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        sent: list[str] = []
+        acked: set[str] = set()
+        refusal = ""
+        for line in proc.stdout.splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "SEND":
+                sent.append(rest)
+            elif kind == "ACK":
+                acked.add(rest.partition(" ")[0])
+            elif kind == "REFUSED":
+                refusal = rest
+        refused = set(sent) - acked
+        assert len(acked) >= 1000, (len(acked), refusal)
+        assert len(refused) == 1000, (len(refused), refusal)
+        assert refusal.startswith("storage_failed"), refusal
+
+        _remount(mnt, "size=256m")  # the fault is removed
+        with Engine.open(data, embedder=embedder, warm=False) as eng:
+            with eng.graph.read() as conn:
+                stored = set(eng.graph.all_ids(conn))
+            assert acked <= stored, "an acknowledged write was lost"
+            assert eng.verify().ok
+        if refused <= stored:
+            assert "nothing from this call was kept" not in refusal, refusal
+            assert "kept" in refusal, refusal  # says the refused call's changes are there after a restart
+        else:
+            assert not refused & stored, "part of one refused commit was kept"

@@ -253,6 +253,14 @@ def _checkpoint_timeout(exc: BaseException) -> bool:
     )
 
 
+def _failed_past_the_log(exc: BaseException) -> bool:
+    """A COMMIT failed writing a file other than the WAL: Kùzu writes and syncs the commit to its WAL first and
+    only then checkpoints (on its own once the WAL passes 16 MiB), so the commit is on disk and the next open
+    replays it. A failure that names the WAL, or no file, is taken as the commit's own write failing."""
+    match = re.search(r"path: (\S+)", str(exc))
+    return match is not None and not match.group(1).endswith(".wal")
+
+
 def _rebuild_failed(exc: BaseException) -> StorageUnavailable:
     return StorageUnavailable(
         f"the canonical store could not be rewritten: {str(exc)[:300]}",
