@@ -346,3 +346,24 @@ def test_a_commit_whose_own_checkpoint_fails_on_a_full_disk_says_truly_whether_i
             assert "kept" in refusal, refusal  # says the refused call's changes are there after a restart
         else:
             assert not refused & stored, "part of one refused commit was kept"
+
+
+def test_a_backup_to_a_full_disk_is_refused_clearly_and_leaves_nothing_behind(
+    data_dir: Path, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A backup whose copy ran out of room (a small or full backup disk) raised shutil.Error with a list of
+    tuples for a message, outside the error tree: the owner's admin route answered it with a bare 500."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        kept = eng.write("Kept while the backup disk was full.", ["user:bk"]).id
+        eng.write_many([WriteItem(f"Ledger line {n}: paid {n} euros.", ["user:bk"]) for n in range(50)])
+        with _tmpfs(tmp_path / "usb", "1m") as usb:
+            with pytest.raises(StorageUnavailable) as info:
+                eng.backup(usb / "backup")
+            assert "No space left on device" in info.value.message
+            assert str(usb / "backup") in info.value.message
+            assert "free space" in info.value.hint
+            assert list(usb.iterdir()) == []  # the partial copy is gone
+        assert not eng.failed
+        assert eng.write("Written after the refused backup.", ["user:bk"]).status == "added"
+        assert eng.read(kept).memory.content == "Kept while the backup disk was full."
+        assert eng.verify().ok
