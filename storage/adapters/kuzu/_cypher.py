@@ -254,11 +254,12 @@ def _checkpoint_timeout(exc: BaseException) -> bool:
 
 
 def _failed_past_the_log(exc: BaseException) -> bool:
-    """A COMMIT failed writing a file other than the WAL: Kùzu writes and syncs the commit to its WAL first and
+    """A COMMIT failed in its checkpoint, after the WAL: Kùzu writes and syncs the commit to its WAL first and
     only then checkpoints (on its own once the WAL passes 16 MiB), so the commit is on disk and the next open
-    replays it. A failure that names the WAL, or no file, is taken as the commit's own write failing."""
+    replays it. Only a failure that names what a checkpoint writes (the database file, or the shadow file it
+    stages pages in) counts: one that names the WAL, a spill file or no file is the commit's own write failing."""
     match = re.search(r"path: (\S+)", str(exc))
-    return match is not None and not match.group(1).endswith(".wal")
+    return match is not None and match.group(1).endswith((".kz", ".kz.shadow"))
 
 
 def _rebuild_failed(exc: BaseException) -> StorageUnavailable:
