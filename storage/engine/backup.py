@@ -31,7 +31,7 @@ from typing import IO, Any, Protocol
 
 from scopes import InvalidScopeId, ScopeId, descendants
 from storage.domain import validation as v
-from storage.domain.errors import InvalidInput, MnemographError
+from storage.domain.errors import InvalidInput, MnemographError, StorageUnavailable
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import SameAs, entity_key
 from storage.ports.canonical import CanonicalStore
@@ -739,11 +739,25 @@ def snapshot(engine: Source, dest: Path | str) -> SnapshotSummary:
         if target.exists():
             target.rmdir()
         partial.rename(target)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(partial, ignore_errors=True)  # ours alone: created above under a name nobody else had
+        if isinstance(exc, OSError):  # the copy failed (a full or read-only backup disk): not the stores
+            raise StorageUnavailable(
+                f"the backup could not be written to {target}: {_copy_failure(exc)}",
+                hint="the stores are unchanged and the partial copy was removed; free space on the backup's "
+                "file system or choose another directory, then retry",
+            ) from exc
         raise
     memories, seq = result[0]
     return SnapshotSummary(str(target), memories, seq)
+
+
+def _copy_failure(exc: OSError) -> str:
+    """What went wrong, in one line: ``shutil.copytree`` gathers its failures as a list of (src, dst, why)."""
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else None
+    if isinstance(failures, list) and failures and isinstance(failures[0], tuple) and len(failures[0]) == 3:
+        return str(failures[0][2])[:300]
+    return str(exc)[:300]
 
 
 def to_json(summary: ExportSummary | ImportSummary | SnapshotSummary) -> dict[str, Any]:

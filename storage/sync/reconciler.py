@@ -227,7 +227,8 @@ class Reconciler:
                 if tx.changes:
                     self._graph.append_changes(conn, tx.changes, tx.now)
         except StoreFailed as exc:
-            # The commit did not reach disk and the store is now closed to everything: fail the whole batch.
+            # The store is now closed to everything: fail the whole batch (the error says whether the commit
+            # reached the log, where the next open finds it).
             self._seq = start_seq
             log.error("commit failed: %s", exc.message)
             for intent in batch:

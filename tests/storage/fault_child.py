@@ -1,7 +1,7 @@
 """Child for the full-disk test: writes until the data directory's file system is full.
 
 Prints ``SEND id`` before each write and ``ACK id content`` after it was acknowledged; on the first refused
-write ``REFUSED code``, then checks that the store stays closed to reads and writes (``AFTER code`` lines), and
+write ``REFUSED code message``, then checks that the store stays closed to reads and writes (``AFTER code`` lines), and
 exits without closing the stores, as the owner process does after a failed commit.
 """
 
@@ -15,23 +15,28 @@ import numpy as np
 from storage import Engine, MnemographError, WriteItem, content_id
 
 
-def main(data_dir: str) -> None:
+def main(data_dir: str, batch: int = 1) -> None:
+    """Writes ``batch`` memories a call (one commit each) until a call is refused."""
     rng = np.random.default_rng(7)
     engine = Engine.open(data_dir, warm=False)  # vectors are supplied: the model never loads
     n = 0
     last = ""
     while True:
-        n += 1
-        text = f"disk filler {n} " + "lorem ipsum dolor sit amet " * 40
-        vec = rng.standard_normal(384).astype(np.float32)
-        print(f"SEND {content_id(text)}", flush=True)
+        items = []
+        for _ in range(batch):
+            n += 1
+            text = f"disk filler {n} " + "lorem ipsum dolor sit amet " * 40
+            vec = rng.standard_normal(384).astype(np.float32)
+            items.append(WriteItem(text, ["user:full"], vector=vec / np.linalg.norm(vec)))
+            print(f"SEND {content_id(text)}", flush=True)
         try:
-            receipt = engine.write_many([WriteItem(text, ["user:full"], vector=vec / np.linalg.norm(vec))])[0]
+            receipts = engine.write_many(items)
         except MnemographError as exc:
-            print(f"REFUSED {exc.code} {exc.message[:200]}", flush=True)
+            print(f"REFUSED {exc.code} {exc.message[:300]} {exc.hint or ''}".replace("\n", " "), flush=True)
             break
-        last = receipt.id
-        print(f"ACK {receipt.id} {text}", flush=True)
+        for item, receipt in zip(items, receipts, strict=True):
+            last = receipt.id
+            print(f"ACK {receipt.id} {item.content}", flush=True)
     for name, call in (
         ("write", lambda: engine.write("one more", ["user:full"])),
         ("read", lambda: engine.read(last)),
@@ -46,4 +51,4 @@ def main(data_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:]))

@@ -301,3 +301,69 @@ def test_the_compactor_does_not_checkpoint_without_room_on_the_disk(
         assert eng.compactor.wait_idle(60)
         assert eng.graph.file_space().log < log_before  # checkpointed once there was room
         assert not eng.failed
+
+
+def test_a_commit_whose_own_checkpoint_fails_on_a_full_disk_says_truly_whether_it_was_kept(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Kùzu checkpoints inside a commit once its log passes 16 MiB, after the commit reached the log: when that
+    checkpoint runs out of disk the commit is refused, yet the next open replays it. The refusal said "nothing
+    from this call was kept" while the 1,000 memories it refused were all there after the restart."""
+    with _tmpfs(tmp_path / "mnt", "40m") as mnt:
+        data = mnt / "data"
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("fault_child.py")), str(data), "1000"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        sent: list[str] = []
+        acked: set[str] = set()
+        refusal = ""
+        for line in proc.stdout.splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "SEND":
+                sent.append(rest)
+            elif kind == "ACK":
+                acked.add(rest.partition(" ")[0])
+            elif kind == "REFUSED":
+                refusal = rest
+        refused = set(sent) - acked
+        assert len(acked) >= 1000, (len(acked), refusal)
+        assert len(refused) == 1000, (len(refused), refusal)
+        assert refusal.startswith("storage_failed"), refusal
+
+        _remount(mnt, "size=256m")  # the fault is removed
+        with Engine.open(data, embedder=embedder, warm=False) as eng:
+            with eng.graph.read() as conn:
+                stored = set(eng.graph.all_ids(conn))
+            assert acked <= stored, "an acknowledged write was lost"
+            assert eng.verify().ok
+        if refused <= stored:
+            assert "nothing from this call was kept" not in refusal, refusal
+            assert "kept" in refusal, refusal  # says the refused call's changes are there after a restart
+        else:
+            assert not refused & stored, "part of one refused commit was kept"
+
+
+def test_a_backup_to_a_full_disk_is_refused_clearly_and_leaves_nothing_behind(
+    data_dir: Path, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A backup whose copy ran out of room (a small or full backup disk) raised shutil.Error with a list of
+    tuples for a message, outside the error tree: the owner's admin route answered it with a bare 500."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        kept = eng.write("Kept while the backup disk was full.", ["user:bk"]).id
+        eng.write_many([WriteItem(f"Ledger line {n}: paid {n} euros.", ["user:bk"]) for n in range(50)])
+        with _tmpfs(tmp_path / "usb", "1m") as usb:
+            with pytest.raises(StorageUnavailable) as info:
+                eng.backup(usb / "backup")
+            assert "No space left on device" in info.value.message
+            assert str(usb / "backup") in info.value.message
+            assert "free space" in info.value.hint
+            assert list(usb.iterdir()) == []  # the partial copy is gone
+        assert not eng.failed
+        assert eng.write("Written after the refused backup.", ["user:bk"]).status == "added"
+        assert eng.read(kept).memory.content == "Kept while the backup disk was full."
+        assert eng.verify().ok

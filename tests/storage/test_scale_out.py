@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from falkordb import FalkorDB  # type: ignore[import-untyped]
 
 from storage import CachedEmbedder, Engine, EntityIn, WriteItem
 from storage.adapters.falkordb import FalkorStore
@@ -176,6 +177,30 @@ def test_a_node_that_was_down_catches_up_when_it_opens(
 def test_a_bad_canonical_address_is_refused(tmp_path: Path, embedder: CachedEmbedder) -> None:
     with pytest.raises(InvalidInput, match="falkordb://host:port/graph"):
         Engine.open(tmp_path / "x", embedder=embedder, warm=False, canonical="redis://localhost")
+
+
+def test_a_graph_whose_commit_lock_name_is_taken_is_refused_at_open_and_never_stalls_its_writes(
+    falkordb: falkordb_local.LocalServer, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A graph named like another graph's commit lock (``mnemograph-commit{x}``) made every commit to ``x`` wait
+    60 s for a turn it could never take, then fail saying another node had been committing for 60 s."""
+    with pytest.raises(InvalidInput, match="reserved"):
+        Engine.open(
+            tmp_path / "a", embedder=embedder, warm=False, canonical=falkordb.url("mnemograph-commit{x}")
+        )
+    assert not (tmp_path / "a").exists() or not any((tmp_path / "a").rglob("*.kz*"))
+    # Another program makes that graph on the server anyway.
+    client = FalkorDB(host="127.0.0.1", port=falkordb.port)
+    client.select_graph("mnemograph-commit{x}").query("CREATE (:Other {n: 1})")
+    with pytest.raises(StorageUnavailable) as info:
+        Engine.open(tmp_path / "x", embedder=embedder, warm=False, canonical=falkordb.url("x"))
+    assert "mnemograph-commit{x}" in info.value.message
+    assert "no write could ever be committed" in info.value.message
+    assert "rename or delete that key" in info.value.hint
+    assert client.select_graph("mnemograph-commit{x}").ro_query("MATCH (o:Other) RETURN o.n").result_set == [
+        [1]
+    ]
+    client.close()
 
 
 def test_erasure_rewrites_the_files_of_the_primary_and_its_replica(

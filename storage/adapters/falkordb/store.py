@@ -33,6 +33,12 @@ REWRITE_TIMEOUT_S = 120.0
 # Every node's commits to one graph take turns (``_turn``). A node that died holding the turn frees it after
 # COMMIT_LOCK_S; one that waits that long for it gives up with StorageUnavailable (nothing was sent).
 COMMIT_LOCK_S = 60.0
+# The commit lock of graph ``g`` is the key ``mnemograph-commit{g}``; a graph can never have such a name.
+LOCK_PREFIX = "mnemograph-commit{"
+
+
+def lock_key(graph: str) -> str:
+    return f"{LOCK_PREFIX}{graph}}}"
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,11 @@ def parse_url(url: str) -> FalkorAddress:
             "falkordb://127.0.0.1:6379/mnemograph"
         )  # fmt: skip
     graph = parts.path.strip("/") or "mnemograph"
+    if graph.startswith(LOCK_PREFIX):
+        raise InvalidInput(
+            f"the graph name {graph!r} is reserved: it is the commit lock of another graph's nodes",
+            hint="choose a graph name that does not start with 'mnemograph-commit{'",
+        )
     try:
         port = parts.port or 6379
     except ValueError:
@@ -76,6 +87,7 @@ class FalkorStore(_Conversations):
             self._redis: redis.Redis = self._db.connection
             self._graph = self._db.select_graph(self.address.graph)
             self._redis.ping()
+            self._check_lock_key()
             self._schema()
             self._check_meta(embedder_name, dim)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -114,6 +126,20 @@ class FalkorStore(_Conversations):
             # Created once, with the schema: a MERGE of it in the write path races (see append_changes).
             if not self._graph.ro_query("MATCH (q:Counter {name: 'changes'}) RETURN q.value").result_set:
                 self._create_once(query, {})
+
+    def _check_lock_key(self) -> None:
+        """Refuse a graph whose commit-lock key is taken by something else than a lock (a graph that another
+        program gave that name): no commit could ever take its turn, each would wait COMMIT_LOCK_S and fail."""
+        key = lock_key(self.address.graph)
+        kind = self._redis.type(key)
+        kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+        if kind not in ("none", "string"):
+            raise StorageUnavailable(
+                f"the key {key!r} on the FalkorDB server at {self.address.host}:{self.address.port} holds a "
+                f"{kind}, not the commit lock of graph {self.address.graph!r}: no write could ever be committed",
+                hint="nothing was changed; rename or delete that key on the server (another program made it), "
+                "or use another graph name",
+            )
 
     def _create_once(self, query: str, params: dict[str, Any]) -> None:
         try:
@@ -186,13 +212,14 @@ class FalkorStore(_Conversations):
         kind or vector), on every node, the winner's acknowledged write included (the projector then failed
         on a row of Nones, and the loser's retry on a memory of no kind). Run one after the other, the loser
         fails cleanly on the constraint, its retry finds the winner's memory and reports a duplicate."""
-        lock = self._redis.lock(f"mnemograph-commit{{{self.address.graph}}}", timeout=COMMIT_LOCK_S,
+        lock = self._redis.lock(lock_key(self.address.graph), timeout=COMMIT_LOCK_S,
                                 sleep=0.002, blocking_timeout=COMMIT_LOCK_S)  # fmt: skip
         try:
             acquired = lock.acquire()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _unavailable(exc) from exc
         if not acquired:
+            self._check_lock_key()  # a key of another kind took the lock's name meanwhile: say so
             raise StorageUnavailable(
                 f"another node has been committing to {self.address} for {COMMIT_LOCK_S:.0f} s",
                 hint="nothing was changed by this call; retry, and check the other nodes of this graph",

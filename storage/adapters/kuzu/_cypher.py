@@ -253,6 +253,15 @@ def _checkpoint_timeout(exc: BaseException) -> bool:
     )
 
 
+def _failed_past_the_log(exc: BaseException) -> bool:
+    """A COMMIT failed in its checkpoint, after the WAL: Kùzu writes and syncs the commit to its WAL first and
+    only then checkpoints (on its own once the WAL passes 16 MiB), so the commit is on disk and the next open
+    replays it. Only a failure that names what a checkpoint writes (the database file, or the shadow file it
+    stages pages in) counts: one that names the WAL, a spill file or no file is the commit's own write failing."""
+    match = re.search(r"path: (\S+)", str(exc))
+    return match is not None and match.group(1).endswith((".kz", ".kz.shadow"))
+
+
 def _rebuild_failed(exc: BaseException) -> StorageUnavailable:
     return StorageUnavailable(
         f"the canonical store could not be rewritten: {str(exc)[:300]}",

@@ -27,6 +27,7 @@ from storage.adapters.kuzu._cypher import (
     SCHEMA_VERSION,
     _checkpoint_timeout,
     _exec,
+    _failed_past_the_log,
     _fsync_dir,
     _plain_path,
     _rebuild_failed,
@@ -298,6 +299,16 @@ class GraphStore(_Exports, _Conversations):
                 # memory although it is not on disk: from now on nothing may be read or written through this
                 # database; reopening it replays the WAL, which holds exactly the acknowledged commits.
                 self._failed = str(exc).split(". Error:")[0][:300]
+                if _failed_past_the_log(exc):
+                    # The checkpoint Kùzu runs inside a large commit failed (a full disk), after the commit
+                    # reached the WAL: the next open replays it, so the call's changes are kept.
+                    raise StoreFailed(
+                        f"the canonical store wrote this call's changes to its log but could not fold the log "
+                        f"into its file: {self._failed}",
+                        hint="this call's changes are kept: they are there once the store is reopened "
+                        "(Mnemograph restarts its owner process); free disk space or make the data directory "
+                        "writable; sent again, the call reports what is already stored",
+                    ) from exc
                 raise StoreFailed(
                     f"the canonical store could not commit: {self._failed}",
                     hint="nothing from this call was kept; free disk space or make the data directory "
