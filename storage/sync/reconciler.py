@@ -231,8 +231,10 @@ class Reconciler:
             # reached the log, where the next open finds it).
             self._seq = start_seq
             log.error("commit failed: %s", exc.message)
+            # A call that had already failed its own check changed nothing: its own error is the true answer.
+            own = {id(intent): error for intent, _, error in results if error is not None}
             for intent in batch:
-                intent.future.set_exception(exc)
+                intent.future.set_exception(own.get(id(intent), exc))
             return
         except WriteRace as exc:
             self._seq = start_seq
@@ -252,7 +254,9 @@ class Reconciler:
                     self._commit([intent])
                 return
             log.exception("write failed")
-            batch[0].future.set_exception(_storage_error(exc))
+            # An error of ours already says what happened and what to do (a shared store's server unreachable,
+            # a commit's outcome in doubt, another node holding the turn): it is passed on as it is.
+            batch[0].future.set_exception(exc if isinstance(exc, MnemographError) else _storage_error(exc))
             return
         if self._graph.shared:
             # Numbered by the store's counter, not by ``_alloc``: the head now covers this commit (and any

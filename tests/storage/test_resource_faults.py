@@ -12,6 +12,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from storage import CachedEmbedder, Engine, StorageUnavailable, StoreFailed, WriteItem
+from tests.e2e.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -367,3 +369,48 @@ def test_a_backup_to_a_full_disk_is_refused_clearly_and_leaves_nothing_behind(
         assert eng.write("Written after the refused backup.", ["user:bk"]).status == "added"
         assert eng.read(kept).memory.content == "Kept while the backup disk was full."
         assert eng.verify().ok
+
+
+def test_a_call_that_failed_its_own_check_gets_its_own_error_when_its_group_commit_fails(
+    small_fs: Path, embedder: CachedEmbedder
+) -> None:
+    """Calls queued together commit together. When the commit fails (here on a full disk), a call
+    that had already been refused by its own check changed nothing and must hear that, not the store's
+    failure (which would tell it its changes were lost, or kept, when there were none). The disk fills while
+    they wait."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from storage.domain.errors import NotFound
+
+    data = small_fs / "data"
+    eng = Engine.open(data, embedder=embedder, warm=False)
+    try:
+        eng.write("Stored before the disk filled.", ["user:ro"])
+        gate = threading.Event()
+
+        def refused(_tx: object) -> None:
+            raise NotFound("no memory 0123 here", hint="recall to find the id")
+
+        with ThreadPoolExecutor(3) as pool:
+            try:
+                held = pool.submit(
+                    eng.reconciler.on_writer, gate.wait
+                )  # the writer waits: the next two queue
+                wait_for(
+                    lambda: eng.reconciler._queue.empty(), timeout=30, what="the writer to take the gate"
+                )
+                own = pool.submit(eng.reconciler.submit, refused)
+                other = pool.submit(eng.write, "Sent as the disk filled.", ["user:ro"])
+                wait_for(lambda: eng.reconciler._queue.qsize() == 2, timeout=60, what="both calls queued")
+                filler = _fill(small_fs)
+            finally:
+                gate.set()
+            held.result()
+            with pytest.raises(NotFound) as mine:
+                own.result()
+            assert mine.value.hint == "recall to find the id"
+            with pytest.raises(StoreFailed):
+                other.result()
+    finally:
+        eng.close()
+    filler.unlink()

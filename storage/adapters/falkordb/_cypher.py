@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -31,6 +33,8 @@ log = logging.getLogger("mnemograph.falkordb")
 SCHEMA_VERSION = "1"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NEWER_ERASED = "its newer version was erased"
+# How long a commit whose reply was lost waits for the server to answer whether it ran (``_settle``).
+SETTLE_S = 10.0
 
 MEMORY_FIELDS = (
     "id", "content", "kind", "principal", "client", "source", "metadata", "event_time", "event_time_source",
@@ -79,6 +83,10 @@ class FalkorSession:
     graph: Any  # falkordb.Graph
     writable: bool = False
     parts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # Written on the commit's change-log rows (``append_changes``): after a reply lost on the way back, whether
+    # the server ran the commit is read from the graph (``_settle``), not guessed.
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    logged: bool = False  # the commit writes change-log rows carrying ``token``
 
     def rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         try:
@@ -109,13 +117,41 @@ class FalkorSession:
         try:
             self.graph.query(text, params)
         except (redis_errors.ConnectionError, redis_errors.TimeoutError) as exc:
-            raise _unavailable(exc) from exc
+            self._settle(exc)
         except redis_errors.ResponseError as exc:
             if "unique constraint violation" in str(exc):
                 # Another node committed the same memory, scope or entity first: the intent is run again
                 # against the new state (storage.sync.reconciler), which then finds it.
                 raise WriteRace(f"a concurrent write conflicted: {exc}") from exc
             raise
+
+    def _settle(self, exc: BaseException) -> None:
+        """The connection broke after the commit was sent: the server may have run it (FalkorDB runs a query it
+        has received to the end) with only its reply lost. Returns if the commit is in the graph (the call is
+        acknowledged as if the reply had come); raises saying nothing was kept if the server answers without
+        it, or that the outcome is unknown if the server does not answer within SETTLE_S."""
+        if not self.logged:  # nothing in the graph tells whether this commit ran (it logs no change)
+            raise _outcome_unknown(exc) from exc
+        deadline = time.monotonic() + SETTLE_S
+        pause = 0.05
+        seen: list[int] = []
+        while True:
+            try:
+                # A write query, so that it runs after any write the server had already received (a read could
+                # run beside it and miss it); asked twice, apart, before "not kept" is believed.
+                rows = self.graph.query("MATCH (c:Change {commit: $t}) RETURN count(c)", {"t": self.token})
+                seen.append(int(rows.result_set[0][0]))
+                if seen[-1]:
+                    log.warning("a commit's reply was lost; the commit is in the graph: acknowledged")
+                    return
+                if len(seen) >= 2:
+                    raise _unavailable(exc) from exc  # sent, and certainly not run: nothing was kept
+            except (redis_errors.ConnectionError, redis_errors.TimeoutError):
+                pass
+            if time.monotonic() + pause > deadline:
+                raise _outcome_unknown(exc) from exc
+            time.sleep(pause)  # waiting for the server to answer again, with a deadline
+            pause = min(pause * 2, 1.0)
 
 
 def session(conn: Session) -> FalkorSession:
@@ -127,6 +163,15 @@ def _unavailable(exc: BaseException) -> StorageUnavailable:
         f"the FalkorDB server cannot be reached: {str(exc)[:200]}",
         hint="nothing from this call was kept unless it was acknowledged; check that the server runs and is "
         "reachable at the configured address, then retry",
+    )
+
+
+def _outcome_unknown(exc: BaseException) -> StorageUnavailable:
+    return CanonicalUnreachable(
+        f"the FalkorDB server stopped answering after this call's changes were sent: {str(exc)[:200]}",
+        hint="they may or may not have been kept; once the server answers, `memory_read` or `recall` shows which "
+        "(a `memory_write` of the same content is safe to send again: it reports `duplicate` if it was kept); "
+        "check that the server runs and is reachable at the configured address",
     )
 
 

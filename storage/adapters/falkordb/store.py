@@ -82,6 +82,7 @@ class FalkorStore(_Conversations):
 
     def __init__(self, address: FalkorAddress | str, *, dim: int, embedder_name: str) -> None:
         self.address = parse_url(address) if isinstance(address, str) else address
+        self._unreleased: Any = None  # a commit lock the server did not answer the release of (``_turn``)
         try:
             self._db = FalkorDB(host=self.address.host, port=self.address.port)
             self._redis: redis.Redis = self._db.connection
@@ -114,6 +115,11 @@ class FalkorStore(_Conversations):
             except redis.ResponseError as exc:
                 if "already exists" not in str(exc).lower():
                     raise
+        try:  # the commit a lost reply leaves in doubt is looked up by its token (``FalkorSession._settle``)
+            self._graph.query("CREATE INDEX FOR (n:Change) ON (n.commit)")
+        except redis.ResponseError as exc:
+            if "already indexed" not in str(exc):
+                raise
         deadline = time.monotonic() + 30
         while True:  # a constraint is built in the background; writes before it is up would not be checked
             states = [r[-1] for r in self._graph.ro_query("CALL db.constraints()").result_set]
@@ -212,6 +218,16 @@ class FalkorStore(_Conversations):
         kind or vector), on every node, the winner's acknowledged write included (the projector then failed
         on a row of Nones, and the loser's retry on a memory of no kind). Run one after the other, the loser
         fails cleanly on the constraint, its retry finds the winner's memory and reports a duplicate."""
+        if self._unreleased is not None:
+            # The last turn could not be given back (the server stopped answering): give it back now rather
+            # than let every node wait for its lease to run out. Released only if still ours (its token).
+            try:
+                self._unreleased.release()
+            except redis.exceptions.LockError:
+                pass  # its lease ran out meanwhile
+            except redis.RedisError as exc:
+                raise _unavailable(exc) from exc
+            self._unreleased = None
         lock = self._redis.lock(lock_key(self.address.graph), timeout=COMMIT_LOCK_S,
                                 sleep=0.002, blocking_timeout=COMMIT_LOCK_S)  # fmt: skip
         try:
@@ -229,8 +245,11 @@ class FalkorStore(_Conversations):
         finally:
             try:
                 lock.release()
-            except redis.RedisError:  # committed all the same; the key expires on its own
+            except redis.exceptions.LockError:  # its lease ran out (a commit longer than COMMIT_LOCK_S)
+                log.warning("the commit lock of %s expired during a commit", self.address)
+            except redis.RedisError:  # given back at this node's next commit, or expires on its own
                 log.warning("could not release the commit lock of %s", self.address, exc_info=True)
+                self._unreleased = lock
 
     def checkpoint(self) -> None:
         """Fold the query log into the server's snapshot: a rewrite of the append-only file (its base becomes

@@ -285,12 +285,19 @@ class _Writes(_Reads):
         of one node can each create it (docs/benchmarks/falkordb.md)."""
         if not changes:
             return
-        session(conn).add(
+        s = session(conn)
+        s.add(
             "MATCH (q:Counter {name: 'changes'}) SET q.value = q.value + size($ops) "
             "WITH q.value - size($ops) AS base UNWIND range(0, size($ops) - 1) AS k "
-            "CREATE (:Change {seq: base + k + 1, op: $ops[k], memory_id: $mids[k], at: $at})",
-            {"ops": [c.op for c in changes], "mids": [c.memory_id for c in changes], "at": at},
+            "CREATE (:Change {seq: base + k + 1, op: $ops[k], memory_id: $mids[k], at: $at, commit: $commit})",
+            {
+                "ops": [c.op for c in changes],
+                "mids": [c.memory_id for c in changes],
+                "at": at,
+                "commit": s.token,
+            },
         )
+        s.logged = True
 
     def unlink(self, conn: Session, memory_id: str, scope: str) -> None:
         session(conn).add(

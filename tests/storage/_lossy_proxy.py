@@ -1,0 +1,88 @@
+"""A TCP proxy between a node and its FalkorDB server that loses messages on cue: a network fault in front of
+the real server (as toxiproxy would be), so that a test can lose a commit's request or its reply for sure."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from contextlib import suppress
+
+
+class LossyProxy:
+    """Forwards 127.0.0.1:``port`` to the server at ``upstream``. ``lose_reply(marker)``: the first request
+    holding ``marker`` reaches the server and the connection is cut before its reply comes back.
+    ``lose_request(marker)``: the connection is cut before that request reaches the server. ``refuse``: new
+    connections are closed at once (the server looks down)."""
+
+    def __init__(self, upstream: int) -> None:
+        self.upstream = upstream
+        self.refuse = False
+        self.cuts = 0
+        self._marker: bytes | None = None
+        self._mode = ""
+        self._lock = threading.Lock()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self._sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, graph: str) -> str:
+        return f"falkordb://127.0.0.1:{self.port}/{graph}"
+
+    def lose_reply(self, marker: str) -> None:
+        with self._lock:
+            self._marker, self._mode = marker.encode(), "reply"
+
+    def lose_request(self, marker: str) -> None:
+        with self._lock:
+            self._marker, self._mode = marker.encode(), "request"
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._sock.accept()
+            except OSError:
+                return
+            if self.refuse:
+                client.close()
+                continue
+            server = socket.create_connection(("127.0.0.1", self.upstream))
+            cut = threading.Event()  # set: this connection's next reply is lost with the connection
+            threading.Thread(target=self._up, args=(client, server, cut), daemon=True).start()
+            threading.Thread(target=self._down, args=(server, client, cut), daemon=True).start()
+
+    def _hit(self, data: bytes) -> str:
+        with self._lock:
+            if self._marker is not None and self._marker in data:
+                self._marker, mode = None, self._mode
+                return mode
+        return ""
+
+    def _up(self, client: socket.socket, server: socket.socket, cut: threading.Event) -> None:
+        with suppress(OSError):
+            while data := client.recv(1 << 16):
+                mode = self._hit(data)
+                if mode == "request":
+                    break
+                if mode == "reply":
+                    cut.set()
+                server.sendall(data)
+        self._cut(client, server)
+
+    def _down(self, server: socket.socket, client: socket.socket, cut: threading.Event) -> None:
+        with suppress(OSError):
+            while data := server.recv(1 << 16):
+                if cut.is_set():
+                    break
+                client.sendall(data)
+        self._cut(client, server)
+
+    def _cut(self, *socks: socket.socket) -> None:
+        with self._lock:
+            self.cuts += 1
+        for s in socks:
+            with suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()

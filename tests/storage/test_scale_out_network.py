@@ -1,0 +1,107 @@
+"""A node commits to a shared FalkorDB graph over a network that loses a message (a proxy in front of the real
+server cuts the connection on cue): the caller hears what truly happened to its call, and the other nodes see
+exactly that."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storage import CachedEmbedder, Engine
+from storage.adapters.falkordb import _cypher
+from storage.adapters.falkordb import local as falkordb_local
+from storage.domain.errors import NotFound, StorageUnavailable
+from tests.storage._lossy_proxy import LossyProxy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def proxy(falkordb: falkordb_local.LocalServer) -> Iterator[LossyProxy]:
+    p = LossyProxy(falkordb.port)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def nodes(
+    falkordb: falkordb_local.LocalServer, proxy: LossyProxy, tmp_path: Path, embedder: CachedEmbedder
+) -> Iterator[tuple[Engine, Engine]]:
+    """Node a reaches the server through the lossy proxy; node b directly (the other nodes' view)."""
+    a = Engine.open(tmp_path / "a", embedder=embedder, warm=False, canonical=proxy.url("g"))
+    b = Engine.open(tmp_path / "b", embedder=embedder, warm=False, canonical=falkordb.url("g"))
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_a_commit_whose_reply_is_lost_is_acknowledged_because_the_server_kept_it(
+    nodes: tuple[Engine, Engine], proxy: LossyProxy
+) -> None:
+    """It used to fail with "nothing was changed; check free disk space" while every node served the memory."""
+    a, b = nodes
+    key = a.write("Ana keeps the spare key under the blue pot.", ["user:ana"])
+
+    proxy.lose_reply("bees on the roof")
+    bees = a.write("Ana keeps bees on the roof.", ["user:ana"])
+    assert bees.status == "added"
+    assert b.read(bees.id).memory.content == "Ana keeps bees on the roof."
+    assert a.write("Ana keeps bees on the roof.", ["user:ana"]).status == "duplicate"
+
+    proxy.lose_reply("in the shed now")
+    amended = a.amend(key.id, "Ana keeps the spare key in the shed now.")
+    assert b.read(key.id).memory.superseded_by == amended.id
+    assert b.read(amended.id).memory.supersedes == key.id
+
+    proxy.lose_reply("the hive moved")
+    a.retire(bees.id, reason="the hive moved")
+    assert b.read(bees.id).memory.retired_at is not None
+    assert [h.memory.id for h in b.recall("Where are the bees and the key?", ["user:ana"])] == [amended.id]
+    assert proxy.cuts >= 3  # the three replies were lost for sure
+
+
+def test_a_commit_the_server_never_received_says_nothing_was_kept(
+    nodes: tuple[Engine, Engine], proxy: LossyProxy
+) -> None:
+    a, b = nodes
+    proxy.lose_request("the gate code is 4711")
+    with pytest.raises(StorageUnavailable) as info:
+        a.write("Ana's gate code is 4711 — the gate code is 4711.", ["user:ana"])
+    assert "nothing from this call was kept" in info.value.hint
+    assert "disk" not in info.value.hint  # not the embedded store's advice
+    assert not b.recall("gate code", ["user:ana"])
+    assert a.write("Ana's gate code is 4711 — the gate code is 4711.", ["user:ana"]).status == "added"
+
+
+def test_a_server_gone_after_a_commit_was_sent_says_the_outcome_is_unknown_and_holds_no_one_up(
+    nodes: tuple[Engine, Engine], proxy: LossyProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply is lost and the server then stays out of reach: whether the call was kept cannot be known, and
+    the caller is told so and how to find out. The commit lock this node could not give back does not hold the
+    other nodes' writes for its 60 s lease."""
+    monkeypatch.setattr(_cypher, "SETTLE_S", 0.5)
+    a, b = nodes
+    proxy.lose_reply("the boat is moored at pier 9")
+    proxy.refuse = True
+    try:
+        with pytest.raises(StorageUnavailable) as info:
+            a.write("Ana's boat: the boat is moored at pier 9.", ["user:ana"])
+    finally:
+        proxy.refuse = False
+    assert "may or may not have been kept" in info.value.hint
+    assert "nothing" not in info.value.hint
+    # It was kept (the server ran it); sent again, the caller learns so.
+    assert a.write("Ana's boat: the boat is moored at pier 9.", ["user:ana"]).status == "duplicate"
+    w = b.write("Bo's boat is in dry dock.", ["user:bo"])  # not held up by a's lock
+    assert b.read(w.id).memory.content == "Bo's boat is in dry dock."
+
+
+def test_a_lost_reply_to_a_refused_call_still_refuses_it(
+    nodes: tuple[Engine, Engine], proxy: LossyProxy
+) -> None:
+    """Lost replies are settled by reading the graph: a domain refusal before any send is unchanged."""
+    a, _ = nodes
+    with pytest.raises(NotFound):
+        a.amend("0" * 32, "no such memory")
