@@ -20,7 +20,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
 from storage.domain import validation as v
@@ -29,13 +29,16 @@ from storage.domain.models import (
     MAX_CONVERSATION_ID_CHARS,
     MAX_MESSAGES,
     ROLES,
+    AmendReceipt,
     ConversationReceipt,
     EraseReceipt,
+    LinkReceipt,
     Memory,
     MemoryKind,
     MessageIn,
     Provenance,
     PurgeReceipt,
+    RetireReceipt,
     WriteItem,
     WriteReceipt,
 )
@@ -289,6 +292,9 @@ class _Conversations(_Erasure):
                 self.graph.delete_memories(tx.conn, [old])
                 tx.record("delete", old)
                 self._digest_ids.pop(old, None)
+            if new_id is not None and new_id == old and self.graph.live_state(tx.conn, old) is not None:
+                # The same words as before, but its messages may be in other scopes now (a link): so is it.
+                self._rescope(tx, old, scopes)
             if new_id is not None and built is not None and vector is not None and new_id != old:
                 conv = str(live[0].metadata.get("conversation", ""))
                 meta = {
@@ -307,6 +313,17 @@ class _Conversations(_Erasure):
             self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
 
         self.reconciler.submit(swap)
+
+    def _rescope(self, tx: Tx, digest: str, scopes: Sequence[str]) -> None:
+        held = self.graph.fetch(tx.conn, [digest])[digest].scopes
+        wider = [s for s in scopes if s not in held]
+        if wider:
+            self.graph.link(tx.conn, digest, wider, tx.now)
+        for s in held:
+            if s not in scopes:
+                self.graph.unlink(tx.conn, digest, s)
+        if wider or set(held) - set(scopes):
+            tx.record("link", digest)
 
     def export(
         self, out: IO[str], *, scope: str | None = None, vectors: bool = False
@@ -375,6 +392,50 @@ class _Conversations(_Erasure):
         receipt = super().purge(scope, confirm=confirm, principal=principal)
         self._wake_consolidator()
         return receipt
+
+    # -- a message amended, retired, linked or unlinked (storage.engine.versions, storage.engine.scopes) -----
+
+    def amend(self, id: str, content: str, **kwargs: Any) -> AmendReceipt:
+        receipt = super().amend(id, content, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def retire(self, id: str, **kwargs: Any) -> RetireReceipt:
+        receipt = super().retire(id, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def link(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
+        receipt = super().link(id, scope, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def unlink(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
+        receipt = super().unlink(id, scope, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def _sources_changed(
+        self, tx: Tx, ids: Sequence[str], *, withdraw: bool, successor: str | None = None
+    ) -> None:
+        # The conversation is marked changed, so the consolidator rebuilds its digest after the quiet time.
+        # When the digest may now say more than its messages do (an amended or retired message's old words) or
+        # be readable where one of them no longer is (an unlinked scope), it is deleted in this transaction:
+        # until the rebuild, recall has no digest for the conversation rather than a wrong or too wide one.
+        found = self.graph.conversations_of(tx.conn, ids)
+        for key, digest in found.items():
+            if withdraw and digest is not None:
+                if self.graph.live_state(tx.conn, digest) is not None:
+                    self.graph.delete_memories(tx.conn, [digest])
+                    tx.record("delete", digest)
+                self._digest_ids.pop(digest, None)
+                # Digested as of the last change before this one, so the touch below leaves it pending.
+                state = self.graph.conversation_state(tx.conn, key)
+                self.graph.set_digest(tx.conn, key, None, (state[0] if state else None) or tx.now)
+            if successor is not None:
+                self.graph.join_conversation(tx.conn, key, [successor], tx.now)
+        if found:
+            self.graph.touch_conversations(tx.conn, list(found), tx.now)
 
     def _wake_consolidator(self) -> None:
         if self._consolidator is not None:
