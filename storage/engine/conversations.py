@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
@@ -333,14 +333,19 @@ class _Conversations(_Erasure):
         with self._erasure_lock:  # no rewrite's switch meanwhile (``Consistency.export``)
             return snapshots.export(self, out, scope=scope, vectors=vectors, leave_out=set(self._digest_ids))
 
-    def _rejoin_conversations(self, imported: Sequence[Memory]) -> None:
-        """After an import: imported messages rejoin their conversations (by the conversation id and scopes in
-        their metadata), which are then digested like any changed conversation."""
-        groups: dict[str, list[str]] = {}
+    def _rejoin_conversations(
+        self, imported: Sequence[Memory], known: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        """After an import: imported messages rejoin their conversations, then digested like any changed
+        conversation. ``known``: key -> messages, as the file says; a message it does not place (a file
+        written before exports said) goes by the conversation id in its metadata and its scopes."""
+        groups: dict[str, list[str]] = {key: list(ids) for key, ids in (known or {}).items()}
+        placed = {mid for ids in groups.values() for mid in ids}
         for m in imported:
             conv = m.metadata.get("conversation")
             if (
-                m.kind is MemoryKind.MESSAGE
+                m.id not in placed
+                and m.kind is MemoryKind.MESSAGE
                 and isinstance(conv, str)
                 and conv
                 and "digest_of" not in m.metadata
