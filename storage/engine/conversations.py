@@ -427,7 +427,8 @@ class _Conversations(_Erasure):
         # When the digest may now say more than its messages do (an amended or retired message's old words) or
         # be readable where one of them no longer is (an unlinked scope), it is deleted in this transaction:
         # until the rebuild, recall has no digest for the conversation rather than a wrong or too wide one.
-        found = self.graph.conversations_of(tx.conn, ids)
+        sources = [i for i in ids if i not in self._digest_ids]  # a digest changed by hand is not a source
+        found = self.graph.conversations_of(tx.conn, sources) if sources else {}
         for key, digest in found.items():
             if withdraw and digest is not None:
                 if self.graph.live_state(tx.conn, digest) is not None:

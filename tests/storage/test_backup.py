@@ -590,6 +590,9 @@ def test_a_restored_store_answers_everything_as_the_original(
         copy.consolidate()  # the digests are derived: rebuilt from the restored conversations
         assert copy.verify().ok
         after = _observed(copy)
+        assert [h.memory.content for h in copy.recall("where does Sam work", ["user:sam"], k=1)] == works
+        assert copy.read(ids["acme"]).relations == engine.read(ids["acme"]).relations  # ended, not reopened
+        assert copy.read(ids["love"]).contradicts + copy.read(ids["hate"]).contradicts
         differ = [k for k in before if after[k] != before[k]]
         assert not differ, (differ, [(before[k], after[k]) for k in differ if k != "mentions"])
         # The restored conversation goes on: a new message joins it, and its one digest covers all five.

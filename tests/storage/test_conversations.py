@@ -293,3 +293,13 @@ def test_linking_a_message_to_a_new_scope_redigests_its_conversation(engine: Eng
         engine.link(m.id, "team:family")
     assert engine.consolidate() == 1  # every message is in team:family now: so is the digest
     assert engine.read(only_digest(engine)).memory.scopes == ("team:family", "user:ana")
+
+
+def test_retiring_the_digest_itself_retires_it_and_leaves_its_conversation_alone(engine: Engine) -> None:
+    receipt = engine.write_conversation("chat-d", MOVE, ["user:ana"])
+    engine.consolidate()
+    digest = only_digest(engine)
+    engine.retire(digest, reason="not wanted")
+    assert engine.read(digest).memory.status == "retired"
+    assert engine.consolidate() == 0
+    assert all(engine.read(m.id).memory.status == "current" for m in receipt.messages)
