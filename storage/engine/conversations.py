@@ -15,10 +15,11 @@ schedules a new one from the messages left.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
@@ -401,24 +402,39 @@ class _Conversations(_Erasure):
     # -- a message amended, retired, linked or unlinked (storage.engine.versions, storage.engine.scopes) -----
 
     def amend(self, id: str, content: str, **kwargs: Any) -> AmendReceipt:
-        receipt = super().amend(id, content, **kwargs)
+        with self._digests_kept_on_failure():
+            receipt = super().amend(id, content, **kwargs)
         self._wake_consolidator()
         return receipt
 
     def retire(self, id: str, **kwargs: Any) -> RetireReceipt:
-        receipt = super().retire(id, **kwargs)
+        with self._digests_kept_on_failure():
+            receipt = super().retire(id, **kwargs)
         self._wake_consolidator()
         return receipt
 
     def link(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
-        receipt = super().link(id, scope, **kwargs)
+        with self._digests_kept_on_failure():
+            receipt = super().link(id, scope, **kwargs)
         self._wake_consolidator()
         return receipt
 
     def unlink(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
-        receipt = super().unlink(id, scope, **kwargs)
+        with self._digests_kept_on_failure():
+            receipt = super().unlink(id, scope, **kwargs)
         self._wake_consolidator()
         return receipt
+
+    @contextlib.contextmanager
+    def _digests_kept_on_failure(self) -> Iterator[None]:
+        """``_sources_changed`` forgets a withdrawn digest inside the transaction; if that transaction is then
+        refused, the digest is still stored and must still be known as one (recall would show it as a memory)."""
+        try:
+            yield
+        except BaseException:
+            with self.graph.read() as conn:
+                self._digest_ids.update(self.graph.all_digests(conn))
+            raise
 
     def _sources_changed(
         self, tx: Tx, ids: Sequence[str], *, withdraw: bool, successor: str | None = None
