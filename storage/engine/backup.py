@@ -4,14 +4,17 @@
   then scopes (with their parents), entities, memories (every field, both time axes, status, version pointers,
   provenance, scopes with when each was added, the entities each mentions, and optionally its vector),
   version edges (``supersedes``), relations, ``contradicts`` links between exported memories, the record of
-  each model pass (``enrichment``: what memory_read shows of it) and entity ``SAME_AS`` proposals with their
-  decisions (those raised by an exported memory; both entities they name go with them). Read in one read-only
-  transaction: consistent while writes go on.
+  each model pass (``enrichment``: what memory_read shows of it), entity ``SAME_AS`` proposals with their
+  decisions (those raised by an exported memory; both entities they name go with them), and ``conversation``
+  lines (which messages each conversation holds; digests are left out and rebuilt). Each memory also says what
+  it gave each entity it mentions (``mentioned_as``: name, type, aliases), so erasing it after a restore
+  takes back exactly that. Read in one read-only transaction: consistent while writes go on.
 - ``import``: into an empty data directory only. The whole file is validated before anything is written; ids,
   times, versions and statuses are kept exactly (re-asserted content keeps its salted id); vectors are taken
   from the file when it has them for the same model, else the content is embedded again. A link, a model
   pass's record or a proposal naming a memory or an entity the file does not hold, or a proposal id given to
-  two pairs of entities, refuses the file, naming the line.
+  two pairs of entities, refuses the file, naming the line. Files written before ``conversation`` lines and
+  ``mentioned_as`` were kept import as before (messages placed by their metadata; mentions take the entity).
 - ``snapshot`` (``mnemograph backup DIR``): pauses writes for the copy, checkpoints Kùzu and copies the graph,
   both projections and their watermarks as they are at one change sequence. The copy opens as a data directory.
 """
@@ -34,7 +37,7 @@ from storage.domain import validation as v
 from storage.domain.errors import InvalidInput, MnemographError, StorageUnavailable
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import SameAs, entity_key
-from storage.ports.canonical import CanonicalStore
+from storage.ports.canonical import CanonicalStore, MentionGiven
 from storage.ports.embedder import Embedder
 from storage.sync.reconciler import Reconciler
 
@@ -84,6 +87,7 @@ class ExportSummary:
     proposals: int = 0  # entity SAME_AS proposals (pending or decided)
     contradictions: int = 0  # CONTRADICTS links between exported memories
     enrichments: int = 0  # records of a model pass (memory_read's "enrichment")
+    conversations: int = 0  # conversations (which messages each holds; their digests are rebuilt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,7 @@ class ImportSummary:
     proposals: int = 0  # entity SAME_AS proposals written, with their decisions
     contradictions: int = 0  # CONTRADICTS links written
     enrichments: int = 0  # records of a model pass written
+    conversations: int = 0  # conversations the imported messages joined (digested again after the import)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +144,7 @@ def export(
         "proposals": 0,
         "contradictions": 0,
         "enrichments": 0,
+        "conversations": 0,
     }
 
     def line(record: Mapping[str, Any]) -> None:
@@ -231,6 +237,13 @@ def export(
             if mid in kept:
                 line({"type": "enrichment", "memory_id": mid, **row, "at": _time(row.get("at"))})
                 counts["enrichments"] += 1
+        for key, members in graph.export_conversations(conn):
+            # Which conversation each message is in: without it an import could only guess from the messages'
+            # metadata and scopes, which a link or unlink since may have changed (two conversations, then).
+            exported = [mid for mid in members if mid in kept]
+            if exported:
+                line({"type": "conversation", "key": key, "messages": exported})
+                counts["conversations"] += 1
         for p, applies in proposals:  # accepted and rejected ones keep their decision
             line(
                 {
@@ -275,6 +288,10 @@ class Parsed:
     proposal_lines: list[int] = field(default_factory=list)  # each proposal's line, for errors
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     enrichments: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    conversations: list[tuple[str, list[str]]] = field(default_factory=list)
+    given: dict[str, dict[str, MentionGiven]] = field(
+        default_factory=dict
+    )  # memory -> entity -> what it gave
     lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, key) -> line: links, records
 
 
@@ -323,7 +340,10 @@ def parse(lines: Iterator[str]) -> Parsed:
                 )
             elif kind == "memory":
                 parsed.memories.append(_memory(rec))
-                parsed.lines.setdefault(("memory", parsed.memories[-1][0].id), n)
+                mid = parsed.memories[-1][0].id
+                parsed.lines.setdefault(("memory", mid), n)
+                if rec.get("mentioned_as") is not None:  # absent from exports written before it was kept
+                    parsed.given[mid] = _mentioned_as(rec["mentioned_as"], parsed.memories[-1][3])
             elif kind == "supersedes":
                 parsed.supersedes.append(
                     (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
@@ -360,6 +380,13 @@ def parse(lines: Iterator[str]) -> Parsed:
                 mid = _id(rec["memory_id"])
                 _once(parsed, "model pass record", mid, n)
                 parsed.enrichments.append((mid, _enrichment(rec)))
+            elif kind == "conversation":
+                key = _conversation_key(rec.get("key"))
+                _once(parsed, "conversation", key, n)
+                members = rec.get("messages")
+                if not isinstance(members, list) or not members:
+                    raise InvalidInput("a conversation's messages must be a non-empty list of memory ids")
+                parsed.conversations.append((key, [_id(mid) for mid in members]))
             else:
                 raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
     except MnemographError as exc:
@@ -386,6 +413,12 @@ def parse(lines: Iterator[str]) -> Parsed:
             raise refuse(
                 parsed.lines[("model pass record", mid)],
                 f"a model pass's record names memory {mid}, which the file does not hold",
+            )
+    for key, members in parsed.conversations:
+        if missing := [m for m in members if m not in ids]:
+            raise refuse(
+                parsed.lines[("conversation", key)],
+                f"a conversation names memory {missing[0]}, which the file does not hold",
             )
     entities = {eid for eid, *_ in parsed.entities}
     first: dict[str, tuple[int, frozenset[str]]] = {}
@@ -427,6 +460,34 @@ def _id(value: object) -> str:
     if len(mid) != v.ID_LENGTH:
         raise InvalidInput(f"{mid!r} is not a full memory id")
     return mid
+
+
+def _mentioned_as(value: object, mentions: list[str]) -> dict[str, MentionGiven]:
+    """What a memory gave each entity it mentions: {entity id: [name, type, aliases]}, for entities in its
+    ``mentions`` only."""
+    if not isinstance(value, dict):
+        raise InvalidInput("a memory's mentioned_as must be an object of entity id -> [name, type, aliases]")
+    given: dict[str, MentionGiven] = {}
+    for eid, said in value.items():
+        if eid not in mentions:
+            raise InvalidInput(
+                f"mentioned_as names entity {str(eid)[:40]!r}, which the memory does not mention"
+            )
+        if not isinstance(said, list) or len(said) != 3 or not isinstance(said[2], list):
+            raise InvalidInput(f"mentioned_as of entity {str(eid)[:40]!r} must be [name, type, aliases]")
+        name, etype, aliases = said
+        given[eid] = (
+            v.name(name, "entity name"),
+            str(etype or "thing")[:100],
+            [v.name(a, "entity alias") for a in aliases],
+        )
+    return given
+
+
+def _conversation_key(value: object) -> str:
+    if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdef" for c in value):
+        raise InvalidInput(f"{str(value)[:40]!r} is not a conversation key")
+    return value
 
 
 def _opt_time(value: object) -> datetime | None:
@@ -636,7 +697,7 @@ def restore(
         def batch(tx: Any, start: int = start) -> None:
             for i in range(start, min(start + IMPORT_BATCH, len(memories))):
                 m, _vec, added, mentions = memories[i]
-                graph.restore_memory(tx.conn, m, vectors[i], added, mentions)
+                graph.restore_memory(tx.conn, m, vectors[i], added, mentions, parsed.given.get(m.id))
                 tx.record("add", m.id)
 
         reconciler.submit(batch)
@@ -681,9 +742,13 @@ def restore(
     reconciler.submit(edges)
     engine._reload_tree()
     engine._reload_lexicon()
+    # The imported messages rejoin their conversations (the file's, or for a file written before it said,
+    # those their metadata and scopes name), which are digested again like any changed conversation.
+    joined = {key: [m for m in members if m in added_ids] for key, members in parsed.conversations}
+    joined = {key: members for key, members in joined.items() if members}
     rejoin = getattr(engine, "_rejoin_conversations", None)  # storage.engine.conversations, when it is one
     if callable(rejoin):
-        rejoin([m for m, *_ in memories])
+        rejoin([m for m, *_ in memories], joined)
     return ImportSummary(
         str(engine.data_dir),
         len(memories),
@@ -693,6 +758,7 @@ def restore(
         len(todo),
         already=len(parsed.memories) - len(memories),
         proposals=len(proposals),
+        conversations=len(joined),
         **counts,
     )
 

@@ -15,12 +15,13 @@ schedules a new one from the messages left.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
 from storage.domain import validation as v
@@ -29,13 +30,16 @@ from storage.domain.models import (
     MAX_CONVERSATION_ID_CHARS,
     MAX_MESSAGES,
     ROLES,
+    AmendReceipt,
     ConversationReceipt,
     EraseReceipt,
+    LinkReceipt,
     Memory,
     MemoryKind,
     MessageIn,
     Provenance,
     PurgeReceipt,
+    RetireReceipt,
     WriteItem,
     WriteReceipt,
 )
@@ -289,6 +293,9 @@ class _Conversations(_Erasure):
                 self.graph.delete_memories(tx.conn, [old])
                 tx.record("delete", old)
                 self._digest_ids.pop(old, None)
+            if new_id is not None and new_id == old and self.graph.live_state(tx.conn, old) is not None:
+                # The same words as before, but its messages may be in other scopes now (a link): so is it.
+                self._rescope(tx, old, scopes)
             if new_id is not None and built is not None and vector is not None and new_id != old:
                 conv = str(live[0].metadata.get("conversation", ""))
                 meta = {
@@ -308,6 +315,17 @@ class _Conversations(_Erasure):
 
         self.reconciler.submit(swap)
 
+    def _rescope(self, tx: Tx, digest: str, scopes: Sequence[str]) -> None:
+        held = self.graph.fetch(tx.conn, [digest])[digest].scopes
+        wider = [s for s in scopes if s not in held]
+        if wider:
+            self.graph.link(tx.conn, digest, wider, tx.now)
+        for s in held:
+            if s not in scopes:
+                self.graph.unlink(tx.conn, digest, s)
+        if wider or set(held) - set(scopes):
+            tx.record("link", digest)
+
     def export(
         self, out: IO[str], *, scope: str | None = None, vectors: bool = False
     ) -> snapshots.ExportSummary:
@@ -316,14 +334,19 @@ class _Conversations(_Erasure):
         with self._erasure_lock:  # no rewrite's switch meanwhile (``Consistency.export``)
             return snapshots.export(self, out, scope=scope, vectors=vectors, leave_out=set(self._digest_ids))
 
-    def _rejoin_conversations(self, imported: Sequence[Memory]) -> None:
-        """After an import: imported messages rejoin their conversations (by the conversation id and scopes in
-        their metadata), which are then digested like any changed conversation."""
-        groups: dict[str, list[str]] = {}
+    def _rejoin_conversations(
+        self, imported: Sequence[Memory], known: Mapping[str, Sequence[str]] | None = None
+    ) -> None:
+        """After an import: imported messages rejoin their conversations, then digested like any changed
+        conversation. ``known``: key -> messages, as the file says; a message it does not place (a file
+        written before exports said) goes by the conversation id in its metadata and its scopes."""
+        groups: dict[str, list[str]] = {key: list(ids) for key, ids in (known or {}).items()}
+        placed = {mid for ids in groups.values() for mid in ids}
         for m in imported:
             conv = m.metadata.get("conversation")
             if (
-                m.kind is MemoryKind.MESSAGE
+                m.id not in placed
+                and m.kind is MemoryKind.MESSAGE
                 and isinstance(conv, str)
                 and conv
                 and "digest_of" not in m.metadata
@@ -375,6 +398,66 @@ class _Conversations(_Erasure):
         receipt = super().purge(scope, confirm=confirm, principal=principal)
         self._wake_consolidator()
         return receipt
+
+    # -- a message amended, retired, linked or unlinked (storage.engine.versions, storage.engine.scopes) -----
+
+    def amend(self, id: str, content: str, **kwargs: Any) -> AmendReceipt:
+        with self._digests_kept_on_failure():
+            receipt = super().amend(id, content, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def retire(self, id: str, **kwargs: Any) -> RetireReceipt:
+        with self._digests_kept_on_failure():
+            receipt = super().retire(id, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def link(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
+        with self._digests_kept_on_failure():
+            receipt = super().link(id, scope, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    def unlink(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
+        with self._digests_kept_on_failure():
+            receipt = super().unlink(id, scope, **kwargs)
+        self._wake_consolidator()
+        return receipt
+
+    @contextlib.contextmanager
+    def _digests_kept_on_failure(self) -> Iterator[None]:
+        """``_sources_changed`` forgets a withdrawn digest inside the transaction; if that transaction is then
+        refused, the digest is still stored and must still be known as one (recall would show it as a memory)."""
+        try:
+            yield
+        except BaseException:
+            with self.graph.read() as conn:
+                self._digest_ids.update(self.graph.all_digests(conn))
+            raise
+
+    def _sources_changed(
+        self, tx: Tx, ids: Sequence[str], *, withdraw: bool, successor: str | None = None
+    ) -> None:
+        # The conversation is marked changed, so the consolidator rebuilds its digest after the quiet time.
+        # When the digest may now say more than its messages do (an amended or retired message's old words) or
+        # be readable where one of them no longer is (an unlinked scope), it is deleted in this transaction:
+        # until the rebuild, recall has no digest for the conversation rather than a wrong or too wide one.
+        sources = [i for i in ids if i not in self._digest_ids]  # a digest changed by hand is not a source
+        found = self.graph.conversations_of(tx.conn, sources) if sources else {}
+        for key, digest in found.items():
+            if withdraw and digest is not None:
+                if self.graph.live_state(tx.conn, digest) is not None:
+                    self.graph.delete_memories(tx.conn, [digest])
+                    tx.record("delete", digest)
+                self._digest_ids.pop(digest, None)
+                # Digested as of the last change before this one, so the touch below leaves it pending.
+                state = self.graph.conversation_state(tx.conn, key)
+                self.graph.set_digest(tx.conn, key, None, (state[0] if state else None) or tx.now)
+            if successor is not None:
+                self.graph.join_conversation(tx.conn, key, [successor], tx.now)
+        if found:
+            self.graph.touch_conversations(tx.conn, list(found), tx.now)
 
     def _wake_consolidator(self) -> None:
         if self._consolidator is not None:

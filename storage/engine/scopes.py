@@ -222,6 +222,7 @@ class _Scopes(_Reads):
             self.graph.ensure_scopes(tx.conn, [str(sid)], tx.now)
             self.graph.link(tx.conn, mid, [str(sid)], tx.now)
             tx.record("link", mid)
+            self._sources_changed(tx, [mid], withdraw=False)  # a digest may now be in this scope too
             return LinkReceipt(mid, tuple(sorted({*m.scopes, str(sid)})), changed=True)
 
         receipt = self.reconciler.submit(intent)
@@ -256,6 +257,7 @@ class _Scopes(_Reads):
                 )
             self.graph.unlink(tx.conn, mid, str(sid))
             tx.record("unlink", mid)
+            self._sources_changed(tx, [mid], withdraw=True)  # its digest must not stay readable there
             return LinkReceipt(mid, tuple(s for s in m.scopes if s != str(sid)), changed=True)
 
         receipt = self.reconciler.submit(intent)

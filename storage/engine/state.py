@@ -6,7 +6,7 @@ import hashlib
 import logging
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,7 +34,7 @@ from storage.ports.stores import Stores
 from storage.recall.lanes import LaneContext, build_lanes
 from storage.recall.pipeline import DigestSource
 from storage.recall.query import Lane
-from storage.sync.reconciler import Reconciler
+from storage.sync.reconciler import Reconciler, Tx
 
 log = logging.getLogger("mnemograph.engine")
 
@@ -148,3 +148,10 @@ class _State:
         if self.enricher is not None and self.enricher.pending(memory_id):
             return "llm"
         return None
+
+    def _sources_changed(
+        self, tx: Tx, ids: Sequence[str], *, withdraw: bool, successor: str | None = None
+    ) -> None:
+        """Hook (``storage.engine.conversations``), inside the transaction that amends, retires, links or
+        unlinks ``ids``: what was derived from them is due again. ``withdraw``: it may now say more, or show it
+        wider, than its sources do, so it goes at once. ``successor``: the new version that takes their place."""

@@ -169,6 +169,8 @@ class _Versions(_Writes):
                 self._insert(tx, new, old.scopes, entities, relations, since)
             self.graph.supersede(tx.conn, old.id, cur, reason=why, at=tx.now, close_valid_to=start)
             tx.record("supersede", old.id)
+            # A message's new version takes its place in its conversation; the digest that quoted it goes.
+            self._sources_changed(tx, [old.id], withdraw=True, successor=cur if existing is None else None)
             for ended, f in ending:
                 self.graph.close_relation(
                     tx.conn,
@@ -273,6 +275,7 @@ class _Versions(_Writes):
                 )
             self.graph.retire(tx.conn, mid, at=tx.now, valid_to=end, reason=why)
             tx.record("retire", mid)
+            self._sources_changed(tx, [mid], withdraw=True)
             return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
 
         receipt = self.reconciler.submit(intent)

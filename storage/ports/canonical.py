@@ -92,6 +92,8 @@ T = TypeVar("T")
 # One exported RELATES edge: subject id, object id, predicate, memory id, recorded at, valid from, valid to,
 # ended by (``export_relations``).
 RelationRow = tuple[str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
+# What one memory gave an entity it mentions (its MENTIONS edge): the name, type and aliases it wrote.
+MentionGiven = tuple[str, str, list[str]]
 # A CONTRADICTS edge: the memory that raised the conflict, the one it conflicts with, the predicate, when.
 ContradictionRow = tuple[str, str, str, datetime | None]
 # A model pass's record: the memory id, and status, detail, model, token counts and ``at`` (when it ran).
@@ -391,8 +393,11 @@ class CanonicalExports(Protocol):
         vector: Sequence[float],
         added: Mapping[str, datetime],
         mentions: Sequence[str],
+        given: Mapping[str, MentionGiven] | None = None,
     ) -> None:
-        """Create a memory exactly as exported: same id, times, status and version pointers."""
+        """Create a memory exactly as exported: same id, times, status and version pointers. ``given``: what
+        it gave each entity it mentions (name, type, aliases: an erasure takes back exactly that); an entity
+        it does not name (an export written before they were kept) is taken as the entity now is."""
         ...
 
     def restore_supersedes(self, conn: Session, new: str, old: str, reason: str, at: datetime) -> None: ...
@@ -452,6 +457,10 @@ class CanonicalConversations(Protocol):
 
     def all_digests(self, conn: Session) -> dict[str, str]:
         """Every digest id -> its conversation key."""
+        ...
+
+    def export_conversations(self, conn: Session) -> list[tuple[str, list[str]]]:
+        """Every conversation's key and the ids of its messages (sorted), by key: what a backup carries."""
         ...
 
 

@@ -64,3 +64,39 @@ async def test_a_conversation_over_stdio_is_recallable_at_once_and_digested_on_r
     again = await anyio.run_process([MNEMOGRAPH, "digests", "--data-dir", str(store.data_dir)], check=False)
     assert again.returncode == 0, again.stderr
     assert again.stdout.decode().strip() == "1 conversation digest(s) rebuilt"
+
+
+async def test_an_amended_or_unlinked_message_leaves_its_digest_at_once_over_stdio(store: Store) -> None:
+    """A real client corrects one message and takes another out of a shared scope: the digest recall shows in
+    that scope no longer holds either's old words, before and after the consolidator rebuilds it."""
+    digests = [MNEMOGRAPH, "digests", "--json", "--data-dir", str(store.data_dir)]
+    async with Client(store.stdio(), mode="legacy") as client:
+        out = await call(
+            client,
+            "conversation_write",
+            {"conversation": "vet-chat", "messages": MESSAGES, "scopes": ["user:kim", "team:vets"]},
+        )
+        assert (await anyio.run_process(digests, check=False)).returncode == 0
+        ask = {"query": "Pixel vet diet Leeds greyhound", "kinds": ["summary"]}
+
+        async def said(scope: str) -> str:
+            found = await call(client, "recall", {**ask, "scopes": [scope]})
+            return "\n".join(r["content"] for r in found["results"])
+
+        assert "Okafor" in await said("team:vets")
+        assert "greyhound" in await said("team:vets")
+        vet, adopted = out["messages"][2]["id"], out["messages"][0]["id"]
+        await call(
+            client, "amend", {"id": vet, "content": "My vet, Dr Mensah in York, says Pixel needs a diet."}
+        )
+        await call(client, "unlink_memory", {"id": adopted, "scope": "team:vets"})
+        for scope in ("team:vets", "user:kim"):
+            assert "Okafor" not in await said(scope)
+        assert "greyhound" not in await said("team:vets")
+        done = await anyio.run_process(digests, check=False)
+        assert json.loads(done.stdout)["digests_built"] == 1
+        assert "greyhound" not in await said("team:vets")  # rebuilt only where every message still is
+        kim = await said("user:kim")
+        assert "Mensah" in kim
+        assert "Okafor" not in kim
+        assert "greyhound" in kim

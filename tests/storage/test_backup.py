@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from storage import CachedEmbedder, Engine, EntityIn, InvalidInput, RelationIn
+from storage.adapters.kuzu._cypher import _rows as kuzu_rows
+from storage.domain.models import MessageIn
 
 QUERIES = ["where does Ana work", "seat preference", "Lisbon trip", "coffee", "project deadline", "Bruno"]
 
@@ -477,3 +479,207 @@ def test_import_refuses_what_the_store_cannot_keep_naming_the_line_and_writing_n
         embedder=embedder,
     )
     assert (fine.contradictions, fine.enrichments) == (1, 1)
+
+
+CHAT = [
+    MessageIn(
+        "user", "I just moved to Lisbon for a job at Acme Corp.", datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+    ),
+    MessageIn("assistant", "Congratulations! How is the new flat?", datetime(2024, 5, 1, 9, 1, tzinfo=UTC)),
+    MessageIn("user", "My sister Ines visits on June 3.", datetime(2024, 5, 1, 9, 2, tzinfo=UTC)),
+    MessageIn("user", "I'm allergic to peanuts, remember it.", datetime(2024, 5, 1, 9, 3, tzinfo=UTC)),
+]
+STATE_QUERIES = [
+    "where does Sam work",
+    "coffee",
+    "Lisbon job",
+    "peanuts",
+    "Ines",
+    "John Smith contract",
+    "Bea",
+]
+
+
+def _seed_all(eng: Engine) -> dict[str, str]:
+    """A store with everything a backup must carry: a relation ended by a later one, a contradiction, a
+    conversation (one message later linked to another scope) and its digest, aliases, an accepted SAME_AS
+    merge, a retired memory with its valid-time end, an amended one."""
+    ids: dict[str, str] = {}
+    ids["acme"] = eng.write("Sam works at Acme.", ["user:sam"]).id
+    ids["globex"] = eng.write("Sam works at Globex now.", ["user:sam"]).id
+    ids["love"] = eng.write("I love coffee.", ["user:sam"]).id
+    ids["hate"] = eng.write("I hate coffee.", ["user:sam"]).id
+    ids["bea"] = eng.write(
+        "Beatriz Costa leads the design team.",
+        ["user:sam"],
+        entities=[EntityIn("Beatriz Costa", "person", ("Bea",))],
+    ).id
+    ids["tea"] = eng.write(
+        "Beatriz Costa prefers tea.", ["user:sam"], entities=[EntityIn("Beatriz Costa", "person")]
+    ).id
+    eng.write("I had lunch with John Smith at the harbour.", ["user:sam"])
+    contract = eng.write("Yesterday Jon Smith sent the signed contract.", ["user:sam"])
+    assert contract.proposals
+    eng.decide_proposal(contract.proposals[0], "accept")
+    gym = eng.write(
+        "Sam goes to the gym on Mondays.", ["user:sam"], valid_from=datetime(2023, 1, 1, tzinfo=UTC)
+    )
+    eng.retire(gym.id, reason="stopped", at=datetime(2024, 3, 1, tzinfo=UTC))
+    ids["gym"] = gym.id
+    flat = eng.write("Sam's flat has two rooms.", ["user:sam"], valid_from=datetime(2023, 1, 1, tzinfo=UTC))
+    ids["flat"] = eng.amend(
+        flat.id, "Sam's flat has three rooms.", reason="moved", effective_at=datetime(2024, 2, 1, tzinfo=UTC)
+    ).id
+    chat = eng.write_conversation("chat-1", CHAT, ["user:sam"])
+    eng.link(chat.messages[0].id, "team:core")  # its conversation is still the one written to user:sam
+    eng.consolidate()
+    ids["message"] = chat.messages[0].id
+    return ids
+
+
+def _observed(eng: Engine) -> dict[str, object]:
+    """What a user can observe of a store: every memory as memory_read shows it, the entities with their
+    aliases and what each memory gave them, the proposals, the conversations and their digests' words, and the
+    answers of recall (current, as of a past time, with history)."""
+    with eng.graph.read() as conn:
+        ids = sorted(eng.graph.all_ids(conn))
+        digests = eng.graph.all_digests(conn)
+        conversations = sorted(
+            (key, tuple(sorted(eng.graph.conversation_members(conn, key))))
+            for key in {*digests.values(), *(k for k, _ in eng.graph.pending_conversations(conn))}
+        )
+        mentions = sorted(
+            (m, e, n, t, tuple(a or ()))
+            for m, e, n, t, a in kuzu_rows(
+                conn, "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity) RETURN m.id, e.id, r.name, r.type, r.aliases"
+            )
+        )
+        proposals = eng.graph.same_as(conn)
+        entities = eng.graph.export_entities(conn)
+    reads = {i: eng.read(i) for i in ids if i not in digests}
+    digest_words = sorted(eng.read(d).memory.content for d in digests)
+    recall = [
+        [(h.memory.id, h.memory.status) for h in eng.recall(q, ["user:sam"], k=5, **opts)]  # type: ignore[arg-type]
+        for q in STATE_QUERIES
+        for opts in ({}, {"include_history": True}, {"as_of": datetime(2024, 1, 15, tzinfo=UTC)})
+    ]
+    return {
+        "reads": reads,
+        "entities": entities,
+        "mentions": mentions,
+        "proposals": proposals,
+        "conversations": conversations,
+        "digests": digest_words,
+        "recall": recall,
+        "scopes": eng.list_scopes(),
+    }
+
+
+def test_a_restored_store_answers_everything_as_the_original(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    ids = _seed_all(engine)
+    before = _observed(engine)
+    works = [h.memory.content for h in engine.recall("where does Sam work", ["user:sam"], k=1)]
+    assert works == ["Sam works at Globex now."]
+    assert engine.read(ids["love"]).contradicts or engine.read(ids["hate"]).contradicts
+    buf = io.StringIO()
+    engine.export(buf)
+    Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        copy.consolidate()  # the digests are derived: rebuilt from the restored conversations
+        assert copy.verify().ok
+        after = _observed(copy)
+        assert [h.memory.content for h in copy.recall("where does Sam work", ["user:sam"], k=1)] == works
+        assert copy.read(ids["acme"]).relations == engine.read(ids["acme"]).relations  # ended, not reopened
+        assert copy.read(ids["love"]).contradicts + copy.read(ids["hate"]).contradicts
+        differ = [k for k in before if after[k] != before[k]]
+        assert not differ, (differ, [(before[k], after[k]) for k in differ if k != "mentions"])
+        # The restored conversation goes on: a new message joins it, and its one digest covers all five.
+        copy.write_conversation(
+            "chat-1",
+            [MessageIn("user", "Ines moved her visit to June 9.", datetime(2024, 5, 2, 9, 0, tzinfo=UTC))],
+            ["user:sam"],
+        )
+        assert copy.consolidate() == 1
+        with copy.graph.read() as conn:
+            (digest,) = copy.graph.all_digests(conn)
+        assert copy.read(digest).memory.metadata["messages"] == 5
+        assert "June 9" in copy.read(digest).memory.content
+        # Erasing the one memory that called Beatriz "Bea" takes the alias back, there as here (the restore gave
+        # every mention all the entity's aliases, so the alias outlived its only source).
+        for store in (engine, copy):
+            store.erase(ids["bea"], confirm=ids["bea"])
+        assert _aliases(copy, "Beatriz Costa") == _aliases(engine, "Beatriz Costa") == []
+        assert "Bea" not in {a for *_, aliases in _entities(copy) for a in aliases}
+
+
+def _entities(eng: Engine) -> list[tuple[str, str, str, list[str]]]:
+    with eng.graph.read() as conn:
+        return eng.graph.export_entities(conn)
+
+
+def _aliases(eng: Engine, name: str) -> list[str]:
+    return next(aliases for _id, n, _t, aliases in _entities(eng) if n == name)
+
+
+def test_an_export_written_before_conversations_and_mentions_were_kept_still_imports(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Older files have no conversation lines and no memory's mentioned_as: the messages rejoin their
+    conversation by its id and scopes (and are digested), and each mention takes the entity as it is."""
+    engine.write_conversation("chat-1", CHAT, ["user:sam"])
+    engine.write(
+        "Beatriz Costa leads design.", ["user:sam"], entities=[EntityIn("Beatriz Costa", "person", ("Bea",))]
+    )
+    buf = io.StringIO()
+    assert engine.export(buf).conversations == 1
+    old = []
+    for raw in buf.getvalue().splitlines():
+        rec = json.loads(raw)
+        if rec["type"] == "conversation":
+            continue
+        rec.pop("mentioned_as", None)
+        old.append(json.dumps(rec) + "\n")
+    result = Engine.import_export(tmp_path / "old", io.StringIO("".join(old)), embedder=embedder)
+    assert result.conversations == 0  # none said: placed by their metadata
+    with Engine.open(tmp_path / "old", embedder=embedder, warm=False) as copy:
+        assert copy.consolidate() == 1
+        with copy.graph.read() as conn:
+            (digest,) = copy.graph.all_digests(conn)
+        assert copy.read(digest).memory.metadata["messages"] == 4
+        assert _aliases(copy, "Beatriz Costa") == ["Bea"]
+
+
+def test_import_refuses_a_conversation_or_mention_it_cannot_place_naming_the_line(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    engine.write_conversation("chat-1", CHAT, ["user:sam"])
+    buf = io.StringIO()
+    engine.export(buf)
+    lines = buf.getvalue().splitlines()
+    n = next(i for i, raw in enumerate(lines, 1) if json.loads(raw)["type"] == "conversation")
+    conv = json.loads(lines[n - 1])
+    m = next(i for i, raw in enumerate(lines, 1) if json.loads(raw).get("mentioned_as"))
+    mem = json.loads(lines[m - 1])
+    bad = {
+        "a message not in the file": (
+            n,
+            {**conv, "messages": [*conv["messages"], "f" * 32]},
+            "names memory f{32}",
+        ),
+        "a malformed key": (n, {**conv, "key": "../etc"}, "is not a conversation key"),
+        "no messages": (n, {**conv, "messages": []}, "non-empty list"),
+        "an entity it does not mention": (
+            m,
+            {**mem, "mentioned_as": {**mem["mentioned_as"], "nobody": ["Nobody", "person", []]}},
+            "does not mention",
+        ),
+        "a malformed mention": (m, {**mem, "mentioned_as": {e: "x" for e in mem["mentioned_as"]}}, "must be"),
+    }
+    for name, (at, record, error) in bad.items():
+        changed = [*lines[: at - 1], json.dumps(record), *lines[at:]]
+        target = tmp_path / name.replace(" ", "-")
+        with pytest.raises(InvalidInput, match=f"line {at}: .*{error}"):
+            Engine.import_export(target, io.StringIO("\n".join(changed) + "\n"), embedder=embedder)
+        assert not target.exists(), f"{name}: a refused import created {target}"

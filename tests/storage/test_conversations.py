@@ -215,3 +215,91 @@ def test_a_digest_never_spells_a_name_the_way_another_scope_stored_it(engine: En
     assert "Zorblax Corporation" not in digest.content
     assert "Zorblax Corporation" not in digest.entities
     assert "zorblax corporation" in digest.content.casefold()  # the words themselves are B's own
+
+
+def _said_in_digests(
+    engine: Engine, query: str, scopes: list[str], principal: Principal | None = None
+) -> str:
+    """Everything a recall asking for digests shows, as one text (what the principal reads through them)."""
+    extra = {} if principal is None else {"principal": principal}
+    hits = engine.recall(query, scopes, kinds=["summary", "message"], k=20, **extra)  # type: ignore[arg-type]
+    return "\n".join(h.memory.content for h in hits if h.memory.kind == "summary")
+
+
+def test_unlinking_a_message_from_a_scope_takes_its_words_out_of_the_digest_read_there(
+    engine: Engine,
+) -> None:
+    """The digest of a conversation in user:ana and team:family is in both. Ana takes her peanut message out of
+    team:family: a family member must no longer read it, through the digest either (it kept the scopes the
+    message had when it was built, until the conversation changed again)."""
+    receipt = engine.write_conversation("chat-u", MOVE, ["user:ana", "team:family"])
+    engine.consolidate()
+    peanuts = next(m.id for m in receipt.messages if "peanuts" in engine.read(m.id).memory.content)
+    family = Principal("sis", client="t", grants=(Grant.parse("team:family=r"),))
+    assert "peanuts" in _said_in_digests(engine, "peanuts allergy dinner", ["team:family"], family)
+    engine.unlink(peanuts, "team:family")
+    # At once, before any rebuild: the old digest is no longer readable in team:family.
+    assert "peanuts" not in _said_in_digests(engine, "peanuts allergy dinner", ["team:family"], family)
+    assert all(
+        "peanuts" not in engine.read(d, principal=family).memory.content for d in _readable(engine, family)
+    )
+    assert engine.consolidate() == 1  # and the conversation is digested again, where every message still is
+    assert engine.read(only_digest(engine)).memory.scopes == ("user:ana",)
+    assert _readable(engine, family) == []
+    assert _said_in_digests(engine, "Lisbon job peanuts allergy", ["team:family"], family) == ""
+    assert "peanuts" in _said_in_digests(engine, "peanuts allergy dinner", ["user:ana"])
+
+
+def _readable(engine: Engine, principal: Principal) -> list[str]:
+    out = []
+    for d in digests_of(engine):
+        try:
+            engine.read(d, principal=principal)
+        except NotFound:
+            continue
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("change", ["amend", "retire"])
+def test_an_amended_or_retired_message_leaves_the_digest(engine: Engine, change: str) -> None:
+    receipt = engine.write_conversation("chat-a", MOVE, ["user:ana"])
+    engine.consolidate()
+    peanuts = next(m.id for m in receipt.messages if "peanuts" in engine.read(m.id).memory.content)
+    assert "peanuts" in _said_in_digests(engine, "peanuts allergy dinner", ["user:ana"])
+    if change == "amend":
+        engine.amend(peanuts, "I'm allergic to shellfish, so the welcome dinner needs care.", reason="typo")
+    else:
+        engine.retire(peanuts, reason="not true")
+    assert "peanuts" not in _said_in_digests(engine, "peanuts allergy dinner", ["user:ana"])
+    assert engine.consolidate() == 1
+    rebuilt = engine.read(only_digest(engine)).memory
+    assert "peanuts" not in rebuilt.content
+    assert "Lisbon" in rebuilt.content
+    assert peanuts not in rebuilt.metadata["sources"]
+    if change == "amend":  # the corrected words are the conversation's now
+        assert "shellfish" in rebuilt.content
+        assert rebuilt.metadata["messages"] == 4
+    # history still finds the old words in the message itself, never through a digest
+    hits = engine.recall("peanuts allergy", ["user:ana"], include_history=True, kinds=["summary", "message"])
+    assert any(h.memory.id == peanuts for h in hits)
+    assert all("peanuts" not in h.memory.content for h in hits if h.memory.kind == "summary")
+
+
+def test_linking_a_message_to_a_new_scope_redigests_its_conversation(engine: Engine) -> None:
+    receipt = engine.write_conversation("chat-l", MOVE, ["user:ana"])
+    engine.consolidate()
+    for m in receipt.messages:
+        engine.link(m.id, "team:family")
+    assert engine.consolidate() == 1  # every message is in team:family now: so is the digest
+    assert engine.read(only_digest(engine)).memory.scopes == ("team:family", "user:ana")
+
+
+def test_retiring_the_digest_itself_retires_it_and_leaves_its_conversation_alone(engine: Engine) -> None:
+    receipt = engine.write_conversation("chat-d", MOVE, ["user:ana"])
+    engine.consolidate()
+    digest = only_digest(engine)
+    engine.retire(digest, reason="not wanted")
+    assert engine.read(digest).memory.status == "retired"
+    assert engine.consolidate() == 0
+    assert all(engine.read(m.id).memory.status == "current" for m in receipt.messages)

@@ -32,6 +32,9 @@ class _Conversations(_Exports):
     def pending_conversations(self, conn: Session) -> list[tuple[str, datetime]]:
         return []
 
+    def export_conversations(self, conn: Session) -> list[tuple[str, list[str]]]:
+        return []
+
     def conversation_state(self, conn: Session, key: str) -> tuple[datetime | None, str | None] | None:
         return None
 

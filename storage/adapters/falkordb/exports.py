@@ -10,7 +10,7 @@ from storage.adapters._rows import ENRICHMENT_KEYS, contradiction_rows, enrichme
 from storage.adapters.falkordb._cypher import MEMORY_FIELDS, RETURN_MEMORY, memory_params, session, utc
 from storage.adapters.falkordb.writes import _Writes
 from storage.domain.models import Memory
-from storage.ports.canonical import ContradictionRow, EnrichmentRow, RelationRow, Session
+from storage.ports.canonical import ContradictionRow, EnrichmentRow, MentionGiven, RelationRow, Session
 
 _TIMES = ("event_time", "valid_from", "valid_to", "recorded_at", "retired_at")
 
@@ -38,12 +38,13 @@ class _Exports(_Writes):
                 {"ids": ids},
             ):
                 added[mid][sid] = utc(at)
-            mentions: dict[str, list[str]] = {i: [] for i in ids}
-            for mid, eid in s.rows(
-                "UNWIND $ids AS i MATCH (m:Memory {id: i})-[:MENTIONS]->(e:Entity) RETURN i, e.id",
+            mentions: dict[str, dict[str, list[Any]]] = {i: {} for i in ids}
+            for mid, eid, name, etype, aliases in s.rows(
+                "UNWIND $ids AS i MATCH (m:Memory {id: i})-[r:MENTIONS]->(e:Entity) "
+                "RETURN i, e.id, r.name, r.type, r.aliases",
                 {"ids": ids},
             ):
-                mentions[mid].append(eid)
+                mentions[mid][eid] = [name or "", etype or "thing", list(aliases or [])]
             for r in rows:
                 record: dict[str, Any] = dict(zip(MEMORY_FIELDS, r[: len(MEMORY_FIELDS)], strict=True))
                 for key in _TIMES:
@@ -52,6 +53,7 @@ class _Exports(_Writes):
                 record["vector"] = [float(x) for x in r[-1]]
                 record["scopes"] = added[r[0]]
                 record["mentions"] = sorted(mentions[r[0]])
+                record["mentioned_as"] = dict(sorted(mentions[r[0]].items()))
                 yield record
             last = rows[-1][0]
 
@@ -101,7 +103,8 @@ class _Exports(_Writes):
         )
 
     def restore_memory(self, conn: Session, m: Memory, vector: Sequence[float],
-                       added: Mapping[str, datetime], mentions: Sequence[str]) -> None:  # fmt: skip
+                       added: Mapping[str, datetime], mentions: Sequence[str],
+                       given: Mapping[str, MentionGiven] | None = None) -> None:  # fmt: skip
         s = session(conn)
         s.add(
             "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
@@ -125,11 +128,23 @@ class _Exports(_Writes):
             "CREATE (s)-[:CONTAINS {added_at: x.at}]->(m)",
             {"id": m.id, "added": [{"id": sid, "at": at} for sid, at in added.items()]},
         )
-        if mentions:
+        said = [
+            {"e": e, "name": given[e][0], "type": given[e][1], "aliases": list(given[e][2])}
+            for e in mentions
+            if given and e in given
+        ]
+        unsaid = [e for e in mentions if not given or e not in given]
+        if said:
+            s.add(
+                "MATCH (m:Memory {id: $mid}) UNWIND $es AS x MATCH (e:Entity {id: x.e}) "
+                "CREATE (m)-[:MENTIONS {name: x.name, type: x.type, aliases: x.aliases}]->(e)",
+                {"mid": m.id, "es": said},
+            )
+        if unsaid:  # an older export: each mention holds the entity's type and aliases
             s.add(
                 "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) "
                 "CREATE (m)-[:MENTIONS {name: e.name, type: e.type, aliases: e.aliases}]->(e)",
-                {"mid": m.id, "es": list(mentions)},
+                {"mid": m.id, "es": unsaid},
             )
 
     def restore_supersedes(self, conn: Session, new: str, old: str, reason: str, at: datetime) -> None:

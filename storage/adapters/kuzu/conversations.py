@@ -77,6 +77,16 @@ class _Conversations(_Writes):
             else:
                 _exec(conn, "MATCH (c:Conversation {key: $k}) DETACH DELETE c", {"k": key})
 
+    def export_conversations(self, conn: Session) -> list[tuple[str, list[str]]]:
+        rows = _rows(
+            conn,
+            "MATCH (m:Memory)-[:IN_CONVERSATION]->(c:Conversation) RETURN c.key, m.id ORDER BY c.key, m.id",
+        )
+        out: dict[str, list[str]] = {}
+        for key, mid in rows:
+            out.setdefault(key, []).append(mid)
+        return list(out.items())
+
     def all_digests(self, conn: Session) -> dict[str, str]:
         rows = _rows(conn, "MATCH (c:Conversation) WHERE c.digest IS NOT NULL RETURN c.digest, c.key")
         return {d: k for d, k in rows}

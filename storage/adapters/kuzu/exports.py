@@ -17,7 +17,7 @@ from storage.adapters.kuzu._cypher import (
 )
 from storage.adapters.kuzu.writes import _Writes
 from storage.domain.models import Memory
-from storage.ports.canonical import ContradictionRow, EnrichmentRow, RelationRow, Session
+from storage.ports.canonical import ContradictionRow, EnrichmentRow, MentionGiven, RelationRow, Session
 
 
 class _Exports(_Writes):
@@ -55,12 +55,16 @@ class _Exports(_Writes):
                         {"id": mid},
                     )
                 }
-                record["mentions"] = sorted(
-                    e
-                    for (e,) in _rows(
-                        conn, "MATCH (m:Memory {id: $id})-[:MENTIONS]->(e:Entity) RETURN e.id", {"id": mid}
+                given = {
+                    e: [name or "", etype or "thing", list(aliases or [])]
+                    for e, name, etype, aliases in _rows(
+                        conn,
+                        "MATCH (m:Memory {id: $id})-[r:MENTIONS]->(e:Entity) RETURN e.id, r.name, r.type, r.aliases",
+                        {"id": mid},
                     )
-                )
+                }
+                record["mentions"] = sorted(given)
+                record["mentioned_as"] = dict(sorted(given.items()))
                 yield record
             last = rows[-1][0]
 
@@ -112,7 +116,8 @@ class _Exports(_Writes):
             )
 
     def restore_memory(self, conn: Session, m: Memory, vector: Sequence[float],
-                       added: Mapping[str, datetime], mentions: Sequence[str]) -> None:  # fmt: skip
+                       added: Mapping[str, datetime], mentions: Sequence[str],
+                       given: Mapping[str, MentionGiven] | None = None) -> None:  # fmt: skip
         """Create a memory exactly as exported: same id, times, status and version pointers."""
         _exec(
             conn,
@@ -138,13 +143,27 @@ class _Exports(_Writes):
                 "MATCH (s:Scope {id: $s}), (m:Memory {id: $id}) CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
                 {"s": sid, "id": m.id, "at": at},
             )
-        if mentions:
+        said = [
+            {"e": e, "name": given[e][0], "type": given[e][1], "aliases": list(given[e][2])}
+            for e in mentions
+            if given and e in given
+        ]
+        unsaid = [e for e in mentions if not given or e not in given]
+        if said:
             _exec(
                 conn,
-                # An export does not say which memory gave an entity its type and aliases: each mention holds them.
+                "MATCH (m:Memory {id: $mid}) UNWIND $es AS x MATCH (e:Entity {id: x.e}) "
+                "CREATE (m)-[:MENTIONS {name: x.name, type: x.type, aliases: CAST(x.aliases AS STRING[])}]->(e)",
+                {"mid": m.id, "es": said},
+            )
+        if unsaid:
+            _exec(
+                conn,
+                # An older export does not say which memory gave an entity its type and aliases: each mention
+                # holds them.
                 "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) "
                 "CREATE (m)-[:MENTIONS {name: e.name, type: e.type, aliases: e.aliases}]->(e)",
-                {"mid": m.id, "es": list(mentions)},
+                {"mid": m.id, "es": unsaid},
             )
 
     def restore_supersedes(self, conn: Session, new: str, old: str, reason: str, at: datetime) -> None:

@@ -257,6 +257,10 @@ def test_export_then_import_keeps_contradictions_model_passes_and_proposals(
             "Yesterday Jon Smith sent the signed contract.",
         )
     ]
+    bea = eng.write(
+        "Beatriz Costa leads design.", ["user:sam"], entities=[EntityIn("Beatriz Costa", "person", ("Bea",))]
+    ).id
+    eng.write("Beatriz Costa prefers tea.", ["user:sam"], entities=[EntityIn("Beatriz Costa", "person")])
     eng.use_sampling()
     ids.append(eng.write("Big news from Ana: she signed with Acme.", ["user:sam"], extractor=Model()).id)
     assert eng.sampler is not None
@@ -272,6 +276,10 @@ def test_export_then_import_keeps_contradictions_model_passes_and_proposals(
         assert copy.graph.same_as(b) == eng.graph.same_as(a)
         assert sorted(copy.graph.export_relations(b)) == sorted(eng.graph.export_relations(a))
     assert copy.verify().ok
+    # Each mention kept what its memory gave: erasing the one that said "Bea" takes the alias back there too.
+    copy.erase(bea, confirm=bea)
+    with copy.graph.read() as b:
+        assert next(al for _i, n, _t, al in copy.graph.export_entities(b) if n == "Beatriz Costa") == []
 
 
 def test_amend_reconciles_against_other_memories_as_a_write_does(
