@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from contextlib import suppress
 
 
@@ -12,7 +13,8 @@ class LossyProxy:
     """Forwards 127.0.0.1:``port`` to the server at ``upstream``. ``lose_reply(marker)``: the first request
     holding ``marker`` reaches the server and the connection is cut before its reply comes back.
     ``lose_request(marker)``: the connection is cut before that request reaches the server. ``refuse``: new
-    connections are closed at once (the server looks down)."""
+    connections are closed at once (the server looks down). ``delay_reply(marker, seconds)``: the reply to that
+    request comes back ``seconds`` late (a slow query, as the client sees it)."""
 
     def __init__(self, upstream: int) -> None:
         self.upstream = upstream
@@ -20,6 +22,7 @@ class LossyProxy:
         self.cuts = 0
         self._marker: bytes | None = None
         self._mode = ""
+        self._delay = 0.0
         self._lock = threading.Lock()
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
@@ -36,6 +39,10 @@ class LossyProxy:
         with self._lock:
             self._marker, self._mode = marker.encode(), "request"
 
+    def delay_reply(self, marker: str, seconds: float) -> None:
+        with self._lock:
+            self._marker, self._mode, self._delay = marker.encode(), "delay", seconds
+
     def close(self) -> None:
         self._sock.close()
 
@@ -50,8 +57,9 @@ class LossyProxy:
                 continue
             server = socket.create_connection(("127.0.0.1", self.upstream))
             cut = threading.Event()  # set: this connection's next reply is lost with the connection
-            threading.Thread(target=self._up, args=(client, server, cut), daemon=True).start()
-            threading.Thread(target=self._down, args=(server, client, cut), daemon=True).start()
+            late: list[float] = []  # a delay for this connection's next reply
+            threading.Thread(target=self._up, args=(client, server, cut, late), daemon=True).start()
+            threading.Thread(target=self._down, args=(server, client, cut, late), daemon=True).start()
 
     def _hit(self, data: bytes) -> str:
         with self._lock:
@@ -60,7 +68,9 @@ class LossyProxy:
                 return mode
         return ""
 
-    def _up(self, client: socket.socket, server: socket.socket, cut: threading.Event) -> None:
+    def _up(
+        self, client: socket.socket, server: socket.socket, cut: threading.Event, late: list[float]
+    ) -> None:
         with suppress(OSError):
             while data := client.recv(1 << 16):
                 mode = self._hit(data)
@@ -68,14 +78,20 @@ class LossyProxy:
                     break
                 if mode == "reply":
                     cut.set()
+                if mode == "delay":
+                    late.append(self._delay)
                 server.sendall(data)
         self._cut(client, server)
 
-    def _down(self, server: socket.socket, client: socket.socket, cut: threading.Event) -> None:
+    def _down(
+        self, server: socket.socket, client: socket.socket, cut: threading.Event, late: list[float]
+    ) -> None:
         with suppress(OSError):
             while data := server.recv(1 << 16):
                 if cut.is_set():
                     break
+                if late:
+                    time.sleep(late.pop())  # the slow reply this test asked for
                 client.sendall(data)
         self._cut(client, server)
 

@@ -4,15 +4,20 @@ exactly that."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import redis
 
 from storage import CachedEmbedder, Engine
 from storage.adapters.falkordb import _cypher
 from storage.adapters.falkordb import local as falkordb_local
+from storage.adapters.falkordb import store as falkordb_store
 from storage.domain.errors import NotFound, StorageUnavailable
+from tests.e2e.conftest import wait_for
 from tests.storage._lossy_proxy import LossyProxy
 
 pytestmark = pytest.mark.slow
@@ -105,3 +110,33 @@ def test_a_lost_reply_to_a_refused_call_still_refuses_it(
     a, _ = nodes
     with pytest.raises(NotFound):
         a.amend("0" * 32, "no such memory")
+
+
+def test_a_commit_slower_than_the_lease_keeps_its_turn_and_a_dead_nodes_turn_would_free_soon(
+    nodes: tuple[Engine, Engine],
+    proxy: LossyProxy,
+    falkordb: falkordb_local.LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A turn is a short lease its node renews while the commit runs: a commit that takes longer than the lease
+    keeps its turn to the end, and a node that died holding a turn frees it after one lease, not a minute."""
+    monkeypatch.setattr(falkordb_store, "LEASE_S", 1.5)
+    a, b = nodes
+    key = falkordb_store.lock_key("g")
+    watch = redis.Redis(port=falkordb.port)
+    holders: list[tuple[bytes | None, int]] = []  # (who holds the turn, how long its lease has left, ms)
+    proxy.delay_reply("the ferry leaves at noon", 4.0)  # the reply takes 4 s: longer than 2 leases
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(a.write, "Ana's note: the ferry leaves at noon.", ["user:ana"])
+        wait_for(lambda: watch.get(key) is not None, timeout=30, what="a's turn")
+        while not slow.done():
+            holders.append((watch.get(key), watch.pttl(key)))
+            time.sleep(0.1)  # sampling who holds the turn while a's slow commit runs
+        assert slow.result().status == "added"
+    held = holders[:-3]  # the last samples may see the turn given back
+    assert len(held) > 20, holders
+    assert {h for h, _ in held} == {held[0][0]}, holders  # one holder to the end
+    # Never more than one lease left: had a died now, b would wait 1.5 s, not a minute.
+    assert max(ttl for _, ttl in held) <= 1500, holders
+    assert b.write("Bo's note: the ferry is late.", ["user:bo"]).status == "added"
+    watch.close()

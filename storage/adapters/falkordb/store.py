@@ -9,6 +9,7 @@ once fail one of them as a ``WriteRace``, which the reconciler retries.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,9 +31,11 @@ from storage.ports.canonical import FileSpace, Session
 _UNIQUE = (("Memory", "id"), ("Scope", "id"), ("Entity", "id"), ("Change", "seq"), ("Enrichment", "id"),
            ("Meta", "key"), ("Counter", "name"))  # fmt: skip
 REWRITE_TIMEOUT_S = 120.0
-# Every node's commits to one graph take turns (``_turn``). A node that died holding the turn frees it after
-# COMMIT_LOCK_S; one that waits that long for it gives up with StorageUnavailable (nothing was sent).
+# Every node's commits to one graph take turns (``_turn``). A turn is a lease of LEASE_S that its node renews
+# every LEASE_S / 3 while its commit runs, so a node that died holding the turn holds up the others for at most
+# LEASE_S; a node that waits COMMIT_LOCK_S for its turn gives up with StorageUnavailable (nothing was sent).
 COMMIT_LOCK_S = 60.0
+LEASE_S = 10.0
 # The commit lock of graph ``g`` is the key ``mnemograph-commit{g}``; a graph can never have such a name.
 LOCK_PREFIX = "mnemograph-commit{"
 
@@ -228,8 +231,9 @@ class FalkorStore(_Conversations):
             except redis.RedisError as exc:
                 raise _unavailable(exc) from exc
             self._unreleased = None
-        lock = self._redis.lock(lock_key(self.address.graph), timeout=COMMIT_LOCK_S,
-                                sleep=0.002, blocking_timeout=COMMIT_LOCK_S)  # fmt: skip
+        # Not thread-local: the lease keeper renews it from its own thread.
+        lock = self._redis.lock(lock_key(self.address.graph), timeout=LEASE_S, sleep=0.002,
+                                blocking_timeout=COMMIT_LOCK_S, thread_local=False)  # fmt: skip
         try:
             acquired = lock.acquire()
         except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -240,16 +244,35 @@ class FalkorStore(_Conversations):
                 f"another node has been committing to {self.address} for {COMMIT_LOCK_S:.0f} s",
                 hint="nothing was changed by this call; retry, and check the other nodes of this graph",
             )
+        renewals = threading.Event()  # set: the commit is over, stop renewing
+        keeper = threading.Thread(
+            target=self._renew, args=(lock, renewals), name="mnemograph-lease", daemon=True
+        )
+        keeper.start()
         try:
             yield
         finally:
+            renewals.set()
+            keeper.join()
             try:
                 lock.release()
-            except redis.exceptions.LockError:  # its lease ran out (a commit longer than COMMIT_LOCK_S)
+            except redis.exceptions.LockError:  # its lease ran out (this process stood still for LEASE_S)
                 log.warning("the commit lock of %s expired during a commit", self.address)
             except redis.RedisError:  # given back at this node's next commit, or expires on its own
                 log.warning("could not release the commit lock of %s", self.address, exc_info=True)
                 self._unreleased = lock
+
+    def _renew(self, lock: Any, done: threading.Event) -> None:
+        """Renew the turn's lease while its commit runs: a large commit keeps its turn however long it takes,
+        and a node that dies stops renewing, so its turn is free LEASE_S later (not after the longest commit)."""
+        while not done.wait(LEASE_S / 3):
+            try:
+                lock.reacquire()
+            except redis.exceptions.LockError:
+                log.warning("the commit lock of %s was lost during a commit", self.address)
+                return
+            except redis.RedisError:  # the server did not answer: try again at the next tick
+                log.warning("could not renew the commit lock of %s", self.address, exc_info=True)
 
     def checkpoint(self) -> None:
         """Fold the query log into the server's snapshot: a rewrite of the append-only file (its base becomes
