@@ -58,6 +58,7 @@ def child(runtime: str | None) -> None:
 
     model = MiniLMEmbedder() if runtime is None else MiniLMEmbedder(runtime=runtime)
     engine = None
+    statements = _count_kuzu_statements()
 
     def settle() -> None:
         while not engine.reconciler.wait_projected(60):
@@ -108,13 +109,16 @@ def child(runtime: str | None) -> None:
             model.embed(["warm up the model"])
             reply({"seconds": time.perf_counter() - t})
         elif op == "recall":
-            times, empty = [], 0
+            times, empty, answers = [], 0, []
             cpu = time.process_time()
+            before = statements()
             for i, q in enumerate(cmd["queries"]):
                 t = time.perf_counter()
                 hits = engine.recall(q, [user(i)], k=10)
                 times.append((time.perf_counter() - t) * 1000)
                 empty += not hits
+                answers.append([h.memory.id for h in hits])
+            stmts = (statements() - before) / len(times)
             # CPU time of every thread of the process per recall: the work done, which a busy machine
             # disturbs far less than the wall time.
             cpu_ms = (time.process_time() - cpu) * 1000 / len(times)
@@ -125,7 +129,9 @@ def child(runtime: str | None) -> None:
                 t = time.perf_counter()
                 model.embed([q])
                 embed.append((time.perf_counter() - t) * 1000)
-            reply({"ms": times, "empty": empty, "cpu": cpu_ms, "embed": embed})
+            reply(
+                {"ms": times, "empty": empty, "cpu": cpu_ms, "embed": embed, "stmts": stmts, "ids": answers}
+            )
         elif op == "write":
             times = []
             for i, text in enumerate(cmd["texts"]):
@@ -139,6 +145,25 @@ def child(runtime: str | None) -> None:
                 engine.close()
             reply({"bye": True})
             return
+
+
+def _count_kuzu_statements():
+    """Count every ``kuzu.Connection.execute`` of this process, on every thread (the graph lane reads on workers):
+    returns a function giving the count so far."""
+    import threading
+
+    import kuzu
+
+    lock, n = threading.Lock(), [0]
+    original = kuzu.Connection.execute
+
+    def counted(self, *args, **kwargs):
+        with lock:
+            n[0] += 1
+        return original(self, *args, **kwargs)
+
+    kuzu.Connection.execute = counted
+    return lambda: n[0]
 
 
 # -- parent -----------------------------------------------------------------------------------------------
@@ -201,6 +226,9 @@ def main() -> None:
         "--reuse", help="a previous run's directory: open its stores instead of building new ones"
     )
     ap.add_argument("--out")
+    ap.add_argument(
+        "--title", default="A/B: recall and write latency, baseline 0a747b1 vs. current main (issue 12)"
+    )
     a = ap.parse_args()
     if a.child:
         child(a.runtime)
@@ -261,18 +289,25 @@ def main() -> None:
     per_round: dict[str, list[float]] = {c.name: [] for c in kids}
     cpu: dict[str, list[float]] = {c.name: [] for c in kids}
     empty: dict[str, int] = {c.name: 0 for c in kids}
+    stmts: dict[str, list[float]] = {c.name: [] for c in kids}
+    differ: dict[str, int] = {c.name: 0 for c in kids}  # recalls whose ids differ from the first variant's
     for rnd, (queries, writes) in enumerate(rounds):
         order = kids[rnd % len(kids) :] + kids[: rnd % len(kids)]
         if rnd % 2:
             order = order[::-1]
+        ids: dict[str, list[list[str]]] = {}
         for c in order:
             r = c.ask(op="recall", queries=queries)
+            stmts[c.name].append(r["stmts"])
+            ids[c.name] = r["ids"]
             rec[c.name] += r["ms"]
             emb[c.name] += r["embed"]
             per_round[c.name].append(q(r["ms"], 0.5))
             cpu[c.name].append(r["cpu"])
             empty[c.name] += r["empty"]
             wr[c.name] += c.ask(op="write", texts=writes)["ms"]
+        for c in kids:
+            differ[c.name] += sum(x != y for x, y in zip(ids[kids[0].name], ids[c.name], strict=True))
         log(f"round {rnd + 1}: " + ", ".join(f"{n} recall p50 {v[-1]:.1f} ms" for n, v in per_round.items()))
     for c in kids:
         c.ask(op="quit")
@@ -282,8 +317,8 @@ def main() -> None:
     lines = [
         "| variant | recall p50 | recall p95 | recall p99 | p50 / base | p95 / base | p99 / base | recall CPU "
         "| CPU / base | embedding p50 | recall p95 ÷ embedding p50 | write p50 | write p95 | p50 / base "
-        "| p95 / base |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| p95 / base | Kùzu statements / recall | recalls whose ids differ from base |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     b = {
         "r50": q(rec["base"], 0.5),
@@ -305,7 +340,8 @@ def main() -> None:
             f"| {c.name} | {r50:.1f} | {r95:.1f} | {r99:.1f} | {r50 / b['r50']:.2f}× | {r95 / b['r95']:.2f}× "
             f"| {r99 / b['r99']:.2f}× | {q(cpu[c.name], 0.5):.1f} | {q(cpu[c.name], 0.5) / b['cpu']:.2f}× "
             f"| {e50:.1f} | {r95 / e50:.2f}× "
-            f"| {w50:.1f} | {w95:.1f} | {w50 / b['w50']:.2f}× | {w95 / b['w95']:.2f}× |"
+            f"| {w50:.1f} | {w95:.1f} | {w50 / b['w50']:.2f}× | {w95 / b['w95']:.2f}× "
+            f"| {sum(stmts[c.name]) / len(stmts[c.name]):.2f} | {differ[c.name]} |"
         )
     rounds_line = "; ".join(f"{n}: " + " / ".join(f"{v:.1f}" for v in vals) for n, vals in per_round.items())
     table = "\n".join(lines)
@@ -318,6 +354,7 @@ def main() -> None:
             f"--{k} {v}"
             for k, v in (
                 ("base", a.base),
+                ("main", a.main),
                 ("n", a.n),
                 ("recalls", a.recalls),
                 ("writes", a.writes),
@@ -329,9 +366,9 @@ def main() -> None:
             if v is not None
         )
         body = [
-            "# A/B: recall and write latency, baseline 0a747b1 vs. current main (issue 12)",
+            f"# {a.title}",
             "",
-            f"Command: `{cmd} --out {a.out}` (run from /work/main with its .venv python)",
+            f"Command: `{cmd} --out {a.out}` (run with /work/main/.venv python)",
             f"Date: {started:%Y-%m-%d %H:%M} UTC. Store size N = {a.n:,}; {a.rounds} rounds; per round and variant "
             f"{a.recalls} recalls (recipe default, k=10, a user scope under one team) and {a.writes} single writes.",
             f"Machine: {os.cpu_count()} cores, shared. `uptime` before: `{load_before}`; after: `{load_after}`.",
@@ -341,7 +378,9 @@ def main() -> None:
             "",
             "Latencies in ms per call, all rounds pooled (recall includes the query embedding; write is the time "
             "until `Engine.write` returned, i.e. acknowledged, with the projections settled untimed between writes). "
-            "Recall CPU: the child's CPU time (all threads) per recall, median of the per-round blocks.",
+            "Recall CPU: the child's CPU time (all threads) per recall, median of the per-round blocks. Kùzu "
+            "statements: `kuzu.Connection.execute` calls per recall, all threads, mean over the blocks. Ids that "
+            "differ: recalls (of the same queries in the same scopes) whose ranked ids are not the first variant's.",
             "",
             table,
             "",

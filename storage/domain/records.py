@@ -92,6 +92,7 @@ class Relation:
     other_id: str
     other_name: str
     outgoing: bool
+    scopes: tuple[str, ...] = ()  # the recording memory's scopes (who may follow the edge)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,8 @@ def neighbourhood(
         for name in names:
             eid = entity_key(name)
             ekey = add_entity(name)
-            for rel in engine.graph.relations(conn, eid, limit=per_entity):
+            # Chosen among the edges the caller's scopes hold: another scope's never take a place in the window.
+            for rel in engine.graph.relations(conn, eid, limit=per_entity, scopes=scopes):
                 if seen(rel.memory_id) is None:
                     continue
                 other = add_entity(rel.other_name)

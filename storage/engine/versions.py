@@ -27,7 +27,7 @@ from storage.engine.state import (
 from storage.engine.writes import _Writes
 from storage.enrich import Enriched, Fact, enrich, speaker_of
 from storage.enrich.reconcile import reconcile
-from storage.language.extraction import _norm, extract
+from storage.language.extraction import EntityLexicon, _norm, extract
 from storage.sync.reconciler import Tx
 
 
@@ -92,7 +92,17 @@ class _Versions(_Writes):
         carried = [
             RelationIn(r.subject, r.predicate, r.object) for r in named if all(r is not e for e, _ in ending)
         ]
-        entities = self._known_to(principal, text, found.entities, given)
+        speaker = speaker_of(meta, scopes, principal.name)
+
+        def unaided() -> set[str]:
+            """The names extraction makes of the new text knowing no entity at all (``_known_to``)."""
+            try:
+                alone = enrich(text, written_at=said, lexicon=EntityLexicon(), given=given, speaker=speaker)
+            except Exception:
+                return set()
+            return {e.name for e in alone.entities}
+
+        entities = self._known_to(principal, text, found.entities, given, unaided)
         hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
         relations = list(
             dict.fromkeys(

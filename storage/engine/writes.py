@@ -38,7 +38,7 @@ from storage.engine.state import (
 )
 from storage.enrich import Enriched, enrich, llm, speaker_of
 from storage.enrich.reconcile import Access, reconcile
-from storage.language.extraction import _norm, extract
+from storage.language.extraction import EntityLexicon, _norm, capitalised_spans, extract, name_key
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
@@ -217,6 +217,7 @@ class _Writes(_Resolution):
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
                     given.append(EntityIn(name=end))
+        speaker = speaker_of(meta, targets, principal.name)
         try:
             found = enrich(
                 text,
@@ -225,7 +226,7 @@ class _Writes(_Resolution):
                 given=given,
                 relations=rels,
                 event_time=ev,
-                speaker=speaker_of(meta, targets, principal.name),
+                speaker=speaker,
             )
         except Exception:
             # Extraction is a best effort on top of the write: a fault in it must cost the memory its derived
@@ -233,7 +234,24 @@ class _Writes(_Resolution):
             log.exception("offline extraction failed; storing the memory with the caller's entities only")
             basic = extract(text, written_at=now, lexicon=self.lexicon, given=given, times=ev is None)
             found = Enriched(basic.entities, basic.times, tuple(rels), (), ())
-        entities = self._known_to(principal, text, found.entities, given)
+
+        def unaided() -> set[str]:
+            """The names extraction makes of the text knowing no entity at all: they tell the writer nothing."""
+            try:
+                alone = enrich(
+                    text,
+                    written_at=now,
+                    lexicon=EntityLexicon(),
+                    given=given,
+                    relations=rels,
+                    event_time=ev,
+                    speaker=speaker,
+                )
+            except Exception:
+                return set()
+            return {e.name for e in alone.entities}
+
+        entities = self._known_to(principal, text, found.entities, given, unaided)
         # A relation whose end the principal may not learn (an alias matched from another team's memories)
         # goes with that entity: the receipt would name it.
         hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
@@ -281,18 +299,33 @@ class _Writes(_Resolution):
         )
 
     def _known_to(
-        self, principal: Principal, text: str, found: Sequence[EntityIn], given: Sequence[EntityIn]
+        self,
+        principal: Principal,
+        text: str,
+        found: Sequence[EntityIn],
+        given: Sequence[EntityIn],
+        unaided: Callable[[], set[str]],
     ) -> builtins.list[EntityIn]:
         """The extracted entities a principal with grants may see: an entity the known-entity lexicon matched
-        by an alias (its name is not in the text) is kept only when a memory in a scope the principal may
-        read mentions it. Otherwise the write receipt, and the memory's entities, would reveal a name learnt
-        from another team's memories."""
+        by an alias (its name is not in the text), or a known name the text alone would not make an entity
+        (lower case, one capitalised word opening a sentence), is kept only when a memory in a scope the
+        principal may read mentions it, or extraction knowing no entity finds it too (``unaided``). Otherwise
+        the write receipt, and the memory's entities, would reveal a name learnt from another team's memories,
+        or that another team knows a name."""
         if principal.unrestricted:
             return list(found)
         named = {e.name.casefold() for e in given}
-        # Spelled exactly as in the text (case included), a name tells the writer nothing it did not write;
-        # matched any other way (an alias, another capitalisation), it is the spelling someone else stored.
-        suspects = [e for e in found if e.name.casefold() not in named and e.name not in text]
+        # Spelled exactly as in the text (case included) and a name the text alone makes (a capitalised span),
+        # a name tells the writer nothing it did not write; matched any other way (an alias, another
+        # capitalisation), it is the spelling someone else stored; a known name the text alone would not make
+        # an entity is there because someone stored it.
+        spans = set(capitalised_spans(text))
+        suspects = [
+            e
+            for e in found
+            if e.name.casefold() not in named
+            and (e.name not in text or (e.name not in spans and self.lexicon.claimants(name_key(e.name))))
+        ]
         if not suspects:
             return list(found)
         tree = self._tree()
@@ -313,6 +346,8 @@ class _Writes(_Resolution):
                     if not any(f" {_norm(a)} " in said for a in aliases):
                         hidden.add(e.name)
             extra = self._other_claimants(conn, text, hidden, scopes) if hidden and scopes else []
+        if hidden:  # a name the text makes an entity with no help from the lexicon is the writer's own
+            hidden -= unaided()
         return [e for e in found if e.name not in hidden] + extra
 
     def _other_claimants(

@@ -199,9 +199,14 @@ class CanonicalReads(Protocol):
         often to read all their mentions."""
         ...
 
-    def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
+    def relations(
+        self, conn: Session, entity: str, *, limit: int, scopes: Sequence[str] | None = None
+    ) -> list[Relation]:
         """RELATES edges touching the entity (by id) in either direction, newest first, at most ``limit`` in
-        all. Each names the memory that recorded it, whose visibility decides the edge's."""
+        all. Each names the memory that recorded it, whose visibility decides the edge's. With ``scopes``, only
+        edges whose memory is in one of them, chosen before the ``limit`` cut: the window holds only edges the
+        reader may see, so what other scopes record never pushes the reader's own out of it (docs/security.md).
+        Each edge carries its memory's scope list, kept in step with the memory's in the same transaction."""
         ...
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from scopes import Grant, Principal
-from storage import Conflict, Engine, InvalidInput, NotFound, RelationIn, ScopeDenied, WriteItem
+from storage import Conflict, Engine, EntityIn, InvalidInput, NotFound, RelationIn, ScopeDenied, WriteItem
 
 
 def principal(name: str, *grants: str) -> Principal:
@@ -351,3 +351,36 @@ def test_amending_to_another_teams_words_opens_nothing_of_theirs(engine: Engine)
         engine.read(theirs.id, principal=B)
     # The memory of its own is what B's later write of the same words joins: B's, not A's.
     assert engine.write(text, ["agent:b"], principal=B).id == mine.id
+
+
+@pytest.mark.parametrize(
+    ("theirs", "probe"),
+    [
+        ("The vendor is zorblax corp.", "we met zorblax corp again."),  # a name stored in lower case
+        ("Quibbleton is a vendor we use.", "Quibbleton. That was it."),  # one word opening a sentence
+    ],
+)
+def test_a_write_does_not_tell_which_names_another_team_knows(
+    engine: Engine, theirs: str, probe: str
+) -> None:
+    """The write path matches the text against every team's entity names. A name that the text alone would not
+    make an entity (lower case, or one capitalised word opening a sentence) came back in B's receipt, and in its
+    memory's entities, only when some team B cannot read had stored it: a probe for which names exist elsewhere.
+    B's write must read the same whether or not A stored the name."""
+    name = probe.split(".")[0].removeprefix("we met ").removesuffix(" again")
+    before = engine.write(probe, ["agent:b"], principal=B)
+    engine.write(theirs, ["agent:a"], principal=A, entities=[EntityIn(name)])
+    after = engine.write(probe + " Later.", ["agent:b"], principal=B)
+    assert after.entities == before.entities
+    assert (
+        engine.read(after.id, principal=B).memory.entities
+        == engine.read(before.id, principal=B).memory.entities
+    )
+    amended = engine.amend(before.id, probe + " Amended.", principal=B)
+    assert (
+        engine.read(amended.id, principal=B).memory.entities
+        == engine.read(before.id, principal=B).memory.entities
+    )
+    # Once B may read a memory naming it, the name is B's to see.
+    engine.write(theirs, ["team:t"], principal=A, entities=[EntityIn(name)])
+    assert name in engine.write(probe + " Again.", ["agent:b"], principal=B).entities

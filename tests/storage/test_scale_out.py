@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from falkordb import FalkorDB  # type: ignore[import-untyped]
 
-from storage import CachedEmbedder, Engine, EntityIn, WriteItem
+from storage import CachedEmbedder, Engine, EntityIn, RelationIn, WriteItem
 from storage.adapters.falkordb import FalkorStore
 from storage.adapters.falkordb import local as falkordb_local
 from storage.domain.errors import InvalidInput, StorageUnavailable, WriteRace
@@ -440,3 +440,29 @@ def test_a_maintenance_leaves_the_shared_servers_log_alone(
 
     assert server.info("persistence")["aof_rewrites"] == before
     assert eng.compactor.rewrites == 0
+
+
+def test_relations_written_before_they_carried_scopes_are_walked_after_an_upgrade(
+    falkordb: falkordb_local.LocalServer, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A shared graph whose RELATES edges predate their scope lists: the first node opened on it fills them in,
+    and the graph walk follows the reader's relations again (an edge with no scope list would be seen by no one)."""
+    url = falkordb.url("old")
+    a = Engine.open(tmp_path / "a", embedder=embedder, warm=False, canonical=url)
+    a.write(
+        "Hotel Aria is in Lisbon.", ["user:ana"], relations=[RelationIn("Hotel Aria", "located_in", "Lisbon")]
+    )
+    a.write(
+        "Lisbon is the capital of Portugal.",
+        ["user:ana"],
+        relations=[RelationIn("Lisbon", "capital_of", "Portugal")],
+    )
+    a.close()
+    graph = FalkorDB(host="127.0.0.1", port=falkordb.port).select_graph("old")
+    graph.query("MATCH ()-[r:RELATES]->() SET r.scopes = NULL")  # as a release before this one wrote them
+    b = Engine.open(tmp_path / "b", embedder=embedder, warm=False, canonical=url)
+    try:
+        hits = b.recall("Which country is Hotel Aria in?", ["user:ana"], recipe="graph")
+        assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in {p for h in hits for p in h.paths}
+    finally:
+        b.close()

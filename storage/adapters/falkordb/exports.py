@@ -167,9 +167,10 @@ class _Exports(_Writes):
         ended_by: str | None = None,
     ) -> None:
         session(conn).add(
-            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
+            # Its memory is imported before it; the edge carries the memory's scope list, as ``relate`` does.
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}), (m:Memory {id: $m}) "
             "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
-            "valid_to: $vt, ended_by: $by}]->(b)",
+            "valid_to: $vt, ended_by: $by, scopes: m.scopes}]->(b)",
             {
                 "a": subject,
                 "b": obj,

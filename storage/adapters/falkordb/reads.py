@@ -232,14 +232,24 @@ class _Reads:
         del executor
         return [read(conn, item) for item in items]
 
-    def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
+    def relations(
+        self, conn: Session, entity: str, *, limit: int, scopes: Sequence[str] | None = None
+    ) -> list[Relation]:
+        """With ``scopes``, only edges whose memory shares one (the edge's own copy of its memory's scope list,
+        ``r.scopes``), filtered before the cut, as the Kùzu adapter does."""
+        shares = ""
+        params: dict[str, Any] = {"e": entity, "n": limit}
+        if scopes is not None:
+            shares, params["ss"] = "WHERE any(x IN r.scopes WHERE x IN $ss) ", list(dict.fromkeys(scopes))
         rows = session(conn).rows(
-            "MATCH (a:Entity {id: $e})-[r:RELATES]-(b:Entity) "
-            "RETURN r.predicate, r.memory_id, b.id, b.name, ID(startNode(r)) = ID(a) "
+            f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}"
+            "RETURN r.predicate, r.memory_id, b.id, b.name, ID(startNode(r)) = ID(a), r.scopes "
             "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
-            {"e": entity, "n": limit},
+            params,
         )
-        return [Relation(p, mid, bid, bname, bool(out)) for p, mid, bid, bname, out in rows]
+        return [
+            Relation(p, mid, bid, bname, bool(out), tuple(ss or ())) for p, mid, bid, bname, out, ss in rows
+        ]
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:
         s = session(conn)

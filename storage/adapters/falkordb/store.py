@@ -131,6 +131,15 @@ class FalkorStore(_Conversations):
             if time.monotonic() > deadline:
                 raise StorageUnavailable(f"FalkorDB constraints did not come up: {states}")
             time.sleep(0.01)
+        # RELATES edges written before they carried their memory's scope list get it, once (a lookup by id each).
+        if self._graph.ro_query(
+            "MATCH ()-[r:RELATES]->() WHERE r.scopes IS NULL RETURN r LIMIT 1"
+        ).result_set:
+            with self._turn():
+                self._graph.query(
+                    "MATCH ()-[r:RELATES]->() WHERE r.scopes IS NULL "
+                    "MATCH (m:Memory {id: r.memory_id}) SET r.scopes = m.scopes"
+                )
         for query in ("CREATE (:Counter {name: 'changes', value: 0})",):
             # Created once, with the schema: a MERGE of it in the write path races (see append_changes).
             if not self._graph.ro_query("MATCH (q:Counter {name: 'changes'}) RETURN q.value").result_set:

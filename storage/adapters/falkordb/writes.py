@@ -22,6 +22,14 @@ from storage.ports.canonical import Session
 _NOT_BEFORE = "CASE WHEN {start} IS NOT NULL AND {start} > $vt THEN {start} ELSE $vt END"
 
 
+# Copies each memory's scope list onto the RELATES edges it recorded (``relations`` filters on it), reached
+# through the entities it mentions (a relation's ends always are).
+_RESTAMP = (
+    "UNWIND $ids AS i MATCH (m:Memory {id: i})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) "
+    "WHERE r.memory_id = i SET r.scopes = m.scopes"
+)
+
+
 class _Writes(_Reads):
     def ensure_scopes(self, conn: Session, scopes: Sequence[str], at: datetime) -> None:
         session(conn).add(
@@ -77,6 +85,7 @@ class _Writes(_Reads):
             "CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
             {"id": memory_id, "ss": ss, "at": at},
         )
+        s.add(_RESTAMP, {"ids": [memory_id]})
 
     def mention(self, conn: Session, memory_id: str, entities: Sequence[EntityIn]) -> None:
         given: dict[str, EntityIn] = {}
@@ -107,8 +116,10 @@ class _Writes(_Reads):
         valid_from: datetime | None = None,
     ) -> None:
         session(conn).add(
-            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
-            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf}]->(b)",
+            # The memory is written first in the same transaction; the edge carries its scope list.
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}), (m:Memory {id: $m}) "
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
+            "scopes: m.scopes}]->(b)",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),
@@ -312,6 +323,7 @@ class _Writes(_Reads):
                 "UNWIND $ids AS i MATCH (m:Memory {id: i}) SET m.scopes = [x IN m.scopes WHERE x <> $s]",
                 {"ids": list(shared), "s": scope},
             )
+            session(conn).add(_RESTAMP, {"ids": list(shared)})
 
     def delete_scope(self, conn: Session, scope: str, only: Sequence[str]) -> int:
         entities = self.delete_memories(conn, only)

@@ -62,8 +62,10 @@ def _schema(dim: int) -> list[str]:
         # Each edge keeps the name, type and aliases that memory gave the entity, so that erasing the memory
         # can take back exactly what it gave (an alias given only by an erased memory must not stay live).
         "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity, name STRING, type STRING, aliases STRING[])",
+        # ``scopes``: the recording memory's scope list, kept in step with it (the graph lane's window is chosen
+        # among the edges a reader may see). Stores made before it get the column at open (``GraphStore``).
         "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
-        "recorded_at TIMESTAMP)",
+        "recorded_at TIMESTAMP, scopes STRING[])",
         # Write-time reconciliation (storage.enrich.reconcile): a relation's validity, closed by the memory
         # that ended it; and CONTRADICTS between memories whose statements conflict. Added in place to
         # stores created before them (the columns read NULL there: open, as those relations were).

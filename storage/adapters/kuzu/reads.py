@@ -305,20 +305,32 @@ class _Reads:
         params: dict[str, Any] = {"ss": list(dict.fromkeys(scopes)), "now": now}
         return {r[0] for r in by_keys(conn, _VISIBLE_ONE, list(dict.fromkeys(ids)), params)}
 
-    def relations(self, conn: Session, entity: str, *, limit: int) -> list[Relation]:
+    def relations(
+        self, conn: Session, entity: str, *, limit: int, scopes: Sequence[str] | None = None
+    ) -> list[Relation]:
         """RELATES edges touching the entity (by id) in either direction, newest first, at most ``limit``.
-        Each names the memory that recorded it, whose visibility decides the edge's. One undirected match
-        (the direction read from the edge's start node): half the store queries of one per direction."""
+        Each names the memory that recorded it, whose visibility decides the edge's. With ``scopes``, only edges
+        whose memory shares one of them, filtered before the cut: each edge carries its memory's scope list
+        (``r.scopes``), so the filter costs no memory lookup (a join on ``m.id = r.memory_id`` scans every
+        memory in Kùzu 0.11). One undirected match (the direction read from the edge's start node): half the
+        store queries of one per direction."""
+        shares = ""
+        params: dict[str, Any] = {"e": entity, "n": limit}
+        if scopes is not None:
+            # "shares a scope with $ss", without a list comprehension over a parameter (see mentioning())
+            shares = "WHERE size(list_distinct(list_concat(r.scopes, $ss))) < size(r.scopes) + size($ss) "
+            params["ss"] = list(dict.fromkeys(scopes))
         rows = _rows(
             conn,
             # The direction comes from the edge's own source: in an undirected match Kùzu 0.11's START_NODE(r)
             # names the bound end (``a``), whichever way the edge points.
-            "MATCH (a:Entity {id: $e})-[r:RELATES]-(b:Entity) RETURN r, ID(a), b.id, b.name "
+            f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}RETURN r, ID(a), b.id, b.name "
             "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
-            {"e": entity, "n": limit},
+            params,
         )
         return [
-            Relation(r["predicate"], r["memory_id"], bid, bname, r["_src"] == a) for r, a, bid, bname in rows
+            Relation(r["predicate"], r["memory_id"], bid, bname, r["_src"] == a, tuple(r["scopes"] or ()))
+            for r, a, bid, bname in rows
         ]
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:

@@ -182,6 +182,7 @@ class GraphStore(_Exports, _Conversations):
         for stmt in _schema(self._dim):
             self._writer.execute(stmt)
         self._add_mention_columns()
+        self._add_relation_scopes()
 
     def _add_mention_columns(self) -> None:
         """Give MENTIONS edges of a store written before they carried what each memory gave the entity the
@@ -195,6 +196,18 @@ class GraphStore(_Exports, _Conversations):
                 self._writer.execute(f"ALTER TABLE MENTIONS ADD {column} {kind}")  # fixed names only
         self._writer.execute(
             "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) SET r.name = e.name, r.type = e.type, r.aliases = e.aliases"
+        )
+
+    def _add_relation_scopes(self) -> None:
+        """Give RELATES edges of a store written before they carried their memory's scope list the column,
+        filled from the memories (once: a join that reads every memory)."""
+        columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('RELATES') RETURN *")}
+        if "scopes" in columns:
+            return
+        self._writer.execute("ALTER TABLE RELATES ADD scopes STRING[]")
+        self._writer.execute(
+            "MATCH (:Entity)-[r:RELATES]->(:Entity) WITH r MATCH (m:Memory) WHERE m.id = r.memory_id "
+            "SET r.scopes = m.scopes"
         )
 
     def _check_meta(self, embedder_name: str, dim: int) -> None:

@@ -165,6 +165,7 @@ class _Writes(_Reads):
             "CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
             {"id": memory_id, "ss": list(scopes), "at": at},
         )
+        _restamp_relations(conn, memory_id)
 
     def mention(self, conn: Session, memory_id: str, entities: Sequence[EntityIn]) -> None:
         given: dict[str, EntityIn] = {}
@@ -198,8 +199,10 @@ class _Writes(_Reads):
     ) -> None:
         _exec(
             conn,
-            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}) "
-            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf}]->(b)",
+            # The memory is written first in the same transaction; the edge carries its scope list.
+            "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}), (m:Memory {id: $m}) "
+            "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
+            "scopes: m.scopes}]->(b)",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),
@@ -469,6 +472,7 @@ class _Writes(_Reads):
             rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.scopes", {"id": mid})
             remaining = [x for x in (rows[0][0] or []) if x != scope]
             _exec(conn, "MATCH (m:Memory {id: $id}) SET m.scopes = $ss", {"id": mid, "ss": remaining})
+            _restamp_relations(conn, mid)
 
     def delete_scope(self, conn: Session, scope: str, only: Sequence[str]) -> int:
         """Erase a scope: its exclusive memories, its edges, its node; children move to its parent.
@@ -559,3 +563,14 @@ class _Writes(_Reads):
             "MATCH (e:Entity {id: $e}) SET e.name = $name, e.type = $type, e.aliases = CAST($aliases AS STRING[])",
             {"e": entity, "name": name, "type": etype, "aliases": aliases},
         )
+
+
+def _restamp_relations(conn: Session, memory_id: str) -> None:
+    """Copy the memory's scope list onto the RELATES edges it recorded (``relations`` filters on it). Reached
+    through the entities it mentions (a relation's ends always are), so the cost does not grow with the store."""
+    _exec(
+        conn,
+        "MATCH (m:Memory {id: $id})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = $id "
+        "SET r.scopes = m.scopes",
+        {"id": memory_id},
+    )

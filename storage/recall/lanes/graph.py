@@ -5,7 +5,8 @@ one-edit typos); a query that names no known entity costs no store access. From 
 lane follows RELATES edges breadth-first, in both directions, up to ``GraphRule.hops``. An edge counts only
 while the memory that recorded it is visible to the query (scope, status, validity: the same canonical
 filter as every result), so a relation learnt in another scope, or from a retired memory, neither leaks
-nor leads anywhere.
+nor leads anywhere. The newest ``fanout`` relations of an entity are chosen in the store among those recorded in
+the query's scopes, so another scope's relations never push the reader's own out of that window.
 
 Ranking, by graph distance from the query: memories mentioning a query entity (0), memories that
 recorded a relation on a path (hop - 1/2), memories mentioning an entity reached after ``hop`` edges (hop);
@@ -39,8 +40,12 @@ def _step(path: str, r: Relation) -> str:
 # Threads that read an entity's mentions and relations while the lane's own thread reads another's: the
 # queries of one walk stage are independent, and Kùzu releases the GIL while it runs one.
 _READERS = 2
-# Entities whose newest relations are kept between recalls (at most ``fanout`` relations each: a few MB in all).
-_RELATIONS_KEPT = 1024
+# Relations kept between recalls, in all (a few MB), the least recently used entity's dropped first.
+_RELATIONS_KEPT = 32_768
+# An entity's newest relations over every scope kept for it (``_PREFIX``), from which each reader's window is cut.
+_PREFIX = 64
+# A cache key: (entity, window size, readable scopes); (entity, 0, ()) is the entity's prefix over every scope.
+_Key = tuple[str, int, tuple[str, ...]]
 
 
 @dataclass
@@ -51,12 +56,17 @@ class GraphLane:
     executor: Executor | None = field(default=None, repr=False)
     # The last committed change's number (``LaneContext.head``); without it nothing is kept between recalls.
     head: Callable[[], int] | None = field(default=None, repr=False)
-    # An entity's newest relations, as read at a stamp (lexicon version, head): finding them is a store query
-    # per entity walked from (a hub's edges are thousands: the lane's costliest read), while they change only
-    # with a commit or an erasure. Queries keep naming the same people and places, so most walks reuse them.
-    _kept_relations: OrderedDict[tuple[str, int], tuple[tuple[int, int], list[Relation]]] = field(
+    # Relations read at a stamp (lexicon version, head): finding them is a store query per entity walked from
+    # (a hub's edges are thousands: the lane's costliest read), while they change only with a commit or an
+    # erasure, and queries keep naming the same people and places. Two kinds: an entity's newest ``_PREFIX``
+    # relations over every scope, each with its memory's scopes (and whether that is all of them), from which
+    # a reader's window is cut when the prefix holds it whole (the same edges, in the same order, as the store's
+    # filtered query); and, where it does not, the reader's window itself, keyed by the readable scopes. Either
+    # way a reader gets only edges its scopes hold, and the window is chosen among those alone.
+    _kept_relations: OrderedDict[_Key, tuple[tuple[int, int], list[Relation], bool]] = field(
         default_factory=OrderedDict, repr=False
     )
+    _kept_total: int = field(default=0, repr=False)
     _kept_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -143,17 +153,16 @@ class GraphLane:
             ``related`` at once (one walk stage's queries are independent), then rank the mentions."""
             mention_list = list(mentioned)
             fanout = {e: self._fanout(names[e], rule) for e in related}
-            kept = {e: hit for e in related if (hit := self._kept(e, fanout[e], stamp)) is not None}
+            kept = {e: hit for e in related if (hit := self._window(q, e, fanout[e], stamp)) is not None}
             to_read = [e for e in related if e not in kept]
-            items = [(q, rule, e, mentioned[e][1]) for e in mention_list] + [
-                (q, rule, e, -fanout[e]) for e in to_read
+            items = [(q, rule, e, mentioned[e][1], stamp) for e in mention_list] + [
+                (q, rule, e, -fanout[e], stamp) for e in to_read
             ]
             got = self.graph.read_each(conn, self._read, items, self.executor) if items else []
             found = got[: len(mention_list)]
             relations.update(kept)
             for e, rels in zip(to_read, got[len(mention_list) :], strict=True):
                 relations[e] = [r for r in rels if isinstance(r, Relation)]
-                self._keep(e, fanout[e], relations[e], stamp)
             for entity, ids in zip(mention_list, found, strict=True):
                 distance, limit, path = mentioned[entity]
                 mids = [m for m in ids if isinstance(m, str)]
@@ -224,31 +233,70 @@ class GraphLane:
     def _hub(self, name: str, rule: GraphRule) -> bool:
         return self.lexicon.mentions(name) > rule.max_mentions
 
-    def _kept(self, entity: str, limit: int, stamp: tuple[int, int] | None) -> list[Relation] | None:
-        """An entity's newest relations if read at ``stamp`` (nothing committed or erased since), else None."""
+    def _window(
+        self, q: Query, entity: str, limit: int, stamp: tuple[int, int] | None
+    ) -> list[Relation] | None:
+        """The entity's newest ``limit`` relations among those the query's scopes hold, from what is kept at
+        ``stamp`` (nothing committed or erased since), without a store read; None if it is not kept."""
+        prefix = self._kept((entity, 0, ()), stamp)
+        if prefix is not None:
+            mine = set(q.scopes)
+            rels, complete = prefix
+            window = [r for r in rels if mine.intersection(r.scopes)][:limit]
+            if len(window) == limit or complete:
+                return window
+        got = self._kept((entity, limit, tuple(sorted(set(q.scopes)))), stamp)
+        return None if got is None else got[0]
+
+    def _read_window(
+        self, conn: Session, q: Query, entity: str, limit: int, stamp: tuple[int, int] | None
+    ) -> list[Relation]:
+        """``_window`` read from the store: the entity's prefix over every scope if it is not kept (one query),
+        and the window chosen in the store among the query's scopes if the prefix does not hold it whole."""
+        if stamp is None:
+            return self.graph.relations(conn, entity, limit=limit, scopes=q.scopes)
+        if self._kept((entity, 0, ()), stamp) is None:
+            rels = self.graph.relations(conn, entity, limit=_PREFIX + 1)
+            self._keep((entity, 0, ()), rels[:_PREFIX], len(rels) <= _PREFIX, stamp)
+        window = self._window(q, entity, limit, stamp)
+        if window is not None:
+            return window
+        window = self.graph.relations(conn, entity, limit=limit, scopes=q.scopes)
+        self._keep((entity, limit, tuple(sorted(set(q.scopes)))), window, True, stamp)
+        return window
+
+    def _kept(self, key: _Key, stamp: tuple[int, int] | None) -> tuple[list[Relation], bool] | None:
+        """What is kept under ``key`` (relations, whether they are all of them) if read at ``stamp``, else None."""
         if stamp is None:
             return None
         with self._kept_lock:
-            got = self._kept_relations.get((entity, limit))
+            got = self._kept_relations.get(key)
             if got is None or got[0] != stamp:
                 return None
-            self._kept_relations.move_to_end((entity, limit))
-            return got[1]
+            self._kept_relations.move_to_end(key)
+            return got[1], got[2]
 
-    def _keep(self, entity: str, limit: int, rels: list[Relation], stamp: tuple[int, int] | None) -> None:
+    def _keep(self, key: _Key, rels: list[Relation], complete: bool, stamp: tuple[int, int] | None) -> None:
         if stamp is None:
             return
         with self._kept_lock:
-            self._kept_relations[(entity, limit)] = (stamp, rels)
-            self._kept_relations.move_to_end((entity, limit))
-            while len(self._kept_relations) > _RELATIONS_KEPT:
-                self._kept_relations.popitem(last=False)
+            old = self._kept_relations.pop(key, None)
+            self._kept_total -= len(old[1]) if old is not None else 0
+            self._kept_relations[key] = (stamp, rels, complete)
+            self._kept_total += len(rels)
+            while self._kept_total > _RELATIONS_KEPT or len(self._kept_relations) > _RELATIONS_KEPT:
+                _, (_, dropped, _) = self._kept_relations.popitem(last=False)
+                self._kept_total -= len(dropped)
 
-    def _read(self, conn: Session, item: tuple[Query, GraphRule, str, int]) -> list[str] | list[Relation]:
-        """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its relations (-1)."""
-        q, rule, entity, limit = item
+    def _read(
+        self, conn: Session, item: tuple[Query, GraphRule, str, int, tuple[int, int] | None]
+    ) -> list[str] | list[Relation]:
+        """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its newest ``-limit``
+        relations among those recorded in the query's scopes (< 0, ``_read_window``): relations the query may
+        not see never take a place in the window (docs/security.md)."""
+        q, rule, entity, limit, stamp = item
         if limit < 0:
-            return self.graph.relations(conn, entity, limit=-limit)
+            return self._read_window(conn, q, entity, -limit, stamp)
         complete = q.live_only
         return self.graph.mentioning(
             conn,

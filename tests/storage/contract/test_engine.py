@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from storage import CachedEmbedder, EntityIn, WriteItem
+from storage import CachedEmbedder, EntityIn, RelationIn, WriteItem
 from storage.domain.records import Change
 from storage.engine.core import EngineCore
 from storage.enrich.results import LlmResult, LlmStatement, Usage
@@ -310,3 +310,49 @@ def test_a_new_value_written_supersedes_the_memory_that_held_the_old_one(
     assert globex.supersedes == (acme.id,)
     assert eng.read(acme.id).memory.superseded_by == globex.id
     assert acme.id not in [h.memory.id for h in eng.recall("where does Ana work", ["user:sam"])]
+
+
+def test_another_scopes_relations_never_take_a_readers_place_in_the_graph_walk(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Bo records 70 relations about Lisbon in his own scope, newer than Ana's: her two-hop path through Lisbon
+    stays (the walk's window of an entity's newest relations is chosen among those her scopes hold). A memory
+    linked into her scope brings its relations along, and unlinked takes them away."""
+    eng = open_engine(tmp_path / "data")
+    eng.write(
+        "Hotel Aria is in Lisbon.", ["user:ana"], relations=[RelationIn("Hotel Aria", "located_in", "Lisbon")]
+    )
+    capital = eng.write(
+        "Lisbon is the capital of Portugal.",
+        ["user:cy"],
+        relations=[RelationIn("Lisbon", "capital_of", "Portugal")],
+    )
+    # More than the lane keeps of an entity over every scope (64): Ana's window is then read from the store.
+    eng.write_many(
+        [
+            WriteItem(
+                f"Lisbon hosts summit number {i}.",
+                ["user:bo"],
+                relations=[RelationIn("Lisbon", "hosts", f"Summit {i}")],
+            )
+            for i in range(70)
+        ]
+    )
+    path = "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal"
+
+    def paths() -> set[str]:
+        return {
+            p
+            for h in eng.recall("Which country is Hotel Aria in?", ["user:ana"], recipe="graph")
+            for p in h.paths
+        }
+
+    assert path not in paths()  # Cy's relation is not Ana's to follow
+    eng.link(capital.id, "user:ana")
+    assert path in paths()
+    bo = eng.recall("What happens in Lisbon?", ["user:bo"], recipe="graph")  # Bo's walk is kept too
+    assert any("Summit" in p for h in bo for p in h.paths)
+    assert not any("Summit" in p for p in paths())
+    eng.unlink(capital.id, "user:ana")
+    assert path not in paths()
+    assert eng.verify().ok
