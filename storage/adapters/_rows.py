@@ -8,11 +8,11 @@ a relation never ended) None.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.ports.canonical import ContradictionRow, EnrichmentRow, RelationRow
+from storage.ports.canonical import ContradictionRow, EnrichmentRow, MentionGiven, RelationRow
 
 Utc = Callable[[Any], datetime | None]
 
@@ -54,3 +54,16 @@ def enrichment_rows(rows: Iterable[Sequence[Any]], utc: Utc) -> list[EnrichmentR
         record["at"] = _time(utc, at)
         out.append((mid, record))
     return sorted(out, key=lambda r: r[0])
+
+
+def mention_rows(
+    mentions: Sequence[str], given: Mapping[str, MentionGiven] | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """A restored memory's mentions split in two: those whose name, type and aliases the backup says this memory
+    gave (as rows to write on the edge), and those it does not say (an older backup: they get the entity's own)."""
+    said = [
+        {"e": e, "name": given[e][0], "type": given[e][1], "aliases": list(given[e][2])}
+        for e in mentions
+        if given and e in given
+    ]
+    return said, [e for e in mentions if not given or e not in given]

@@ -6,7 +6,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.adapters._rows import ENRICHMENT_KEYS, contradiction_rows, enrichment_rows, relation_rows
+from storage.adapters._rows import (
+    ENRICHMENT_KEYS,
+    contradiction_rows,
+    enrichment_rows,
+    mention_rows,
+    relation_rows,
+)
 from storage.adapters.falkordb._cypher import MEMORY_FIELDS, RETURN_MEMORY, memory_params, session, utc
 from storage.adapters.falkordb.writes import _Writes
 from storage.domain.models import Memory
@@ -128,12 +134,7 @@ class _Exports(_Writes):
             "CREATE (s)-[:CONTAINS {added_at: x.at}]->(m)",
             {"id": m.id, "added": [{"id": sid, "at": at} for sid, at in added.items()]},
         )
-        said = [
-            {"e": e, "name": given[e][0], "type": given[e][1], "aliases": list(given[e][2])}
-            for e in mentions
-            if given and e in given
-        ]
-        unsaid = [e for e in mentions if not given or e not in given]
+        said, unsaid = mention_rows(mentions, given)
         if said:
             s.add(
                 "MATCH (m:Memory {id: $mid}) UNWIND $es AS x MATCH (e:Entity {id: x.e}) "

@@ -6,7 +6,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.adapters._rows import ENRICHMENT_KEYS, contradiction_rows, enrichment_rows, relation_rows
+from storage.adapters._rows import (
+    ENRICHMENT_KEYS,
+    contradiction_rows,
+    enrichment_rows,
+    mention_rows,
+    relation_rows,
+)
 from storage.adapters.kuzu._cypher import (
     _FIELD_NAMES,
     _RETURN_MEMORY,
@@ -143,12 +149,7 @@ class _Exports(_Writes):
                 "MATCH (s:Scope {id: $s}), (m:Memory {id: $id}) CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
                 {"s": sid, "id": m.id, "at": at},
             )
-        said = [
-            {"e": e, "name": given[e][0], "type": given[e][1], "aliases": list(given[e][2])}
-            for e in mentions
-            if given and e in given
-        ]
-        unsaid = [e for e in mentions if not given or e not in given]
+        said, unsaid = mention_rows(mentions, given)
         if said:
             _exec(
                 conn,
