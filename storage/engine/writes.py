@@ -23,6 +23,7 @@ from storage.domain.models import (
     MemoryKind,
     Provenance,
     RelationIn,
+    Status,
     WriteItem,
     WriteReceipt,
     dated,
@@ -37,12 +38,14 @@ from storage.engine.state import (
     log,
 )
 from storage.enrich import Enriched, enrich, llm, speaker_of
+from storage.enrich.near import NEAR_COSINE, NEAR_K, is_near
 from storage.enrich.reconcile import Access, reconcile
 from storage.language.extraction import _norm, extract
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 BULK_CHUNK = 2_000  # writes per transaction when many come in one call (the others wait that long at most)
+NEAR_MODES = ("store", "fold")  # Engine.write(on_near_duplicate=...)
 SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
 
 
@@ -84,9 +87,16 @@ class _Writes(_Resolution):
         principal: Principal = LOCAL_PRINCIPAL,
         source: str = "",
         extractor: llm.Extractor | None = None,
+        on_near_duplicate: str = "store",
     ) -> WriteReceipt:
         """Store a memory. Identical content already current in every target scope -> ``duplicate``; in some
         of them -> ``linked`` (the same memory gains the other scopes); otherwise ``added``.
+
+        Current memories of a target scope that the principal may read and that say the same thing in other
+        words (``storage.enrich.near``) are named in ``near_duplicates``. ``on_near_duplicate="store"`` stores
+        the new memory anyway; ``"fold"`` stores nothing new when there is one: the receipt is ``folded``, its
+        id the nearest one's, which is linked into the target scopes it is not in yet (as identical content
+        is). A fold first waits for the search index to hold every write acknowledged before it.
 
         Returns once the canonical store has committed it (acknowledged = durable). ``extractor``: the
         writer's own model (MCP sampling), asked after the commit instead of the configured one.
@@ -94,7 +104,8 @@ class _Writes(_Resolution):
         item = WriteItem(
             content, scopes, kind, event_time, valid_from, valid_to, entities, relations, metadata, source
         )
-        return self.write_many([item], principal=principal, extractor=extractor)[0]
+        mode = v.choice(on_near_duplicate, "on_near_duplicate", NEAR_MODES)
+        return self.write_many([item], principal=principal, extractor=extractor, near=mode)[0]
 
     def write_many(
         self,
@@ -102,10 +113,13 @@ class _Writes(_Resolution):
         *,
         principal: Principal = LOCAL_PRINCIPAL,
         extractor: llm.Extractor | None = None,
+        near: str | None = None,
     ) -> list[WriteReceipt]:
         """Write several memories: validated together (one bad item rejects the call and writes nothing),
         embedded in batches, committed in group transactions. Receipts come back in order. ``extractor``:
-        the writer's own model for the pass after the commit (``enrich_later``)."""
+        the writer's own model for the pass after the commit (``enrich_later``). ``near``: ``"store"`` or
+        ``"fold"`` to look for near-duplicates of each new memory as ``write`` does; None (bulk writes,
+        imports, conversations) does not look."""
         now = _now()
         prepared = []
         for n, item in enumerate(items):
@@ -124,6 +138,12 @@ class _Writes(_Resolution):
             vectors = self.embedder.embed([p.content for p in todo])
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
+        if near is not None:
+            fold = near == "fold"
+            if fold:  # the caller acts on the answer: let it see every write acknowledged before this one
+                self.reconciler.wait_fresh()
+            for p in todo:
+                p.near, p.fold = self._near_duplicates(p, principal), fold
         receipts = self._commit_writes(prepared, principal)
         for p, r in zip(prepared, receipts, strict=True):
             if r.status == "added":
@@ -139,8 +159,56 @@ class _Writes(_Resolution):
                 scopes=sorted({s for p in prepared for s in p.scopes}),
                 added=sum(r.status == "added" for r in changed),
                 linked=sum(r.status == "linked" for r in changed),
+                folded=sum(r.status == "folded" for r in changed),
             )
         return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
+
+    def _near_duplicates(self, p: _Prepared, principal: Principal) -> tuple[tuple[str, float], ...]:
+        """Current memories in ``p``'s target scopes, readable by ``principal``, that ``storage.enrich.near``
+        takes for a paraphrase of it: the ``NEAR_K`` nearest by the vector the write computed, one search
+        restricted to those scopes. Summaries (conversation digests among them) are not compared."""
+        assert p.vector is not None
+        found, _ = self.vectors.search_with_vectors(
+            p.vector, scopes=p.scopes, k=NEAR_K, live_only=True, kinds=None, vectors=False
+        )
+        close = {i: 1.0 - d for i, d in found if 1.0 - d >= NEAR_COSINE and i != p.id}
+        if not close:
+            return ()
+        with self.graph.read() as conn:
+            stored = self.graph.fetch(conn, builtins.list(close))
+        tree, now = self._tree(), _now()
+        out = []
+        for i, cos in sorted(close.items(), key=lambda x: -x[1]):
+            m = stored.get(i)
+            if (
+                m is None
+                or m.status is not Status.CURRENT
+                or (m.valid_to is not None and m.valid_to <= now)
+                or m.kind is MemoryKind.SUMMARY
+                or not (principal.unrestricted or self._can_read(principal, m, tree))
+            ):
+                continue
+            if is_near(m.content, p.content, cos):
+                out.append((i, round(cos, 3)))
+        return tuple(out)
+
+    def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:
+        """The receipt of a write folded into its nearest near-duplicate still current in ``tx`` (linked into
+        the target scopes it is not in yet), or None when none is current any more (then it is stored)."""
+        for target, _cos in p.near:
+            if not self.graph.live_state(tx.conn, target):
+                continue
+            existing = self.graph.fetch(tx.conn, [target])[target]
+            missing = [s for s in p.scopes if s not in existing.scopes]
+            if missing:
+                self.graph.ensure_scopes(tx.conn, missing, tx.now)
+                self.graph.link(tx.conn, target, missing, tx.now)
+                tx.record("link", target)
+            scopes = tuple(sorted({*existing.scopes, *missing}))
+            return WriteReceipt(
+                target, "folded", scopes, existing.entities, existing.dated_at, near_duplicates=p.near
+            )
+        return None
 
     def _commit_writes(self, prepared: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
         """Through the one writer: one intent per write (they group-commit), or, for several writes into an
@@ -360,12 +428,15 @@ class _Writes(_Resolution):
                 tx.record("link", cur)
                 all_scopes = tuple(sorted({*existing.scopes, *missing}))
                 return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.dated_at)
+            if p.fold and (folded := self._fold(tx, p)) is not None:
+                return folded
             vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
                 vec = [float(x) for x in self.embedder.embed([p.content])[0]]
             new = self._new_memory(p, cur, vec, tx.now)
             self._insert(tx, new, p.scopes, p.entities, p.relations, self._since(p))
-            return self._added(tx, p, principal, cur)
+            added = self._added(tx, p, principal, cur)
+            return dataclasses.replace(added, near_duplicates=p.near) if p.near else added
 
         return intent
 

@@ -309,6 +309,10 @@ class CanonicalWrites(Protocol):
         """Ids of memories linked to this one by CONTRADICTS, in either direction."""
         ...
 
+    def contradictions_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """``contradictions`` of several memories in one query: each id that has any, to them (sorted)."""
+        ...
+
     def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:
         """Keep how the LLM enrichment of a memory went (status, detail, model, token counts)."""
         ...

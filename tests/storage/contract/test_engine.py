@@ -302,3 +302,20 @@ def test_a_new_value_written_supersedes_the_memory_that_held_the_old_one(
     assert globex.supersedes == (acme.id,)
     assert eng.read(acme.id).memory.superseded_by == globex.id
     assert acme.id not in [h.memory.id for h in eng.recall("where does Ana work", ["user:sam"])]
+
+
+def test_recall_names_the_current_memories_a_result_conflicts_with(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Issue 15 on each adapter (``contradictions_of``): both sides of a contradiction name each other in
+    recall; a memory with no link names none; a retired side is named no more."""
+    engine = open_engine(tmp_path / "data")
+    yes = engine.write("Ana is allergic to peanuts", ["user:ana"], kind="fact")
+    no = engine.write("Ana is not allergic to peanuts", ["user:ana"], kind="fact")
+    other = engine.write("Ana lives in Porto", ["user:ana"], kind="fact")
+    got = {h.memory.id: h.conflicts for h in engine.recall("Ana peanuts Porto", ["user:ana"])}
+    assert got == {yes.id: (no.id,), no.id: (yes.id,), other.id: ()}
+    engine.retire(yes.id)
+    after = {h.memory.id: h.conflicts for h in engine.recall("Ana peanuts", ["user:ana"])}
+    assert yes.id not in after
+    assert after[no.id] == ()
