@@ -21,7 +21,7 @@ from storage.enrich._text import tokens
 
 NEAR_COSINE = 0.80  # at least this cosine between the two embeddings (all-MiniLM-L6-v2)
 SWAP_COSINE = 0.90  # one common word swapped for another ("afraid" / "fear"): a synonym only this close
-NEAR_K = 4  # nearest stored memories compared per write: a paraphrase, if any, is among the first few
+NEAR_K = 8  # candidates per write: the best matches by words in the target scopes
 
 _NUMBER_WORDS = w.word_set(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
@@ -62,15 +62,18 @@ class _Reading:
     names: frozenset[str]  # words written with a capital past the first one (names: "Paris", "Acme")
 
 
-def _has(words: tuple[str, ...], cue: tuple[str, ...]) -> bool:
+def _has(words: tuple[str, ...], present: frozenset[str], cue: tuple[str, ...]) -> bool:
+    if cue[0] not in present:  # most cues are absent: a set lookup, not a scan
+        return False
     n = len(cue)
-    return any(words[i : i + n] == cue for i in range(len(words) - n + 1))
+    return n == 1 or any(words[i : i + n] == cue for i in range(len(words) - n + 1))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def _read(text: str) -> _Reading:
     toks = [t for t in tokens(text) if t.low]
     words = tuple(t.low for t in toks)
+    present = frozenset(words)
     status = set()
     if any(x in w.NEGATION for x in words):
         status.add("negated")
@@ -80,7 +83,7 @@ def _read(text: str) -> _Reading:
         ("uncertain", w.UNCERTAIN),
         ("reported", w.REPORTED),
     ):
-        if any(_has(words, cue) for cue in cues):
+        if any(_has(words, present, cue) for cue in cues):
             status.add(name)
     numbers = tuple(x for x in words if _DIGITS.search(x) or x in _NUMBER_WORDS or x in _CALENDAR) + tuple(
         _DIGITS.findall(text)

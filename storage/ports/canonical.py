@@ -216,6 +216,13 @@ class CanonicalReads(Protocol):
         """Which of ``ids`` are memories of the store (current or not)."""
         ...
 
+    def current_texts(
+        self, conn: Session, ids: Sequence[str], now: datetime
+    ) -> dict[str, tuple[str, str, list[float]]]:
+        """Of ``ids``, the memories live (neither retired nor superseded) and still valid at ``now``: each to
+        its content, kind and vector. One light query (near-duplicates on the write path)."""
+        ...
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
         ...

@@ -319,3 +319,18 @@ def test_recall_names_the_current_memories_a_result_conflicts_with(
     after = {h.memory.id: h.conflicts for h in engine.recall("Ana peanuts", ["user:ana"])}
     assert yes.id not in after
     assert after[no.id] == ()
+
+
+def test_a_paraphrase_in_the_same_scope_is_named_and_folds_on_request(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Issue 15 on each adapter (``current_texts``): a near-duplicate is named in the receipt, and folds when
+    asked; a retired one is no candidate."""
+    engine = open_engine(tmp_path / "data")
+    first = engine.write("I'm allergic to peanuts", ["user:ana"], kind="fact")
+    folded = engine.write("I have a peanut allergy", ["user:ana"], kind="fact", on_near_duplicate="fold")
+    assert (folded.status, folded.id, folded.near_duplicates[0][0]) == ("folded", first.id, first.id)
+    engine.retire(first.id)
+    engine.reconciler.wait_fresh()
+    again = engine.write("I have a peanut allergy", ["user:ana"], kind="fact")
+    assert (again.status, again.near_duplicates) == ("added", ())
