@@ -52,3 +52,11 @@ def test_a_reader_never_sees_the_id_of_a_memory_it_cannot_read(engine: Engine) -
         "Ana is allergic to peanuts": (shared.id,),
         "Ana is not allergic to peanuts": (private.id,),
     }
+
+
+def test_a_statement_and_its_negation_are_both_shown_not_folded_together(engine: Engine) -> None:
+    # Their embeddings are 0.97+ apart: recall's near-duplicate folding used to hide the negation.
+    engine.write("Ana is allergic to peanuts", ["user:ana"], kind="fact")
+    engine.write("Ana is not allergic to peanuts", ["user:ana"], kind="fact")
+    shown = [h.memory.content for h in engine.recall("Is Ana allergic to peanuts?", ["user:ana"])]
+    assert sorted(shown) == ["Ana is allergic to peanuts", "Ana is not allergic to peanuts"]
