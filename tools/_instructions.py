@@ -21,7 +21,9 @@ memory_write for what you have distilled yourself.
 When something changes or was wrong, call amend with the old memory's id: the new version replaces it and the \
 old one is kept as history. Do not write a second memory that contradicts the first. When something simply \
 stops being true, call retire. When the change happened earlier than now, pass effective_at to amend or \
-retire. Writing the same content twice is harmless (it reports "duplicate"). When a write receipt lists \
+retire. Writing the same content twice is harmless (it reports "duplicate"); a receipt's near_duplicates \
+are memories of the same scope that already say it in other words: pass on_near_duplicate="fold" when you \
+only restate what may be remembered, so nothing new is stored. When a write receipt lists \
 proposals (a name that may be an entity already known, "Jon Smith" beside "John Smith"), nothing was merged: \
 ask the user if unsure, then accept or reject it with the entities tool.
 
@@ -31,7 +33,8 @@ and retired versions, or as_of to ask what was true at a past time (questions ab
 work before", include the older versions by themselves). When the user speaks of relative times ("last \
 Tuesday", "in May"), pass the conversation's current date as now, with the user's UTC offset. Each result \
 is compact: content (long content is cut; memory_read the id for all of it), id, kind, when, status (only \
-when not current), scopes (unless only the one searched) and a one-line reason naming the search lanes \
+when not current), scopes (unless only the one searched), conflicts_with (ids of current memories that \
+contradict it: weigh both, and ask the user or amend the wrong one) and a one-line reason naming the search lanes \
 (bm25 = exact words, vector = meaning, graph = entities), the entity path or the earlier version that led \
 to it. Weak matches are left out; pass explain=true for scores and full detail, and group_by with your \
 per-conversation metadata key to rank whole conversations.

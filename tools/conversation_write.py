@@ -13,6 +13,7 @@ from storage.domain.models import (
     MAX_NAME_CHARS,
     MAX_SCOPES_PER_CALL,
     MessageIn,
+    WriteStatus,
 )
 from tools._spec import Caller, Hints, ToolSpec, blocking
 from tools._wire import IsoTime, ScopeIdStr, WireModel, short_id
@@ -96,10 +97,17 @@ async def conversation_write(
     )
     return ConversationWriteOut(
         conversation=receipt.conversation,
-        messages=[MessageReceipt(id=short_id(r.id), status=r.status) for r in receipt.messages],
+        messages=[MessageReceipt(id=short_id(r.id), status=_status(r.status)) for r in receipt.messages],
         added=sum(r.status == "added" for r in receipt.messages),
         digest=receipt.digest,
     )
+
+
+def _status(status: WriteStatus) -> Literal["added", "duplicate", "linked"]:
+    # Messages are stored verbatim: a conversation never looks for near-duplicates, so nothing is folded.
+    if status == "folded":
+        raise AssertionError("a conversation's message was folded")
+    return status
 
 
 SPEC = ToolSpec(

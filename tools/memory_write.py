@@ -66,15 +66,31 @@ class MemoryWriteIn(WireModel):
     metadata: dict[str, Any] | None = Field(
         default=None, description="Small JSON object of your own labels; stored and returned as is."
     )
+    on_near_duplicate: Literal["store", "fold"] = Field(
+        default="store",
+        description="What to do when a current memory in the same scope already says this in other words "
+        "(listed in the receipt's near_duplicates either way): 'store' keeps both (default); 'fold' stores "
+        "nothing new and returns the existing memory's id with status 'folded'. Use 'fold' when you only "
+        "restate something that may be remembered already (e.g. saving what the user said again); keep "
+        "'store' when your wording adds or changes anything. A negated, hypothetical, differently dated or "
+        "numbered statement is never a near-duplicate.",
+    )
+
+
+class NearDuplicate(BaseModel):
+    id: str = Field(description="The existing memory's id.")
+    similarity: float = Field(description="Cosine similarity of the two texts' embeddings (0.80 to 1).")
 
 
 class MemoryWriteOut(BaseModel):
     id: str = Field(
         description="The memory's id (its first 12 hex characters); pass it to amend, retire or memory_read."
     )
-    status: Literal["added", "duplicate", "linked"] = Field(
+    status: Literal["added", "duplicate", "linked", "folded"] = Field(
         description="added: a new memory; duplicate: identical content was already stored in these scopes; "
-        "linked: identical content existed elsewhere and now also belongs to these scopes."
+        "linked: identical content existed elsewhere and now also belongs to these scopes; folded: "
+        "on_near_duplicate='fold' found a memory saying the same in other words, nothing new was stored and "
+        "id is that memory's (now also in these scopes)."
     )
     scopes: list[str] = Field(description="Every scope the memory now belongs to.")
     entities: list[str] = Field(description="The entities recorded as mentioned.")
@@ -102,6 +118,12 @@ class MemoryWriteOut(BaseModel):
     )
     duplicates: list[str] = Field(
         default_factory=list, description="Ids of memories that already state the same relation."
+    )
+    near_duplicates: list[NearDuplicate] = Field(
+        default_factory=list,
+        description="Current memories in a target scope that say the same thing in other words ('I have a "
+        "peanut allergy' for 'I'm allergic to peanuts'), nearest first. If one is what you meant, "
+        "retire the newer one or write again with on_near_duplicate='fold'.",
     )
     resolved: list[str] = Field(
         default_factory=list,
@@ -136,6 +158,7 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         metadata=args.metadata,
         principal=caller.principal,
         extractor=caller.extractor,
+        on_near_duplicate=args.on_near_duplicate,
     )
     return MemoryWriteOut(
         id=short_id(receipt.id),
@@ -151,6 +174,7 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         resolved=list(receipt.resolved),
         proposals=short_ids(receipt.proposals),
         not_proposed=list(receipt.not_proposed),
+        near_duplicates=[NearDuplicate(id=short_id(i), similarity=c) for i, c in receipt.near_duplicates],
     )
 
 
@@ -164,8 +188,10 @@ SPEC = ToolSpec(
         "works_at, likes or allergic_to are read from the text; negated, hypothetical, uncertain or reported "
         "statements are never recorded as facts; if the server enabled MCP sampling, your client may get a request, after this call returns, to read the memory's statements with its own model). A new value for a single-valued relation (where someone "
         "lives or works, a job title, phone, email) supersedes the old memory automatically; the receipt "
-        "lists what was superseded, contradicted or duplicated. To correct a specific memory, call amend "
-        "with its id. Writing identical content again is harmless."
+        "lists what was superseded, contradicted or duplicated, and near_duplicates: memories of the same scope "
+        "that say the same in other words. Pass on_near_duplicate='fold' when you restate something that may "
+        "already be remembered: then nothing new is stored if a near-duplicate exists. To correct a specific "
+        "memory, call amend with its id. Writing identical content again is harmless."
     ),
     input_model=MemoryWriteIn,
     output_model=MemoryWriteOut,

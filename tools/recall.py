@@ -220,7 +220,14 @@ class RecallItem(BaseModel):
     )
     why: str = Field(
         description="One line on why it is here: the lanes that ranked it in their first 10 (else its best), "
-        "with ranks, and the entity-graph path, the time rule, or the earlier version the query matched."
+        "with ranks, and the entity-graph path, the time rule, or the earlier version the query matched; "
+        "'conflicts with <id>' when a current memory contradicts it."
+    )
+    conflicts_with: list[str] | None = Field(
+        default=None,
+        description="Ids of current memories that contradict this one (both were kept when the second was "
+        "written); absent when none does. Weigh them before relying on either: memory_read shows both, and "
+        "amend or retire the wrong one when you know which it is.",
     )
     explain: Explanation | None = Field(default=None, description="Present with explain=true.")
 
@@ -250,6 +257,7 @@ class RecallItem(BaseModel):
             if searched is not None and [*m.scopes] == searched and len(searched) == 1
             else [*m.scopes],
             why=reason(hit, digest),
+            conflicts_with=[i if explain else short_id(i) for i in hit.conflicts] or None,
             explain=_explanation(hit) if explain else None,
         )
 
@@ -355,6 +363,8 @@ def reason(hit: Hit, digest: bool = False) -> str:
     if hit.time is not None and hit.time.rule != "outside_interval":
         where = "in" if hit.time.rule == "in_interval" else "near"
         parts.append(f"time {where} '{hit.time.expression}' x{hit.time.factor:g}")
+    if hit.conflicts:
+        parts.append(f"conflicts with {', '.join(short_id(i) for i in hit.conflicts)}")
     text = "; ".join(p for p in parts if p)
     return text or "completes a version chain"
 
@@ -431,7 +441,8 @@ SPEC = ToolSpec(
         "change ('used to', 'previously', 'what did I use before'), each version chain oldest first. "
         "When the query speaks of relative times ('last Tuesday', 'two weeks ago'), pass the conversation's "
         "current date as now. Each result is compact: content (long ones cut: memory_read the id for all), "
-        "id, kind, when, a one-line reason, status unless current, and scopes unless only the one searched; "
+        "id, kind, when, a one-line reason, status unless current, scopes unless only the one searched, and "
+        "conflicts_with when a current memory contradicts it (weigh both before answering); "
         "explain=true adds the full explanation. "
         "Results far weaker than the best are left out; token_budget (default 2000) caps what you read."
     ),

@@ -41,7 +41,7 @@ class Status(StrEnum):
     RETIRED = "retired"
 
 
-WriteStatus = Literal["added", "duplicate", "linked"]
+WriteStatus = Literal["added", "duplicate", "linked", "folded"]
 Lane = Literal["bm25", "vector", "graph"]
 
 
@@ -165,6 +165,9 @@ class WriteReceipt:
     resolved: tuple[str, ...] = ()
     proposals: tuple[str, ...] = ()
     not_proposed: tuple[str, ...] = ()
+    # Current memories sharing a target scope that say the same thing in other words, with the cosine of the
+    # two embeddings, nearest first (storage.enrich.near). With ``status == "folded"`` the first is ``id``.
+    near_duplicates: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +243,7 @@ class Hit:
     that the lanes matched (their records, oldest last): the query found the chain through them, and the current
     version is shown. ``digest`` is set when the query matched a conversation's digest and this message of
     that conversation stands in its place (a digest is never shown as a source of truth over its messages).
+    ``conflicts`` are ids of current memories the reader may read that a ``CONTRADICTS`` link ties to this one.
     """
 
     memory: Memory
@@ -250,6 +254,7 @@ class Hit:
     collapsed: tuple[str, ...] = ()
     via: tuple[Memory, ...] = ()
     digest: str | None = None  # the id of the conversation digest whose match lifted this message here
+    conflicts: tuple[str, ...] = ()
 
 
 class Recalled(list[Hit]):

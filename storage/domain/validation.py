@@ -99,6 +99,13 @@ def kind(value: object) -> MemoryKind:
     raise InvalidInput(f"kind {value!r} is not one of: {kinds}")
 
 
+def choice(value: object, name: str, allowed: Sequence[str]) -> str:
+    """``value`` when it is one of ``allowed``; else an error naming them."""
+    if isinstance(value, str) and value in allowed:
+        return value
+    raise InvalidInput(f"{name} {value!r} is not one of: {', '.join(allowed)}")
+
+
 def kinds(values: Sequence[str] | None) -> list[MemoryKind] | None:
     return None if values is None else list(dict.fromkeys(kind(v) for v in values))
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
+import builtins
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from scopes import (
@@ -17,10 +18,12 @@ from scopes import (
 from storage.domain import validation as v
 from storage.domain.errors import Ambiguous, InvalidInput, NotFound
 from storage.domain.models import (
+    Hit,
     Memory,
     MemoryRecord,
     Page,
     Recalled,
+    Status,
 )
 from storage.engine.access import _Access
 from storage.engine.state import (
@@ -227,7 +230,9 @@ class _Reads(_Access):
             behind = self.reconciler.wait_fresh()
         if not q.scopes:
             return Recalled(behind=behind)
-        hits = run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests)
+        hits = self._with_conflicts(
+            run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests), principal, tree
+        )
         if principal.unrestricted:
             return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)
@@ -247,6 +252,34 @@ class _Reads(_Access):
             ],
             behind=behind,
         )
+
+    def _with_conflicts(
+        self, hits: Sequence[Hit], principal: Principal, tree: Mapping[ScopeId, ScopeId]
+    ) -> builtins.list[Hit]:
+        """Each hit with ``conflicts``: the memories a ``CONTRADICTS`` link ties to it that are current (not
+        superseded, retired or ended) and that ``principal`` may read; the others are never named. One
+        query for all hits, and a fetch only when some hit has a link."""
+        if not hits:
+            return list(hits)
+        with self.graph.read() as conn:
+            links = self.graph.contradictions_of(conn, [h.memory.id for h in hits])
+            if not links:
+                return list(hits)
+            others = self.graph.fetch(conn, sorted({o for ids in links.values() for o in ids}))
+        now = _now()
+        valid = {
+            i
+            for i, m in others.items()
+            if m.status is Status.CURRENT
+            and (m.valid_to is None or m.valid_to > now)
+            and (principal.unrestricted or self._can_read(principal, m, tree))
+        }
+        return [
+            dataclasses.replace(h, conflicts=tuple(i for i in links.get(h.memory.id, ()) if i in valid))
+            if h.memory.id in links
+            else h
+            for h in hits
+        ]
 
 
 def _encode_cursor(m: Memory) -> str:

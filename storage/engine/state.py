@@ -85,6 +85,10 @@ class _Prepared:
     facts: tuple[Fact, ...] = ()
     linked: tuple[tuple[str, str, str], ...] = ()  # (said, known entity, tier): storage.engine.resolution
     proposed: tuple[tuple[str, str, Judgement], ...] = ()
+    # Near-duplicates by content (storage.enrich.near), found before the commit: (id, cosine), nearest first;
+    # ``fold``: the caller asked to store nothing new when there is one (``Engine.write``).
+    near: tuple[tuple[str, float], ...] = ()
+    fold: bool = False
 
 
 class _State:

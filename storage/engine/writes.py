@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from scopes import (
     LOCAL_PRINCIPAL,
     Level,
@@ -37,12 +39,14 @@ from storage.engine.state import (
     log,
 )
 from storage.enrich import Enriched, enrich, llm, speaker_of
+from storage.enrich.near import NEAR_K, is_near, same_claim
 from storage.enrich.reconcile import Access, reconcile
 from storage.language.extraction import EntityLexicon, _norm, capitalised_spans, extract, name_key
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 BULK_CHUNK = 2_000  # writes per transaction when many come in one call (the others wait that long at most)
+NEAR_MODES = ("store", "fold")  # Engine.write(on_near_duplicate=...)
 SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
 
 
@@ -84,9 +88,16 @@ class _Writes(_Resolution):
         principal: Principal = LOCAL_PRINCIPAL,
         source: str = "",
         extractor: llm.Extractor | None = None,
+        on_near_duplicate: str = "store",
     ) -> WriteReceipt:
         """Store a memory. Identical content already current in every target scope -> ``duplicate``; in some
         of them -> ``linked`` (the same memory gains the other scopes); otherwise ``added``.
+
+        Current memories of a target scope that the principal may read and that say the same thing in other
+        words (``storage.enrich.near``) are named in ``near_duplicates``. ``on_near_duplicate="store"`` stores
+        the new memory anyway; ``"fold"`` stores nothing new when there is one: the receipt is ``folded``, its
+        id the nearest one's, which is linked into the target scopes it is not in yet (as identical content
+        is). A fold first waits for the search index to hold every write acknowledged before it.
 
         Returns once the canonical store has committed it (acknowledged = durable). ``extractor``: the
         writer's own model (MCP sampling), asked after the commit instead of the configured one.
@@ -94,7 +105,8 @@ class _Writes(_Resolution):
         item = WriteItem(
             content, scopes, kind, event_time, valid_from, valid_to, entities, relations, metadata, source
         )
-        return self.write_many([item], principal=principal, extractor=extractor)[0]
+        mode = v.choice(on_near_duplicate, "on_near_duplicate", NEAR_MODES)
+        return self.write_many([item], principal=principal, extractor=extractor, near=mode)[0]
 
     def write_many(
         self,
@@ -102,10 +114,13 @@ class _Writes(_Resolution):
         *,
         principal: Principal = LOCAL_PRINCIPAL,
         extractor: llm.Extractor | None = None,
+        near: str | None = None,
     ) -> list[WriteReceipt]:
         """Write several memories: validated together (one bad item rejects the call and writes nothing),
         embedded in batches, committed in group transactions. Receipts come back in order. ``extractor``:
-        the writer's own model for the pass after the commit (``enrich_later``)."""
+        the writer's own model for the pass after the commit (``enrich_later``). ``near``: ``"store"`` or
+        ``"fold"`` to look for near-duplicates of each new memory as ``write`` does; None (bulk writes,
+        imports, conversations) does not look."""
         now = _now()
         prepared = []
         for n, item in enumerate(items):
@@ -124,7 +139,24 @@ class _Writes(_Resolution):
             vectors = self.embedder.embed([p.content for p in todo])
             for p, vec in zip(todo, vectors, strict=True):
                 p.vector = [float(x) for x in vec]
+        looking = []
+        if near == "fold":
+            # The caller acts on the answer: it sees every write acknowledged before this one, before the commit.
+            self.reconciler.wait_fresh()
+            for p in todo:
+                p.near, p.fold = self._near_duplicates(p, principal), True
+        elif near is not None:
+            # Only reported: searched beside the commit, so the write waits for the longer of the two, not both.
+            looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal)) for p in todo]
         receipts = self._commit_writes(prepared, principal)
+        if looking:
+            found = {id(p): f.result() for p, f in looking}
+            receipts = [
+                dataclasses.replace(r, near_duplicates=found[id(p)])
+                if r.status == "added" and found.get(id(p))
+                else r
+                for p, r in zip(prepared, receipts, strict=True)
+            ]
         for p, r in zip(prepared, receipts, strict=True):
             if r.status == "added":
                 self.enrich_later(r, p, now, principal, extractor)
@@ -139,8 +171,55 @@ class _Writes(_Resolution):
                 scopes=sorted({s for p in prepared for s in p.scopes}),
                 added=sum(r.status == "added" for r in changed),
                 linked=sum(r.status == "linked" for r in changed),
+                folded=sum(r.status == "folded" for r in changed),
             )
         return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
+
+    def _near_duplicates(self, p: _Prepared, principal: Principal) -> tuple[tuple[str, float], ...]:
+        """Current memories in ``p``'s target scopes that ``storage.enrich.near`` takes for a paraphrase of it,
+        nearest first. Candidates are the ``NEAR_K`` best by words (BM25 restricted to those scopes: under a
+        millisecond, where a vector search costs 5-15 ms, half a write); those the words alone turn away are
+        dropped, and the rest are compared by the cosine of their stored vectors with the one the write
+        computed. Summaries (conversation digests among them) are not compared. Every candidate is in a
+        scope the principal may write, hence read. Runs on a lane worker beside the commit when only
+        reported (``write_many``)."""
+        assert p.vector is not None
+        found = self.text.search(p.content, scopes=p.scopes, k=NEAR_K, live_only=True, kinds=None)
+        ids = [i for i, _ in found if i != p.id]
+        if not ids:
+            return ()
+        with self.graph.read() as conn:
+            stored = self.graph.current_texts(conn, ids, _now())
+        new = np.asarray(p.vector, dtype=np.float32)
+        new /= float(np.linalg.norm(new)) or 1.0
+        out = []
+        for i, (content, kind, vec) in stored.items():
+            # The words first: most candidates are turned away without a cosine.
+            if kind == MemoryKind.SUMMARY.value or not same_claim(content, p.content, 1.0):
+                continue
+            old = np.asarray(vec, dtype=np.float32)
+            cos = float(new @ old) / (float(np.linalg.norm(old)) or 1.0)
+            if is_near(content, p.content, cos):
+                out.append((i, round(cos, 3)))
+        return tuple(sorted(out, key=lambda x: -x[1]))
+
+    def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:
+        """The receipt of a write folded into its nearest near-duplicate still current in ``tx`` (linked into
+        the target scopes it is not in yet), or None when none is current any more (then it is stored)."""
+        for target, _cos in p.near:
+            if not self.graph.live_state(tx.conn, target):
+                continue
+            existing = self.graph.fetch(tx.conn, [target])[target]
+            missing = [s for s in p.scopes if s not in existing.scopes]
+            if missing:
+                self.graph.ensure_scopes(tx.conn, missing, tx.now)
+                self.graph.link(tx.conn, target, missing, tx.now)
+                tx.record("link", target)
+            scopes = tuple(sorted({*existing.scopes, *missing}))
+            return WriteReceipt(
+                target, "folded", scopes, existing.entities, existing.dated_at, near_duplicates=p.near
+            )
+        return None
 
     def _commit_writes(self, prepared: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
         """Through the one writer: one intent per write (they group-commit), or, for several writes into an
@@ -395,12 +474,15 @@ class _Writes(_Resolution):
                 tx.record("link", cur)
                 all_scopes = tuple(sorted({*existing.scopes, *missing}))
                 return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.dated_at)
+            if p.fold and (folded := self._fold(tx, p)) is not None:
+                return folded
             vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
                 vec = [float(x) for x in self.embedder.embed([p.content])[0]]
             new = self._new_memory(p, cur, vec, tx.now)
             self._insert(tx, new, p.scopes, p.entities, p.relations, self._since(p))
-            return self._added(tx, p, principal, cur)
+            added = self._added(tx, p, principal, cur)
+            return dataclasses.replace(added, near_duplicates=p.near) if p.near else added
 
         return intent
 

@@ -223,6 +223,13 @@ class CanonicalReads(Protocol):
         """Which of ``ids`` are memories of the store (current or not)."""
         ...
 
+    def current_texts(
+        self, conn: Session, ids: Sequence[str], now: datetime
+    ) -> dict[str, tuple[str, str, list[float]]]:
+        """Of ``ids``, the memories live (neither retired nor superseded) and still valid at ``now``: each to
+        its content, kind and vector. One light query (near-duplicates on the write path)."""
+        ...
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
         ...
@@ -314,6 +321,10 @@ class CanonicalWrites(Protocol):
 
     def contradictions(self, conn: Session, memory_id: str) -> list[str]:
         """Ids of memories linked to this one by CONTRADICTS, in either direction."""
+        ...
+
+    def contradictions_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """``contradictions`` of several memories in one query: each id that has any, to them (sorted)."""
         ...
 
     def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:

@@ -474,6 +474,15 @@ def _numbers(text: str) -> list[str]:
     return _NUMBER.findall(text)
 
 
+_NEGATION = re.compile(r"\b(?:not|no|never|nobody|none|neither|nor|without|anymore)\b|n't\b", re.IGNORECASE)
+
+
+def _negations(text: str) -> int:
+    # Nor do they see a "not" ("Ana is allergic to peanuts" / "Ana is not allergic to peanuts": 0.97+): a
+    # statement and its negation are a contradiction to show, never twins to fold.
+    return len(_NEGATION.findall(text.replace("’", "'")))
+
+
 def _same_chain(a: Memory, b: Memory) -> bool:
     return a.id in (b.supersedes, b.superseded_by) or b.id in (a.supersedes, a.superseded_by)
 
@@ -502,6 +511,7 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
                     other.unit is not None
                     and float(c.unit @ other.unit) >= recipe.dedup_cosine
                     and _numbers(other.memory.content) == _numbers(c.memory.content)
+                    and _negations(other.memory.content) == _negations(c.memory.content)
                 ):
                     twin = result
                     break

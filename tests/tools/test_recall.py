@@ -168,7 +168,9 @@ async def test_recall_publishes_every_field_of_its_compact_answer(client: Client
     schema = {t.name: t for t in (await client.list_tools()).tools}["recall"].output_schema
     assert schema is not None
     item = schema["properties"]["results"]["items"]  # published inline (no $ref): server.app.inline_refs
-    assert set(item["properties"]) == {"id", "content", "kind", "when", "status", "scopes", "why", "explain"}
+    assert set(item["properties"]) == {
+        "id", "content", "kind", "when", "status", "scopes", "why", "conflicts_with", "explain"
+    }  # fmt: skip
     assert set(item["required"]) == {"id", "content", "kind", "when", "why"}
     assert "12 hex characters" in item["properties"]["id"]["description"]
     assert set(schema["properties"]) == {"results", "stale", "warning"}

@@ -288,6 +288,16 @@ class _Reads:
         rows = session(conn).rows("UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id", {"ids": list(ids)})
         return {r[0] for r in rows}
 
+    def current_texts(
+        self, conn: Session, ids: Sequence[str], now: datetime
+    ) -> dict[str, tuple[str, str, list[float]]]:
+        rows = session(conn).rows(
+            f"UNWIND $ids AS i MATCH (m:Memory {{id: i}}) WHERE {LIVE} "
+            "AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id, m.content, m.kind, m.vector",
+            {"ids": list(dict.fromkeys(ids)), "now": now},
+        )
+        return {r[0]: (r[1], r[2], [float(x) for x in r[3]]) for r in rows}
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         rows = session(conn).rows(f"MATCH (m:Memory {{id: $id}}) RETURN {LIVE}", {"id": memory_id})
         return bool(rows[0][0]) if rows else None

@@ -241,6 +241,19 @@ class _Writes(_Reads):
         )
         return [r[0] for r in rows]
 
+    def contradictions_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not memory_ids:
+            return {}
+        rows = session(conn).rows(
+            "MATCH (a:Memory)-[:CONTRADICTS]-(b:Memory) WHERE a.id IN $ids "
+            "RETURN DISTINCT a.id, b.id ORDER BY a.id, b.id",
+            {"ids": list(memory_ids)},
+        )
+        out: dict[str, list[str]] = {}
+        for a, b in rows:
+            out.setdefault(a, []).append(b)
+        return out
+
     def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:
         values = {k: row.get(k) for k in ENRICHMENT_KEYS}
         session(conn).add(

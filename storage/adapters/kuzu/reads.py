@@ -360,6 +360,17 @@ class _Reads:
         rows = _rows(conn, "UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id", {"ids": list(ids)})
         return {r[0] for r in rows}
 
+    def current_texts(
+        self, conn: Session, ids: Sequence[str], now: datetime
+    ) -> dict[str, tuple[str, str, list[float]]]:
+        rows = _rows(
+            conn,
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) WHERE m.retired_at IS NULL AND m.superseded_by IS NULL "
+            "AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id, m.content, m.kind, m.vector",
+            {"ids": list(dict.fromkeys(ids)), "now": now},
+        )
+        return {r[0]: (r[1], r[2], list(r[3])) for r in rows}
+
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         """None when no memory has this id; else whether it is live (neither retired nor superseded)."""
         rows = _rows(

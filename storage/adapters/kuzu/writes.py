@@ -383,6 +383,20 @@ class _Writes(_Reads):
         )
         return [r[0] for r in rows]
 
+    def contradictions_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not memory_ids:
+            return {}
+        rows = _rows(
+            conn,
+            "MATCH (a:Memory)-[:CONTRADICTS]-(b:Memory) WHERE a.id IN $ids "
+            "RETURN DISTINCT a.id, b.id ORDER BY a.id, b.id",
+            {"ids": list(memory_ids)},
+        )
+        out: dict[str, list[str]] = {}
+        for a, b in rows:
+            out.setdefault(a, []).append(b)
+        return out
+
     def record_enrichment(self, conn: Session, memory_id: str, row: Mapping[str, Any]) -> None:
         """Keep how the LLM enrichment of a memory went (status, detail, model, token counts)."""
         _exec(

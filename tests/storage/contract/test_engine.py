@@ -356,3 +356,35 @@ def test_another_scopes_relations_never_take_a_readers_place_in_the_graph_walk(
     eng.unlink(capital.id, "user:ana")
     assert path not in paths()
     assert eng.verify().ok
+
+
+def test_recall_names_the_current_memories_a_result_conflicts_with(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Issue 15 on each adapter (``contradictions_of``): both sides of a contradiction name each other in
+    recall; a memory with no link names none; a retired side is named no more."""
+    engine = open_engine(tmp_path / "data")
+    yes = engine.write("Ana is allergic to peanuts", ["user:ana"], kind="fact")
+    no = engine.write("Ana is not allergic to peanuts", ["user:ana"], kind="fact")
+    other = engine.write("Ana lives in Porto", ["user:ana"], kind="fact")
+    got = {h.memory.id: h.conflicts for h in engine.recall("Ana peanuts Porto", ["user:ana"])}
+    assert got == {yes.id: (no.id,), no.id: (yes.id,), other.id: ()}
+    engine.retire(yes.id)
+    after = {h.memory.id: h.conflicts for h in engine.recall("Ana peanuts", ["user:ana"])}
+    assert yes.id not in after
+    assert after[no.id] == ()
+
+
+def test_a_paraphrase_in_the_same_scope_is_named_and_folds_on_request(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Issue 15 on each adapter (``current_texts``): a near-duplicate is named in the receipt, and folds when
+    asked; a retired one is no candidate."""
+    engine = open_engine(tmp_path / "data")
+    first = engine.write("I'm allergic to peanuts", ["user:ana"], kind="fact")
+    folded = engine.write("I have a peanut allergy", ["user:ana"], kind="fact", on_near_duplicate="fold")
+    assert (folded.status, folded.id, folded.near_duplicates[0][0]) == ("folded", first.id, first.id)
+    engine.retire(first.id)
+    engine.reconciler.wait_fresh()
+    again = engine.write("I have a peanut allergy", ["user:ana"], kind="fact")
+    assert (again.status, again.near_duplicates) == ("added", ())

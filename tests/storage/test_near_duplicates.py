@@ -1,0 +1,129 @@
+"""Near-duplicates by content at write time (issue 15): a paraphrase of a current memory in the same scope is
+named in the receipt and stored, or folded when the caller asks; hard negatives never are.
+
+Real stores in tmp_path and the real model. The pairs are the hand-written ones of tests/storage/data.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scopes import Grant, Principal
+from storage import Engine, InvalidInput
+
+DATA = Path(__file__).parent / "data"
+PAIRS = [json.loads(line) for f in ("near_duplicate_pairs", "near_duplicate_heldout") for line in
+         (DATA / f"{f}.jsonl").read_text().splitlines() if line.strip()]  # fmt: skip
+
+
+def principal(name: str, *grants: str) -> Principal:
+    return Principal(name, client="tests", grants=tuple(Grant.parse(g) for g in grants))
+
+
+def _settled(engine: Engine) -> None:
+    # The near-duplicate search reads the vector index, which applies commits just after them; a client
+    # writing its next memory is that far behind already. (A fold waits for it by itself.)
+    engine.reconciler.wait_fresh()
+
+
+def _ids(engine: Engine, scope: str, *, history: bool = False) -> list[str]:
+    return [m.id for m in engine.list(scope, include_retired=history).items]
+
+
+def test_a_paraphrase_is_reported_with_its_id_and_similarity_and_stored(engine: Engine) -> None:
+    first = engine.write("I'm allergic to peanuts", ["user:ana"], kind="fact")
+    _settled(engine)
+    second = engine.write("I have a peanut allergy", ["user:ana"], kind="fact")
+    assert second.status == "added"
+    assert [i for i, _ in second.near_duplicates] == [first.id]
+    assert 0.8 <= second.near_duplicates[0][1] < 1
+    assert sorted(_ids(engine, "user:ana")) == sorted([first.id, second.id])
+
+
+def test_fold_stores_nothing_new_and_links_the_existing_memory_into_a_new_scope(engine: Engine) -> None:
+    first = engine.write("I'm allergic to peanuts", ["user:ana"], kind="fact")
+    folded = engine.write(
+        "I have a peanut allergy", ["user:ana", "project:menu"], kind="fact", on_near_duplicate="fold"
+    )
+    assert folded.status == "folded"
+    assert folded.id == first.id
+    assert folded.scopes == ("project:menu", "user:ana")
+    assert folded.near_duplicates[0][0] == first.id
+    assert _ids(engine, "user:ana") == [first.id]
+    assert _ids(engine, "project:menu") == [first.id]
+    _settled(engine)
+    hits = engine.recall("peanut allergy", ["project:menu"])
+    assert [h.memory.content for h in hits] == ["I'm allergic to peanuts"]
+
+
+def test_a_memory_of_another_scope_is_no_near_duplicate(engine: Engine) -> None:
+    engine.write("I'm allergic to peanuts", ["user:ana"], kind="fact")
+    _settled(engine)
+    other = engine.write("I have a peanut allergy", ["user:bo"], kind="fact", on_near_duplicate="fold")
+    assert (other.status, other.near_duplicates) == ("added", ())
+
+
+def test_a_retired_memory_is_no_near_duplicate(engine: Engine) -> None:
+    old = engine.write("I'm allergic to peanuts", ["user:ana"], kind="fact")
+    engine.retire(old.id, reason="outgrown")
+    new = engine.write("I have a peanut allergy", ["user:ana"], kind="fact", on_near_duplicate="fold")
+    assert (new.status, new.near_duplicates) == ("added", ())
+
+
+@pytest.mark.parametrize("pair", [p for p in PAIRS if not p["near"]], ids=lambda p: f"{p['a']} / {p['b']}")
+def test_hard_negatives_are_neither_reported_nor_folded(engine: Engine, pair: dict[str, str]) -> None:
+    # Negated, hypothetical, uncertain, reported, other tense, other number or date, another value.
+    stored = engine.write(pair["a"], ["user:ana"])
+    new = engine.write(pair["b"], ["user:ana"], on_near_duplicate="fold")
+    assert new.status == "added"
+    assert new.near_duplicates == ()
+    # Both stored (an update such as a new phone number may have superseded the first: history keeps it).
+    assert sorted(_ids(engine, "user:ana", history=True)) == sorted([stored.id, new.id])
+
+
+def test_a_negated_or_hypothetical_statement_never_folds_into_an_asserted_one(engine: Engine) -> None:
+    asserted = engine.write("Ana is allergic to peanuts", ["user:ana"], kind="fact")
+    for text in (
+        "Ana is not allergic to peanuts",
+        "Ana might be allergic to peanuts",
+        "If Ana were allergic to peanuts she would carry an EpiPen",
+        "Tom said Ana is allergic to peanuts",
+    ):
+        new = engine.write(text, ["user:ana"], kind="fact", on_near_duplicate="fold")
+        assert new.status == "added", text
+        assert asserted.id not in [i for i, _ in new.near_duplicates], text
+
+
+def test_most_hand_written_paraphrases_are_found(engine: Engine) -> None:
+    # The measured recall (docs/benchmarks/near-duplicates.md) is 0.70 and 0.60; this keeps it from falling.
+    found = 0
+    positives = [p for p in PAIRS if p["near"]]
+    for n, pair in enumerate(positives):
+        scope = f"user:p{n}"
+        engine.write(pair["a"], [scope])
+        found += engine.write(pair["b"], [scope], on_near_duplicate="fold").status == "folded"
+    assert found >= 20, f"{found} of {len(positives)} paraphrases folded"
+
+
+def test_another_principal_sees_only_near_duplicates_in_scopes_it_writes(engine: Engine) -> None:
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    private = engine.write("The staging server is called atlas", ["agent:a"], principal=a)
+    shared = engine.write("Deploys happen on Tuesdays", ["team:t"], principal=a)
+    _settled(engine)
+    mine = engine.write("The staging server's name is atlas", ["agent:b"], principal=b)
+    assert mine.near_duplicates == ()
+    team = engine.write("We deploy on Tuesdays", ["team:t", "agent:b"], principal=b, on_near_duplicate="fold")
+    assert (team.status, team.id) == ("folded", shared.id)
+    assert [i for i, _ in team.near_duplicates] == [shared.id]
+    assert private.id not in str(team)
+
+
+def test_an_unknown_mode_is_refused_and_writes_nothing(engine: Engine) -> None:
+    engine.write("I'm allergic to peanuts", ["user:ana"])
+    with pytest.raises(InvalidInput, match="on_near_duplicate 'merge' is not one of: store, fold"):
+        engine.write("I have a peanut allergy", ["user:ana"], on_near_duplicate="merge")
+    assert len(_ids(engine, "user:ana")) == 1
