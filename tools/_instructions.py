@@ -21,9 +21,9 @@ memory_write for what you have distilled yourself.
 When something changes or was wrong, call amend with the old memory's id: the new version replaces it and the \
 old one is kept as history. Do not write a second memory that contradicts the first. When something simply \
 stops being true, call retire. When the change happened earlier than now, pass effective_at to amend or \
-retire. Writing the same content twice is harmless (it reports "duplicate"); a receipt's near_duplicates \
-are memories of the same scope that already say it in other words: pass on_near_duplicate="fold" when you \
-only restate what may be remembered, so nothing new is stored. When a write receipt lists \
+retire. Writing the same content twice is harmless (it reports "duplicate"). Pass \
+on_near_duplicate="fold" when you only restate what may be remembered: if a memory of the same scope already \
+says it in other words, nothing new is stored ("report" only lists such near_duplicates in the receipt). When a write receipt lists \
 proposals (a name that may be an entity already known, "Jon Smith" beside "John Smith"), nothing was merged: \
 ask the user if unsure, then accept or reject it with the entities tool.
 

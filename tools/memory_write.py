@@ -66,13 +66,14 @@ class MemoryWriteIn(WireModel):
     metadata: dict[str, Any] | None = Field(
         default=None, description="Small JSON object of your own labels; stored and returned as is."
     )
-    on_near_duplicate: Literal["store", "fold"] = Field(
+    on_near_duplicate: Literal["store", "report", "fold"] = Field(
         default="store",
-        description="What to do when a current memory in the same scope already says this in other words "
-        "(listed in the receipt's near_duplicates either way): 'store' keeps both (default); 'fold' stores "
-        "nothing new and returns the existing memory's id with status 'folded'. Use 'fold' when you only "
-        "restate something that may be remembered already (e.g. saving what the user said again); keep "
-        "'store' when your wording adds or changes anything. A negated, hypothetical, differently dated or "
+        description="Whether to look for current memories in the same scope that already say this in other "
+        "words: 'store' (default) stores without looking (fastest); 'report' stores and lists them in the "
+        "receipt's near_duplicates; 'fold' lists them and, if there is one, stores nothing new and returns the "
+        "existing memory's id with status 'folded'. Use 'fold' when you only restate something that may be "
+        "remembered already (e.g. saving what the user said again); 'report' when you want to know what is "
+        "already there; 'store' when your wording adds or changes anything. A negated, hypothetical, differently dated or "
         "numbered statement is never a near-duplicate.",
     )
 
@@ -122,8 +123,8 @@ class MemoryWriteOut(BaseModel):
     near_duplicates: list[NearDuplicate] = Field(
         default_factory=list,
         description="Current memories in a target scope that say the same thing in other words ('I have a "
-        "peanut allergy' for 'I'm allergic to peanuts'), nearest first. If one is what you meant, "
-        "retire the newer one or write again with on_near_duplicate='fold'.",
+        "peanut allergy' for 'I'm allergic to peanuts'), nearest first; only looked for with "
+        "on_near_duplicate='report' or 'fold'. If one is what you meant, retire the newer one.",
     )
     resolved: list[str] = Field(
         default_factory=list,
@@ -188,9 +189,9 @@ SPEC = ToolSpec(
         "works_at, likes or allergic_to are read from the text; negated, hypothetical, uncertain or reported "
         "statements are never recorded as facts; if the server enabled MCP sampling, your client may get a request, after this call returns, to read the memory's statements with its own model). A new value for a single-valued relation (where someone "
         "lives or works, a job title, phone, email) supersedes the old memory automatically; the receipt "
-        "lists what was superseded, contradicted or duplicated, and near_duplicates: memories of the same scope "
-        "that say the same in other words. Pass on_near_duplicate='fold' when you restate something that may "
-        "already be remembered: then nothing new is stored if a near-duplicate exists. To correct a specific "
+        "lists what was superseded, contradicted or duplicated. Pass on_near_duplicate='report' to also list "
+        "near_duplicates (memories of the same scope that say the same in other words), or 'fold' when you "
+        "restate something that may already be remembered: then nothing new is stored if one exists. To correct a specific "
         "memory, call amend with its id. Writing identical content again is harmless."
     ),
     input_model=MemoryWriteIn,

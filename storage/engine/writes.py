@@ -46,7 +46,7 @@ from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 BULK_CHUNK = 2_000  # writes per transaction when many come in one call (the others wait that long at most)
-NEAR_MODES = ("store", "fold")  # Engine.write(on_near_duplicate=...)
+NEAR_MODES = ("store", "report", "fold")  # Engine.write(on_near_duplicate=...)
 SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
 
 
@@ -93,9 +93,11 @@ class _Writes(_Resolution):
         """Store a memory. Identical content already current in every target scope -> ``duplicate``; in some
         of them -> ``linked`` (the same memory gains the other scopes); otherwise ``added``.
 
-        Current memories of a target scope that the principal may read and that say the same thing in other
-        words (``storage.enrich.near``) are named in ``near_duplicates``. ``on_near_duplicate="store"`` stores
-        the new memory anyway; ``"fold"`` stores nothing new when there is one: the receipt is ``folded``, its
+        ``on_near_duplicate``: ``"store"`` (default) looks for no near-duplicate (a write costs what it did
+        before the check existed); ``"report"`` and ``"fold"`` look for current memories of a target scope
+        that the principal may read and that say the same thing in other words (``storage.enrich.near``) and
+        name them in ``near_duplicates``: ``"report"`` stores the new memory anyway, ``"fold"`` stores nothing
+        new when there is one: the receipt is ``folded``, its
         id the nearest one's, which is linked into the target scopes it is not in yet (as identical content
         is). A fold first waits for the search index to hold every write acknowledged before it.
 
@@ -106,7 +108,8 @@ class _Writes(_Resolution):
             content, scopes, kind, event_time, valid_from, valid_to, entities, relations, metadata, source
         )
         mode = v.choice(on_near_duplicate, "on_near_duplicate", NEAR_MODES)
-        return self.write_many([item], principal=principal, extractor=extractor, near=mode)[0]
+        near = None if mode == "store" else mode
+        return self.write_many([item], principal=principal, extractor=extractor, near=near)[0]
 
     def write_many(
         self,
@@ -118,7 +121,7 @@ class _Writes(_Resolution):
     ) -> list[WriteReceipt]:
         """Write several memories: validated together (one bad item rejects the call and writes nothing),
         embedded in batches, committed in group transactions. Receipts come back in order. ``extractor``:
-        the writer's own model for the pass after the commit (``enrich_later``). ``near``: ``"store"`` or
+        the writer's own model for the pass after the commit (``enrich_later``). ``near``: ``"report"`` or
         ``"fold"`` to look for near-duplicates of each new memory as ``write`` does; None (bulk writes,
         imports, conversations) does not look."""
         now = _now()
@@ -145,7 +148,7 @@ class _Writes(_Resolution):
             self.reconciler.wait_fresh()
             for p in todo:
                 p.near, p.fold = self._near_duplicates(p, principal), True
-        elif near is not None:
+        elif near == "report":
             # Only reported: searched beside the commit, so the write waits for the longer of the two, not both.
             looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal)) for p in todo]
         receipts = self._commit_writes(prepared, principal)

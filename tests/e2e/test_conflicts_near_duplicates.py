@@ -59,10 +59,14 @@ async def test_recall_flags_contradictions_and_writes_name_near_duplicates(store
         deploys = await call(
             member, "memory_write", {"content": "Deploys happen on Tuesdays", "scopes": ["team:t"]}
         )
-        # (The lead looks first, as an agent does before writing: the default mode compares with what the search
+        # (The lead looks first, as an agent does before writing: 'report' compares with what the search
         # index holds, which a write acknowledged a few milliseconds earlier may not have reached yet.)
         await call(lead, "recall", {"query": "when do we deploy", "scopes": ["team:t"]})
-        again = await call(lead, "memory_write", {"content": "We deploy on Tuesdays", "scopes": ["team:t"]})
+        again = await call(
+            lead,
+            "memory_write",
+            {"content": "We deploy on Tuesdays", "scopes": ["team:t"], "on_near_duplicate": "report"},
+        )
         assert again["status"] == "added"
         assert [n["id"] for n in again["near_duplicates"]] == [deploys["id"]]
         assert 0.8 <= again["near_duplicates"][0]["similarity"] < 1

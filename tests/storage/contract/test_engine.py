@@ -386,5 +386,5 @@ def test_a_paraphrase_in_the_same_scope_is_named_and_folds_on_request(
     assert (folded.status, folded.id, folded.near_duplicates[0][0]) == ("folded", first.id, first.id)
     engine.retire(first.id)
     engine.reconciler.wait_fresh()
-    again = engine.write("I have a peanut allergy", ["user:ana"], kind="fact")
+    again = engine.write("I have a peanut allergy", ["user:ana"], kind="fact", on_near_duplicate="report")
     assert (again.status, again.near_duplicates) == ("added", ())
