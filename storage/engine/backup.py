@@ -194,8 +194,13 @@ def export(
             | {x for r in relations for x in r[:2]}
             | {entity_key(n) for p, _ in proposals for n in (p.a, p.b)}
         )
+        told = _told(memories) if chosen is not None else {}
         for eid, name, etype, aliases in graph.export_entities(conn):
             if chosen is None or eid in wanted:
+                if (
+                    chosen is not None
+                ):  # only what the exported memories said of it (not another scope's alias)
+                    name, etype, aliases = _as_told(told.get(eid), name, etype, aliases)
                 line({"type": "entity", "id": eid, "name": name, "entity_type": etype, "aliases": aliases})
                 counts["entities"] += 1
         for m in memories:
@@ -263,6 +268,36 @@ def export(
             )
             counts["proposals"] += 1
     return ExportSummary(getattr(out, "name", "-"), scope, vectors=vectors, **counts)
+
+
+def _told(memories: list[dict[str, Any]]) -> dict[str, tuple[list[str], list[str], set[str]]]:
+    """Entity id -> the names, types and aliases the given memories gave it (their ``mentioned_as``)."""
+    told: dict[str, tuple[list[str], list[str], set[str]]] = {}
+    for m in memories:
+        for eid, (name, etype, aliases) in (m.get("mentioned_as") or {}).items():
+            names, types, given = told.setdefault(eid, ([], [], set()))
+            if name and name not in names:
+                names.append(name)
+            if etype and etype not in types:
+                types.append(etype)
+            given.update(aliases)
+    return told
+
+
+def _as_told(
+    said: tuple[list[str], list[str], set[str]] | None, name: str, etype: str, aliases: list[str]
+) -> tuple[str, str, list[str]]:
+    """An entity as a scope's export shows it: the aliases its memories gave, and its name and type as they gave
+    them when another scope's memory gave the stored ones (that spelling and type are the other scope's words).
+    An entity none of them mentions (a relation's or a proposal's other end) goes without aliases."""
+    if said is None:
+        return name, etype, []
+    names, types, given = said
+    return (
+        name if name in names or not names else names[0],
+        etype if etype in types or not types else types[0],
+        [a for a in aliases if a in given],
+    )
 
 
 # -- import ----------------------------------------------------------------------------------------

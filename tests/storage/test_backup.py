@@ -683,3 +683,30 @@ def test_import_refuses_a_conversation_or_mention_it_cannot_place_naming_the_lin
         with pytest.raises(InvalidInput, match=f"line {at}: .*{error}"):
             Engine.import_export(target, io.StringIO("\n".join(changed) + "\n"), embedder=embedder)
         assert not target.exists(), f"{name}: a refused import created {target}"
+
+
+def test_a_scope_export_carries_no_alias_another_scope_gave_its_entities(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """An alias given in team:mna only is that team's word (docs/security.md: a token of user:ana never learns
+    it). Exporting user:ana for Ana must not hand it over with her entity, nor spell the entity as another
+    team named it; the whole-store export keeps it."""
+    engine.write("Ana works at Acme Corp.", ["user:ana"], entities=[EntityIn("Acme Corp", "organization")])
+    engine.write(
+        "The takeover target is ACME CORP, codename Nightshade.",
+        ["team:mna"],
+        entities=[EntityIn("ACME CORP", "company", ("Project Nightshade",))],
+    )
+    buf = io.StringIO()
+    engine.export(buf, scope="user:ana")
+    text = buf.getvalue()
+    assert "Nightshade" not in text
+    assert "ACME CORP" not in text
+    assert '"company"' not in text
+    Engine.import_export(tmp_path / "ana", io.StringIO(text), embedder=embedder)
+    with Engine.open(tmp_path / "ana", embedder=embedder, warm=False) as copy:
+        (hit,) = copy.recall("where does Ana work", ["user:ana"], k=1)
+        assert "Acme Corp" in hit.memory.entities
+    whole = io.StringIO()
+    engine.export(whole)
+    assert "Project Nightshade" in whole.getvalue()
