@@ -4,14 +4,18 @@ exactly that."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
+from redis.lock import Lock
 
 from storage import CachedEmbedder, Engine
 from storage.adapters.falkordb import _cypher
 from storage.adapters.falkordb import local as falkordb_local
+from storage.adapters.falkordb.store import lock_key
 from storage.domain.errors import NotFound, StorageUnavailable
 from tests.storage._lossy_proxy import LossyProxy
 
@@ -105,3 +109,32 @@ def test_a_lost_reply_to_a_refused_call_still_refuses_it(
     a, _ = nodes
     with pytest.raises(NotFound):
         a.amend("0" * 32, "no such memory")
+
+
+@pytest.mark.parametrize("lost", ["the reply to the lock's acquire", "the lock's release"])
+def test_a_message_lost_around_the_commit_lock_leaves_no_lock_held(
+    nodes: tuple[Engine, Engine], proxy: LossyProxy, falkordb: falkordb_local.LocalServer, lost: str
+) -> None:
+    """The commit lock is a key on the server with a 60 s lease. When the reply to its acquire is lost (the
+    server set the key: the lock is this node's) or its release never reaches the server, the key stayed:
+    every node's next write, this node's own included, waited the whole lease (measured: 60.0 s)."""
+    a, b = nodes
+    a.write("Ana keeps the spare key under the blue pot.", ["user:ana"])
+    if lost == "the reply to the lock's acquire":
+        proxy.lose_reply(lock_key("g"))
+        with pytest.raises(StorageUnavailable) as info:
+            a.write("Ana keeps bees on the roof.", ["user:ana"])
+        assert "nothing from this call was kept" in info.value.hint
+    else:
+        proxy.lose_request(hashlib.sha1(Lock.LUA_RELEASE_SCRIPT.encode()).hexdigest())
+        assert a.write("Ana keeps bees on the roof.", ["user:ana"]).status == "added"
+    assert proxy.cuts
+    server = redis.Redis(port=falkordb.port)
+    try:
+        assert not server.exists(lock_key("g")), "the lock is held though no node is committing"
+    finally:
+        server.close()
+    w = b.write("Bo's boat is in dry dock.", ["user:bo"])
+    assert a.read(w.id).memory.content == "Bo's boat is in dry dock."
+    assert a.write("Ana keeps bees on the roof.", ["user:ana"]).status in ("added", "duplicate")
+    assert [h.memory.content for h in b.recall("bees", ["user:ana"], k=1)] == ["Ana keeps bees on the roof."]

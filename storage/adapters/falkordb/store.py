@@ -218,21 +218,22 @@ class FalkorStore(_Conversations):
         kind or vector), on every node, the winner's acknowledged write included (the projector then failed
         on a row of Nones, and the loser's retry on a memory of no kind). Run one after the other, the loser
         fails cleanly on the constraint, its retry finds the winner's memory and reports a duplicate."""
-        if self._unreleased is not None:
-            # The last turn could not be given back (the server stopped answering): give it back now rather
-            # than let every node wait for its lease to run out. Released only if still ours (its token).
-            try:
-                self._unreleased.release()
-            except redis.exceptions.LockError:
-                pass  # its lease ran out meanwhile
-            except redis.RedisError as exc:
-                raise _unavailable(exc) from exc
-            self._unreleased = None
-        lock = self._redis.lock(lock_key(self.address.graph), timeout=COMMIT_LOCK_S,
-                                sleep=0.002, blocking_timeout=COMMIT_LOCK_S)  # fmt: skip
+        # The last turn could not be given back (the server stopped answering): give it back now rather than
+        # let every node wait for its lease to run out. Released only if still ours (its token).
+        if self._unreleased is not None and not self._give_back(self._unreleased):
+            raise _unavailable(ConnectionError("the server did not answer the commit lock's release"))
+        # One lease per turn, its token ours: redis-py's Lock forgets the token before it sends the release and
+        # keeps it per thread, so a release or acquire lost on the network could not be retried with it.
+        lock = self._redis.lock(lock_key(self.address.graph), timeout=COMMIT_LOCK_S, sleep=0.002,
+                                blocking_timeout=COMMIT_LOCK_S, thread_local=False)  # fmt: skip
+        token = uuid.uuid4().hex.encode()
         try:
-            acquired = lock.acquire()
+            acquired = lock.acquire(token=token)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # The request may have reached the server with only its reply lost: the key is then set with our
+            # token for the whole lease, and every node (this one too) would wait it out. Take it back.
+            lock.local.token = token
+            self._give_back(lock)
             raise _unavailable(exc) from exc
         if not acquired:
             self._check_lock_key()  # a key of another kind took the lock's name meanwhile: say so
@@ -243,13 +244,32 @@ class FalkorStore(_Conversations):
         try:
             yield
         finally:
+            lock.local.token = token  # ``release`` clears it before sending
+            if not self._give_back(lock):
+                log.warning(
+                    "could not release the commit lock of %s: given back at the next commit", self.address
+                )
+
+    def _give_back(self, lock: Any) -> bool:
+        """Release ``lock`` if the server still holds it for us (by its token), trying twice (the first try may
+        go out on the connection a fault just broke). True when it is not held for us any more; False when the
+        server did not answer: it is kept in ``_unreleased`` and given back at the next commit."""
+        token = lock.local.token
+        for _ in range(2):
+            lock.local.token = token
             try:
                 lock.release()
-            except redis.exceptions.LockError:  # its lease ran out (a commit longer than COMMIT_LOCK_S)
-                log.warning("the commit lock of %s expired during a commit", self.address)
-            except redis.RedisError:  # given back at this node's next commit, or expires on its own
-                log.warning("could not release the commit lock of %s", self.address, exc_info=True)
-                self._unreleased = lock
+            except redis.exceptions.LockError:  # not ours (never set, or its lease ran out): nothing to give
+                break
+            except redis.RedisError:
+                continue
+            break
+        else:
+            lock.local.token = token
+            self._unreleased = lock
+            return False
+        self._unreleased = None
+        return True
 
     def checkpoint(self) -> None:
         """Fold the query log into the server's snapshot: a rewrite of the append-only file (its base becomes
