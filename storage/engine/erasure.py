@@ -116,6 +116,8 @@ class _Erasure(_Consistency):
             if not family:
                 raise NotFound(f"no memory with id {mid}", hint="it may have been erased already")
             derived, touched = self._derived_from(tx, family)  # digests built from them go with them
+            # with every version of them: a digest amended by hand still quotes the messages it was built from
+            derived = [x for d in derived for x in self._version_family(tx.conn, d)]
             family = list(dict.fromkeys([*family, *derived]))
             contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
             entities = self.graph.delete_memories(tx.conn, family)

@@ -354,3 +354,23 @@ def test_a_digest_built_while_its_scope_is_purged_is_not_readable_there(
         assert _said_in_digests(engine, "door code Lisbon", ["team:family"], family) == ""
         assert _readable(engine, family) == []
         assert engine.read(only_digest(engine)).memory.scopes == ("user:ana",)
+
+
+def test_erasing_a_message_erases_the_digest_a_user_amended_by_hand(engine: Engine, data_dir: Path) -> None:
+    """The digest is amended by hand (a typo fixed): its new version still quotes the messages. Erasing a
+    message must take that version too, as erasing the digest itself takes every version of it; it stayed on
+    disk and in recall with the erased message's words."""
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    msgs = [*MOVE, MessageIn("user", f"My passport number is {canary}.", T0 + timedelta(minutes=9))]
+    receipt = engine.write_conversation("chat-h", msgs, ["user:ana"])
+    engine.consolidate()
+    digest = engine.read(only_digest(engine)).memory
+    fixed = engine.amend(digest.id, digest.content.replace("Lisbon", "Lisboa"), reason="typo")
+    secret = receipt.messages[-1].id
+    erased = engine.erase(secret, confirm=secret)
+    assert {digest.id, fixed.id} <= set(erased.erased)
+    engine.consolidate()
+    assert files_containing(data_dir, canary.encode()) == []
+    hits = engine.recall("passport number", ["user:ana"], include_history=True, kinds=["summary", "message"])
+    assert all(canary not in h.memory.content for h in hits)
+    assert "Lisbon" in engine.read(only_digest(engine)).memory.content  # rebuilt from the messages left
