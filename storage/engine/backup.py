@@ -270,6 +270,17 @@ def export(
     return ExportSummary(getattr(out, "name", "-"), scope, vectors=vectors, **counts)
 
 
+def _loops(parent_of: Mapping[str, str], start: str) -> bool:
+    """Whether following parents from ``start`` comes back to it (a scope tree has no loop)."""
+    seen, cur = {start}, parent_of.get(start)
+    while cur is not None:
+        if cur in seen:
+            return True
+        seen.add(cur)
+        cur = parent_of.get(cur)
+    return False
+
+
 def _told(memories: list[dict[str, Any]]) -> dict[str, tuple[list[str], list[str], set[str]]]:
     """Entity id -> the names, types and aliases the given memories gave it (their ``mentioned_as``)."""
     told: dict[str, tuple[list[str], list[str], set[str]]] = {}
@@ -360,9 +371,12 @@ def parse(lines: Iterator[str]) -> Parsed:
                 parsed = Parsed(model=str(rec.get("model")), dim=int(rec.get("dim", 0)))
             elif kind == "scope":
                 sid = str(_scope(rec["id"]))
+                _once(parsed, "scope", sid, n)
                 parsed.scopes.append((sid, _req_time(rec.get("created_at"))))
                 if rec.get("parent") is not None:
                     parsed.parents.append((sid, str(_scope(rec["parent"]))))
+                    if _loops(dict(parsed.parents), sid):
+                        raise InvalidInput(f"scope {sid}'s parent {parsed.parents[-1][1]} is inside it")
             elif kind == "entity":
                 aliases = [v.name(a, "entity alias") for a in rec.get("aliases") or []]
                 parsed.entities.append(
