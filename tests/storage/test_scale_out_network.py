@@ -5,6 +5,7 @@ exactly that."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from redis.lock import Lock
 from storage import CachedEmbedder, Engine
 from storage.adapters.falkordb import _cypher
 from storage.adapters.falkordb import local as falkordb_local
+from storage.adapters.falkordb import store as falkordb_store
 from storage.adapters.falkordb.store import lock_key
 from storage.domain.errors import NotFound, StorageUnavailable
 from tests.storage._lossy_proxy import LossyProxy
@@ -138,3 +140,41 @@ def test_a_message_lost_around_the_commit_lock_leaves_no_lock_held(
     assert a.read(w.id).memory.content == "Bo's boat is in dry dock."
     assert a.write("Ana keeps bees on the roof.", ["user:ana"]).status in ("added", "duplicate")
     assert [h.memory.content for h in b.recall("bees", ["user:ana"], k=1)] == ["Ana keeps bees on the roof."]
+
+
+def test_a_server_that_stops_answering_fails_the_call_instead_of_hanging_the_node(
+    falkordb: falkordb_local.LocalServer,
+    proxy: LossyProxy,
+    tmp_path: Path,
+    embedder: CachedEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reply is lost and the network then drops every packet (connections are accepted, nothing comes
+    back). The client had no socket timeout: the settle's first question never returned, and the node's
+    writer, its projector and every caller waited forever (its 10 s deadline was never looked at)."""
+    monkeypatch.setattr(falkordb_store, "SOCKET_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(_cypher, "SETTLE_S", 0.5)
+    a = Engine.open(tmp_path / "a", embedder=embedder, warm=False, canonical=proxy.url("g"))
+    outcome: list[BaseException | str] = []
+
+    def call() -> None:
+        try:
+            outcome.append(a.write("Ana's boat: the boat is moored at pier 9.", ["user:ana"]).status)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    try:
+        proxy.lose_reply("the boat is moored at pier 9")
+        proxy.stall = True
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(300)  # a liveness bound, not a speed check: it hung for good before
+        assert outcome, "the call never returned"
+        (got,) = outcome
+        assert isinstance(got, StorageUnavailable)
+        assert "may or may not have been kept" in (got.hint or "")
+        proxy.stall = False
+        assert a.write("Ana's boat: the boat is moored at pier 9.", ["user:ana"]).status == "duplicate"
+    finally:
+        proxy.stall = False
+        a.close()

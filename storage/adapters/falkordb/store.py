@@ -37,6 +37,12 @@ COMMIT_LOCK_S = 60.0
 LOCK_PREFIX = "mnemograph-commit{"
 
 
+# No answer on a connection for this long: the server or the network is gone (longer than any query the
+# product sends; a commit holds the lock for at most its lease, COMMIT_LOCK_S).
+SOCKET_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 5.0
+
+
 def lock_key(graph: str) -> str:
     return f"{LOCK_PREFIX}{graph}}}"
 
@@ -84,7 +90,16 @@ class FalkorStore(_Conversations):
         self.address = parse_url(address) if isinstance(address, str) else address
         self._unreleased: Any = None  # a commit lock the server did not answer the release of (``_turn``)
         try:
-            self._db = FalkorDB(host=self.address.host, port=self.address.port)
+            # Timeouts: a server or network that stops answering (packets dropped, a hung server) fails a
+            # query instead of holding this node's writer and projector forever (a lost reply's settle then
+            # ends with "may or may not"; reads say the server cannot be reached).
+            self._db = FalkorDB(
+                host=self.address.host,
+                port=self.address.port,
+                socket_timeout=SOCKET_TIMEOUT_S,
+                socket_connect_timeout=CONNECT_TIMEOUT_S,
+                socket_keepalive=True,
+            )
             self._redis: redis.Redis = self._db.connection
             self._graph = self._db.select_graph(self.address.graph)
             self._redis.ping()
