@@ -194,8 +194,13 @@ def export(
             | {x for r in relations for x in r[:2]}
             | {entity_key(n) for p, _ in proposals for n in (p.a, p.b)}
         )
+        told = _told(memories) if chosen is not None else {}
         for eid, name, etype, aliases in graph.export_entities(conn):
             if chosen is None or eid in wanted:
+                if (
+                    chosen is not None
+                ):  # only what the exported memories said of it (not another scope's alias)
+                    name, etype, aliases = _as_told(told.get(eid), name, etype, aliases)
                 line({"type": "entity", "id": eid, "name": name, "entity_type": etype, "aliases": aliases})
                 counts["entities"] += 1
         for m in memories:
@@ -265,6 +270,47 @@ def export(
     return ExportSummary(getattr(out, "name", "-"), scope, vectors=vectors, **counts)
 
 
+def _loops(parent_of: Mapping[str, str], start: str) -> bool:
+    """Whether following parents from ``start`` comes back to it (a scope tree has no loop)."""
+    seen, cur = {start}, parent_of.get(start)
+    while cur is not None:
+        if cur in seen:
+            return True
+        seen.add(cur)
+        cur = parent_of.get(cur)
+    return False
+
+
+def _told(memories: list[dict[str, Any]]) -> dict[str, tuple[list[str], list[str], set[str]]]:
+    """Entity id -> the names, types and aliases the given memories gave it (their ``mentioned_as``)."""
+    told: dict[str, tuple[list[str], list[str], set[str]]] = {}
+    for m in memories:
+        for eid, (name, etype, aliases) in (m.get("mentioned_as") or {}).items():
+            names, types, given = told.setdefault(eid, ([], [], set()))
+            if name and name not in names:
+                names.append(name)
+            if etype and etype not in types:
+                types.append(etype)
+            given.update(aliases)
+    return told
+
+
+def _as_told(
+    said: tuple[list[str], list[str], set[str]] | None, name: str, etype: str, aliases: list[str]
+) -> tuple[str, str, list[str]]:
+    """An entity as a scope's export shows it: the aliases its memories gave, and its name and type as they gave
+    them when another scope's memory gave the stored ones (that spelling and type are the other scope's words).
+    An entity none of them mentions (a relation's or a proposal's other end) goes without aliases."""
+    if said is None:
+        return name, etype, []
+    names, types, given = said
+    return (
+        name if name in names or not names else names[0],
+        etype if etype in types or not types else types[0],
+        [a for a in aliases if a in given],
+    )
+
+
 # -- import ----------------------------------------------------------------------------------------
 
 
@@ -325,9 +371,12 @@ def parse(lines: Iterator[str]) -> Parsed:
                 parsed = Parsed(model=str(rec.get("model")), dim=int(rec.get("dim", 0)))
             elif kind == "scope":
                 sid = str(_scope(rec["id"]))
+                _once(parsed, "scope", sid, n)
                 parsed.scopes.append((sid, _req_time(rec.get("created_at"))))
                 if rec.get("parent") is not None:
                     parsed.parents.append((sid, str(_scope(rec["parent"]))))
+                    if _loops(dict(parsed.parents), sid):
+                        raise InvalidInput(f"scope {sid}'s parent {parsed.parents[-1][1]} is inside it")
             elif kind == "entity":
                 aliases = [v.name(a, "entity alias") for a in rec.get("aliases") or []]
                 parsed.entities.append(

@@ -57,6 +57,9 @@ class _Erasure(_Consistency):
             shared = [m for m in shared if m not in only]
             contents[:] = [m.content for m in self.graph.fetch(tx.conn, only).values()]
             self.graph.unlink_all(tx.conn, str(sid), shared)
+            # Their conversations changed scopes: a digest built from what was read before this commit would
+            # land in the purged scope again (the consolidator commits it only if nothing changed since).
+            self._sources_changed(tx, shared, withdraw=False)
             entities = self.graph.delete_scope(tx.conn, str(sid), only)
             self._sources_erased(tx, touched)
             self._erased_here.update(only)  # before the commit: the projector may see the delete at once
@@ -113,6 +116,8 @@ class _Erasure(_Consistency):
             if not family:
                 raise NotFound(f"no memory with id {mid}", hint="it may have been erased already")
             derived, touched = self._derived_from(tx, family)  # digests built from them go with them
+            # with every version of them: a digest amended by hand still quotes the messages it was built from
+            derived = [x for d in derived for x in self._version_family(tx.conn, d)]
             family = list(dict.fromkeys([*family, *derived]))
             contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
             entities = self.graph.delete_memories(tx.conn, family)

@@ -13,12 +13,15 @@ class LossyProxy:
     """Forwards 127.0.0.1:``port`` to the server at ``upstream``. ``lose_reply(marker)``: the first request
     holding ``marker`` reaches the server and the connection is cut before its reply comes back.
     ``lose_request(marker)``: the connection is cut before that request reaches the server. ``refuse``: new
-    connections are closed at once (the server looks down). ``delay_reply(marker, seconds)``: the reply to that
-    request comes back ``seconds`` late (a slow query, as the client sees it)."""
+    connections are closed at once (the server looks down). ``stall``: new connections are accepted and never
+    answered (packets dropped by a partition, or a server that hangs). ``delay_reply(marker, seconds)``: the
+    reply to that request comes back ``seconds`` late (a slow query, as the client sees it)."""
 
     def __init__(self, upstream: int) -> None:
         self.upstream = upstream
         self.refuse = False
+        self.stall = False
+        self._stalled: list[socket.socket] = []
         self.cuts = 0
         self._marker: bytes | None = None
         self._mode = ""
@@ -45,6 +48,8 @@ class LossyProxy:
 
     def close(self) -> None:
         self._sock.close()
+        for c in self._stalled:
+            c.close()
 
     def _accept(self) -> None:
         while True:
@@ -55,7 +60,14 @@ class LossyProxy:
             if self.refuse:
                 client.close()
                 continue
-            server = socket.create_connection(("127.0.0.1", self.upstream))
+            if self.stall:  # accepted, never answered: a partition that drops packets, a hung server
+                self._stalled.append(client)
+                continue
+            try:
+                server = socket.create_connection(("127.0.0.1", self.upstream))
+            except OSError:  # the server is down: so is this connection, not the proxy
+                client.close()
+                continue
             cut = threading.Event()  # set: this connection's next reply is lost with the connection
             late: list[float] = []  # a delay for this connection's next reply
             threading.Thread(target=self._up, args=(client, server, cut, late), daemon=True).start()

@@ -683,3 +683,66 @@ def test_import_refuses_a_conversation_or_mention_it_cannot_place_naming_the_lin
         with pytest.raises(InvalidInput, match=f"line {at}: .*{error}"):
             Engine.import_export(target, io.StringIO("\n".join(changed) + "\n"), embedder=embedder)
         assert not target.exists(), f"{name}: a refused import created {target}"
+
+
+def test_a_scope_export_carries_no_alias_another_scope_gave_its_entities(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """An alias given in team:mna only is that team's word (docs/security.md: a token of user:ana never learns
+    it). Exporting user:ana for Ana must not hand it over with her entity, nor spell the entity as another
+    team named it; the whole-store export keeps it."""
+    engine.write("Ana works at Acme Corp.", ["user:ana"], entities=[EntityIn("Acme Corp", "organization")])
+    engine.write(
+        "The takeover target is ACME CORP, codename Nightshade.",
+        ["team:mna"],
+        entities=[EntityIn("ACME CORP", "company", ("Project Nightshade",))],
+    )
+    buf = io.StringIO()
+    engine.export(buf, scope="user:ana")
+    text = buf.getvalue()
+    assert "Nightshade" not in text
+    assert "ACME CORP" not in text
+    assert '"company"' not in text
+    Engine.import_export(tmp_path / "ana", io.StringIO(text), embedder=embedder)
+    with Engine.open(tmp_path / "ana", embedder=embedder, warm=False) as copy:
+        (hit,) = copy.recall("where does Ana work", ["user:ana"], k=1)
+        assert "Acme Corp" in hit.memory.entities
+    whole = io.StringIO()
+    engine.export(whole)
+    assert "Project Nightshade" in whole.getvalue()
+
+
+def test_import_refuses_a_scope_tree_with_a_loop_changing_nothing(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A file whose scopes are their own ancestors (a scope its own parent, or two each other's) was imported:
+    a grant on one then covered the other, and a merge planted the loop in a store with its own history."""
+    engine.write("Something in a.", ["project:a"])
+    buf = io.StringIO()
+    engine.export(buf)
+    head, *rest = buf.getvalue().splitlines()
+    at = "2024-01-01T00:00:00+00:00"
+    loops = {
+        "its own parent": [{"type": "scope", "id": "project:a", "parent": "project:a", "created_at": at}],
+        "each other's": [
+            {"type": "scope", "id": "project:b", "parent": "project:a", "created_at": at},
+            {"type": "scope", "id": "project:a", "parent": "project:b", "created_at": at},
+        ],
+        "given twice": [
+            {"type": "scope", "id": "project:a", "parent": None, "created_at": at},
+            {"type": "scope", "id": "project:a", "parent": "team:x", "created_at": at},
+        ],
+    }
+    memories = [r for r in rest if json.loads(r)["type"] != "scope"]
+    with Engine.open(tmp_path / "mine", embedder=embedder, warm=False) as mine:
+        mine.write("Mine.", ["user:me"])
+        before = _everything(mine)
+        for name, scopes in loops.items():
+            text = "\n".join([head, *(json.dumps(s) for s in scopes), *memories]) + "\n"
+            with pytest.raises(InvalidInput, match=f"line {len(scopes) + 1}: .*(inside it|same scope again)"):
+                mine.merge_export(io.StringIO(text))
+            assert _everything(mine) == before, name
+            target = tmp_path / name.replace(" ", "-").replace("'", "")
+            with pytest.raises(InvalidInput):
+                Engine.import_export(target, io.StringIO(text), embedder=embedder)
+            assert not target.exists()

@@ -4,6 +4,8 @@ exactly that."""
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -11,11 +13,13 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis.lock import Lock
 
 from storage import CachedEmbedder, Engine
 from storage.adapters.falkordb import _cypher
 from storage.adapters.falkordb import local as falkordb_local
 from storage.adapters.falkordb import store as falkordb_store
+from storage.adapters.falkordb.store import lock_key
 from storage.domain.errors import NotFound, StorageUnavailable
 from tests.e2e.conftest import wait_for
 from tests.storage._lossy_proxy import LossyProxy
@@ -140,3 +144,70 @@ def test_a_commit_slower_than_the_lease_keeps_its_turn_and_a_dead_nodes_turn_wou
     assert max(ttl for _, ttl in held) <= 1500, holders
     assert b.write("Bo's note: the ferry is late.", ["user:bo"]).status == "added"
     watch.close()
+
+
+@pytest.mark.parametrize("lost", ["the reply to the lock's acquire", "the lock's release"])
+def test_a_message_lost_around_the_commit_lock_leaves_no_lock_held(
+    nodes: tuple[Engine, Engine], proxy: LossyProxy, falkordb: falkordb_local.LocalServer, lost: str
+) -> None:
+    """The commit lock is a key on the server with a 60 s lease. When the reply to its acquire is lost (the
+    server set the key: the lock is this node's) or its release never reaches the server, the key stayed:
+    every node's next write, this node's own included, waited the whole lease (measured: 60.0 s)."""
+    a, b = nodes
+    a.write("Ana keeps the spare key under the blue pot.", ["user:ana"])
+    if lost == "the reply to the lock's acquire":
+        proxy.lose_reply(lock_key("g"))
+        with pytest.raises(StorageUnavailable) as info:
+            a.write("Ana keeps bees on the roof.", ["user:ana"])
+        assert "nothing from this call was kept" in info.value.hint
+    else:
+        proxy.lose_request(hashlib.sha1(Lock.LUA_RELEASE_SCRIPT.encode()).hexdigest())
+        assert a.write("Ana keeps bees on the roof.", ["user:ana"]).status == "added"
+    assert proxy.cuts
+    server = redis.Redis(port=falkordb.port)
+    try:
+        assert not server.exists(lock_key("g")), "the lock is held though no node is committing"
+    finally:
+        server.close()
+    w = b.write("Bo's boat is in dry dock.", ["user:bo"])
+    assert a.read(w.id).memory.content == "Bo's boat is in dry dock."
+    assert a.write("Ana keeps bees on the roof.", ["user:ana"]).status in ("added", "duplicate")
+    assert [h.memory.content for h in b.recall("bees", ["user:ana"], k=1)] == ["Ana keeps bees on the roof."]
+
+
+def test_a_server_that_stops_answering_fails_the_call_instead_of_hanging_the_node(
+    falkordb: falkordb_local.LocalServer,
+    proxy: LossyProxy,
+    tmp_path: Path,
+    embedder: CachedEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reply is lost and the network then drops every packet (connections are accepted, nothing comes
+    back). The client had no socket timeout: the settle's first question never returned, and the node's
+    writer, its projector and every caller waited forever (its 10 s deadline was never looked at)."""
+    monkeypatch.setattr(falkordb_store, "SOCKET_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(_cypher, "SETTLE_S", 0.5)
+    a = Engine.open(tmp_path / "a", embedder=embedder, warm=False, canonical=proxy.url("g"))
+    outcome: list[BaseException | str] = []
+
+    def call() -> None:
+        try:
+            outcome.append(a.write("Ana's boat: the boat is moored at pier 9.", ["user:ana"]).status)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    try:
+        proxy.lose_reply("the boat is moored at pier 9")
+        proxy.stall = True
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(300)  # a liveness bound, not a speed check: it hung for good before
+        assert outcome, "the call never returned"
+        (got,) = outcome
+        assert isinstance(got, StorageUnavailable)
+        assert "may or may not have been kept" in (got.hint or "")
+        proxy.stall = False
+        assert a.write("Ana's boat: the boat is moored at pier 9.", ["user:ana"]).status == "duplicate"
+    finally:
+        proxy.stall = False
+        a.close()

@@ -40,6 +40,12 @@ LEASE_S = 10.0
 LOCK_PREFIX = "mnemograph-commit{"
 
 
+# No answer on a connection for this long: the server or the network is gone (longer than any query the
+# product sends; a commit holds the lock for at most its lease, COMMIT_LOCK_S).
+SOCKET_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = 5.0
+
+
 def lock_key(graph: str) -> str:
     return f"{LOCK_PREFIX}{graph}}}"
 
@@ -87,7 +93,16 @@ class FalkorStore(_Conversations):
         self.address = parse_url(address) if isinstance(address, str) else address
         self._unreleased: Any = None  # a commit lock the server did not answer the release of (``_turn``)
         try:
-            self._db = FalkorDB(host=self.address.host, port=self.address.port)
+            # Timeouts: a server or network that stops answering (packets dropped, a hung server) fails a
+            # query instead of holding this node's writer and projector forever (a lost reply's settle then
+            # ends with "may or may not"; reads say the server cannot be reached).
+            self._db = FalkorDB(
+                host=self.address.host,
+                port=self.address.port,
+                socket_timeout=SOCKET_TIMEOUT_S,
+                socket_connect_timeout=CONNECT_TIMEOUT_S,
+                socket_keepalive=True,
+            )
             self._redis: redis.Redis = self._db.connection
             self._graph = self._db.select_graph(self.address.graph)
             self._redis.ping()
@@ -230,22 +245,23 @@ class FalkorStore(_Conversations):
         kind or vector), on every node, the winner's acknowledged write included (the projector then failed
         on a row of Nones, and the loser's retry on a memory of no kind). Run one after the other, the loser
         fails cleanly on the constraint, its retry finds the winner's memory and reports a duplicate."""
-        if self._unreleased is not None:
-            # The last turn could not be given back (the server stopped answering): give it back now rather
-            # than let every node wait for its lease to run out. Released only if still ours (its token).
-            try:
-                self._unreleased.release()
-            except redis.exceptions.LockError:
-                pass  # its lease ran out meanwhile
-            except redis.RedisError as exc:
-                raise _unavailable(exc) from exc
-            self._unreleased = None
-        # Not thread-local: the lease keeper renews it from its own thread.
+        # The last turn could not be given back (the server stopped answering): give it back now rather than
+        # let every node wait for its lease to run out. Released only if still ours (its token).
+        if self._unreleased is not None and not self._give_back(self._unreleased):
+            raise _unavailable(ConnectionError("the server did not answer the commit lock's release"))
+        # One lease per turn, its token ours: redis-py's Lock forgets the token before it sends the release and
+        # keeps it per thread, so a release or acquire lost on the network could not be retried with it (and the
+        # lease keeper renews it from its own thread).
         lock = self._redis.lock(lock_key(self.address.graph), timeout=LEASE_S, sleep=0.002,
                                 blocking_timeout=COMMIT_LOCK_S, thread_local=False)  # fmt: skip
+        token = uuid.uuid4().hex.encode()
         try:
-            acquired = lock.acquire()
+            acquired = lock.acquire(token=token)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
+            # The request may have reached the server with only its reply lost: the key is then set with our
+            # token for the whole lease, and every node (this one too) would wait it out. Take it back.
+            lock.local.token = token
+            self._give_back(lock)
             raise _unavailable(exc) from exc
         if not acquired:
             self._check_lock_key()  # a key of another kind took the lock's name meanwhile: say so
@@ -263,13 +279,32 @@ class FalkorStore(_Conversations):
         finally:
             renewals.set()
             keeper.join()
+            lock.local.token = token  # ``release`` clears it before sending
+            if not self._give_back(lock):
+                log.warning(
+                    "could not release the commit lock of %s: given back at the next commit", self.address
+                )
+
+    def _give_back(self, lock: Any) -> bool:
+        """Release ``lock`` if the server still holds it for us (by its token), trying twice (the first try may
+        go out on the connection a fault just broke). True when it is not held for us any more; False when the
+        server did not answer: it is kept in ``_unreleased`` and given back at the next commit."""
+        token = lock.local.token
+        for _ in range(2):
+            lock.local.token = token
             try:
                 lock.release()
-            except redis.exceptions.LockError:  # its lease ran out (this process stood still for LEASE_S)
-                log.warning("the commit lock of %s expired during a commit", self.address)
-            except redis.RedisError:  # given back at this node's next commit, or expires on its own
-                log.warning("could not release the commit lock of %s", self.address, exc_info=True)
-                self._unreleased = lock
+            except redis.exceptions.LockError:  # not ours (never set, or its lease ran out): nothing to give
+                break
+            except redis.RedisError:
+                continue
+            break
+        else:
+            lock.local.token = token
+            self._unreleased = lock
+            return False
+        self._unreleased = None
+        return True
 
     def _renew(self, lock: Any, done: threading.Event) -> None:
         """Renew the turn's lease while its commit runs: a large commit keeps its turn however long it takes,
