@@ -578,6 +578,9 @@ def _observed(eng: Engine) -> dict[str, object]:
 def test_a_restored_store_answers_everything_as_the_original(
     engine: Engine, tmp_path: Path, embedder: CachedEmbedder
 ) -> None:
+    # Digests are built by the explicit ``consolidate`` calls only: the background one, racing them under load,
+    # made this comparison flaky (a digest rebuilt between the two observations).
+    engine.stop_consolidation()
     ids = _seed_all(engine)
     before = _observed(engine)
     works = [h.memory.content for h in engine.recall("where does Sam work", ["user:sam"], k=1)]
@@ -587,6 +590,7 @@ def test_a_restored_store_answers_everything_as_the_original(
     engine.export(buf)
     Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
     with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        copy.stop_consolidation()
         copy.consolidate()  # the digests are derived: rebuilt from the restored conversations
         assert copy.verify().ok
         after = _observed(copy)
