@@ -204,6 +204,13 @@ class _Writes(_Resolution):
             cos = float(new @ old) / (float(np.linalg.norm(old)) or 1.0)
             if is_near(content, p.content, cos):
                 out.append((i, round(cos, 3)))
+        if out:
+            # The word index lags the canonical store: a memory unlinked from the target scopes since (now maybe
+            # only where the writer cannot read) is not named. Read only for the few that are near.
+            with self.graph.read() as conn:
+                held = self.graph.fetch(conn, [i for i, _ in out])
+            targets = set(p.scopes)
+            out = [(i, c) for i, c in out if i in held and targets.intersection(held[i].scopes)]
         return tuple(sorted(out, key=lambda x: -x[1]))
 
     def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:

@@ -166,3 +166,31 @@ def test_a_fold_never_links_a_memory_that_left_the_writers_scopes_before_the_com
     assert (mine.status, mine.id != secret.id) == ("added", True)
     assert secret.id not in _ids(engine, "agent:b") + _ids(engine, "team:t")
     assert engine.read(secret.id).memory.scopes == ("agent:a",)
+
+
+def test_a_reported_near_duplicate_is_one_still_in_the_writers_scopes(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, with 'report': A unlinks its memory from the team after the word search found it and before
+    its text is compared. B's receipt must not name it: it is now only where B cannot read (failed before: the
+    comparison read the memory's text by id without its scopes, so B got the id of a memory it may not read)."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine.text.search
+    unlinked = []
+
+    def search_then_a_unlinks(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = search(*args, **kwargs)
+        if kwargs.get("scopes") == ["team:t", "agent:b"] and not unlinked:
+            unlinked.append(engine.unlink(secret.id, "team:t", principal=a))
+        return found
+
+    monkeypatch.setattr(engine.text, "search", search_then_a_unlinks)
+    mine = engine.write(
+        "We deploy on Tuesdays", ["team:t", "agent:b"], principal=b, on_near_duplicate="report"
+    )
+    assert unlinked
+    assert mine.status == "added"
+    assert secret.id not in str(mine)
