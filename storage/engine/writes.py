@@ -204,15 +204,27 @@ class _Writes(_Resolution):
             cos = float(new @ old) / (float(np.linalg.norm(old)) or 1.0)
             if is_near(content, p.content, cos):
                 out.append((i, round(cos, 3)))
+        if out:
+            # The word index lags the canonical store: a memory unlinked from the target scopes since (now maybe
+            # only where the writer cannot read) is not named. Read only for the few that are near.
+            with self.graph.read() as conn:
+                held = self.graph.fetch(conn, [i for i, _ in out])
+            targets = set(p.scopes)
+            out = [(i, c) for i, c in out if i in held and targets.intersection(held[i].scopes)]
         return tuple(sorted(out, key=lambda x: -x[1]))
 
     def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:
-        """The receipt of a write folded into its nearest near-duplicate still current in ``tx`` (linked into
-        the target scopes it is not in yet), or None when none is current any more (then it is stored)."""
+        """The receipt of a write folded into its nearest near-duplicate still current and still in one of the
+        write's target scopes in ``tx`` (linked into the target scopes it is not in yet), or None when none is
+        any more (then it is stored)."""
         for target, _cos in p.near:
             if not self.graph.live_state(tx.conn, target):
                 continue
             existing = self.graph.fetch(tx.conn, [target])[target]
+            if not set(existing.scopes) & set(p.scopes):
+                # Unlinked from the write's scopes since the search found it: it may now be only where the
+                # writer cannot read, and folding would link it into the writer's scopes.
+                continue
             missing = [s for s in p.scopes if s not in existing.scopes]
             if missing:
                 self.graph.ensure_scopes(tx.conn, missing, tx.now)

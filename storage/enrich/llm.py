@@ -223,7 +223,11 @@ def apply(
         graph.record_enrichment(tx.conn, job.memory_id, row | {"status": status, "detail": reason})
         return None
     memory = graph.fetch(tx.conn, [job.memory_id])[job.memory_id]
-    known = {_norm(e) for e in memory.entities}
+    # A name the model spells differently from the memory's own mention of it ("Acme Inc" for "Acme Inc.") is
+    # that mention: the relation is recorded on the entity the memory mentions, never on another entity with
+    # the model's spelling (which may be another team's, and whose edges the memory's scope changes do not
+    # reach: a relation's ends are the memory's mentions, docs/security.md).
+    known = {_norm(e): e for e in memory.entities}
     recorded = {
         (_norm(r.subject), r.predicate, _norm(r.object))
         for r in graph.relation_history(tx.conn, [job.memory_id])
@@ -235,13 +239,19 @@ def apply(
     for s in result.statements:
         if s.status not in ("asserted", "negated"):
             continue
+        s = dataclasses.replace(
+            s,
+            subject=known.get(_norm(s.subject), s.subject),
+            object=known.get(_norm(s.object), s.object),
+        )
         facts.append(Fact(s.subject, s.predicate, s.object, s.status, job.event_time, s.ended))  # type: ignore[arg-type]
         key = (_norm(s.subject), s.predicate, _norm(s.object))
         if s.status != "asserted" or key in recorded:
             continue
         for name, kind in ((s.subject, s.subject_type), (s.object, s.object_type)):
             if _norm(name) not in known:
-                new_entities.setdefault(_norm(name), EntityIn(name[:200], kind))
+                new_entities[_norm(name)] = EntityIn(name[:200], kind)
+                known[_norm(name)] = name[:200]  # a later statement's other spelling of it is this entity
         recorded.add(key)
         added += 1
     if new_entities:

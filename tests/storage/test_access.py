@@ -12,6 +12,7 @@ import pytest
 
 from scopes import Grant, Principal
 from storage import Conflict, Engine, EntityIn, InvalidInput, NotFound, RelationIn, ScopeDenied, WriteItem
+from storage.engine.explore import neighbourhood
 
 
 def principal(name: str, *grants: str) -> Principal:
@@ -329,6 +330,45 @@ def test_another_capitalisation_does_not_reveal_a_name_another_team_stored(engin
     assert (
         "Zorblax Corporation" in engine.write("zorblax corporation paid", ["agent:a"], principal=A).entities
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack15b: a relation's ends are shown by the Entity node's display name (Kùzu/FalkorDB "
+    "relations() and relation_history() return b.name), which may be the spelling another team stored; the "
+    "receipt and memory.entities use the writer's own (its MENTIONS edge's) name, but memory_read's relations, "
+    "recall's paths (storage/recall/lanes/graph.py _step) and the neighbourhood view (storage/engine/explore.py) "
+    "do not. Fix: show each end by the name the recording memory gave it (its MENTIONS edge), needs a "
+    "per-edge lookup on the graph lane's path, so left for an issue",
+)
+def test_a_relation_end_is_not_shown_in_the_spelling_another_team_stored(engine: Engine) -> None:
+    """Attack F5 through relations: B writes "zorblax corporation" (a relation it gives, as a calling model
+    does) where A stored "ZORBLAX CORPORATION". B's receipt keeps B's spelling, but B's memory_read relations,
+    recall paths and the entity view showed A's, telling B that another team stored that name."""
+    engine.write(
+        "ZORBLAX CORPORATION is hiring in Porto.",
+        ["agent:a"],
+        entities=[EntityIn("ZORBLAX CORPORATION", "org")],
+        principal=A,
+    )
+    mine = engine.write(
+        "Bo works at zorblax corporation.",
+        ["agent:b"],
+        relations=[RelationIn("Bo", "works_at", "zorblax corporation")],
+        principal=B,
+    )
+    assert mine.relations == ("Bo —works_at→ zorblax corporation",)  # the receipt already holds
+    shown = [
+        *engine.read(mine.id, principal=B).relations,
+        *(
+            p
+            for h in engine.recall("Where does Bo work?", ["agent:b"], recipe="graph", principal=B)
+            for p in h.paths
+        ),
+        *(n.label for n in neighbourhood(engine, entity="Bo", principal=B).nodes),
+    ]
+    assert any("zorblax corporation" in x for x in shown)
+    assert not any("ZORBLAX" in x for x in shown)
 
 
 def test_amending_to_another_teams_words_opens_nothing_of_theirs(engine: Engine) -> None:

@@ -13,7 +13,7 @@ import anthropic
 import httpx2
 import pytest
 
-from storage import Engine, RelationIn
+from storage import Engine, EntityIn, RelationIn
 from storage.enrich.claude import ClaudeExtractor
 
 MODEL = "claude-sonnet-4-6"
@@ -243,3 +243,48 @@ def test_what_claude_finds_is_walked_by_the_next_recall_without_a_restart(
     assert [r.split(" [")[0] for r in engine.read(news.id).relations] == ["Ana —works_at→ Acme"]
     paths = {p for h in engine.recall("Where does Ana work?", ["user:sam"], recipe="graph") for p in h.paths}
     assert "Ana —works_at→ Acme" in paths
+
+
+def test_a_relation_claude_spells_differently_stays_on_the_memorys_own_entity(
+    fake_engine: Callable[[Fake], Engine],
+) -> None:
+    """The model writes "Acme Inc" where the memory mentions "Acme Inc."; another team knows an "Acme Inc". The
+    relation is recorded on the entity the memory mentions: its writer's recall follows it, the other team's
+    entity gets no edge, and unlinking the memory from a scope takes the relation from that scope's readers
+    (failed before: the edge was hung on the other team's entity, the writer's recall never reached it, and its
+    copy of the memory's scopes kept the unlinked one, so that scope's readers' windows still held it)."""
+    employs = {
+        "subject": "Acme Inc",
+        "subject_type": "org",
+        "predicate": "employs",
+        "object": "Bo",
+        "object_type": "person",
+        "status": "asserted",
+    }
+    engine = fake_engine(Fake(answer([]), answer([employs])))
+    engine.write(
+        "Globex bought Acme Inc last year.",
+        ["team:y"],
+        entities=[EntityIn("Acme Inc", "org"), EntityIn("Globex")],
+    )
+    hired = engine.write(
+        "Acme Inc. took Bo on in May.",
+        ["team:x", "team:w"],
+        entities=[EntityIn("Acme Inc.", "org"), EntityIn("Bo", "person")],
+    )
+    assert engine.wait_enriched()
+    assert [r.split(" [")[0] for r in engine.read(hired.id).relations] == ["Acme Inc. —employs→ Bo"]
+
+    def paths(scope: str) -> set[str]:
+        return {p for h in engine.recall("Where does Bo work?", [scope], recipe="graph") for p in h.paths}
+
+    assert "Bo ←employs— Acme Inc." in paths("team:x")
+    assert not any("Bo" in p for p in paths("team:y"))
+    with engine.graph.read() as conn:
+        # team:y's entity gets no edge of this memory
+        assert hired.id not in {r.memory_id for r in engine.graph.relations(conn, "acme inc", limit=10)}
+    engine.unlink(hired.id, "team:w")
+    with engine.graph.read() as conn:
+        for entity in ("acme inc.", "bo"):
+            assert engine.graph.relations(conn, entity, limit=10, scopes=["team:w"]) == []
+            assert [r.scopes for r in engine.graph.relations(conn, entity, limit=10)] == [("team:x",)]

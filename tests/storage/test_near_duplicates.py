@@ -139,3 +139,58 @@ def test_the_default_write_does_not_look_for_near_duplicates(engine: Engine) -> 
     second = engine.write("I have a peanut allergy", ["user:ana"], kind="fact")
     assert (second.status, second.near_duplicates) == ("added", ())
     assert sorted(_ids(engine, "user:ana")) == sorted([first.id, second.id])
+
+
+def test_a_fold_never_links_a_memory_that_left_the_writers_scopes_before_the_commit(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's memory is in its own scope and the team's; B (who writes the team's scope and its own) folds a
+    paraphrase into it, and A unlinks it from the team after B's search found it and before B's write commits.
+    The fold must not link A's memory into B's own scope: B would then read a memory that is now only in a scope
+    B cannot read. B's paraphrase is stored as its own memory instead (failed before: the fold checked only that
+    the memory was still current, so B got A's memory, id, content and all, in agent:b)."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine._near_duplicates
+
+    def search_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            engine.unlink(secret.id, "team:t", principal=a)  # lands between B's search and B's commit
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", search_then_a_unlinks)
+    mine = engine.write("We deploy on Tuesdays", ["team:t", "agent:b"], principal=b, on_near_duplicate="fold")
+    assert (mine.status, mine.id != secret.id) == ("added", True)
+    assert secret.id not in _ids(engine, "agent:b") + _ids(engine, "team:t")
+    assert engine.read(secret.id).memory.scopes == ("agent:a",)
+
+
+def test_a_reported_near_duplicate_is_one_still_in_the_writers_scopes(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, with 'report': A unlinks its memory from the team after the word search found it and before
+    its text is compared. B's receipt must not name it: it is now only where B cannot read (failed before: the
+    comparison read the memory's text by id without its scopes, so B got the id of a memory it may not read)."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine.text.search
+    unlinked = []
+
+    def search_then_a_unlinks(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = search(*args, **kwargs)
+        if kwargs.get("scopes") == ["team:t", "agent:b"] and not unlinked:
+            unlinked.append(engine.unlink(secret.id, "team:t", principal=a))
+        return found
+
+    monkeypatch.setattr(engine.text, "search", search_then_a_unlinks)
+    mine = engine.write(
+        "We deploy on Tuesdays", ["team:t", "agent:b"], principal=b, on_near_duplicate="report"
+    )
+    assert unlinked
+    assert mine.status == "added"
+    assert secret.id not in str(mine)
