@@ -363,11 +363,12 @@ class _Reads:
     def current_texts(
         self, conn: Session, ids: Sequence[str], now: datetime
     ) -> dict[str, tuple[str, str, list[float]]]:
-        rows = _rows(
+        rows = by_keys(  # primary-key lookups: an UNWIND of ids is a scan of every memory in Kùzu 0.11
             conn,
-            "UNWIND $ids AS i MATCH (m:Memory {id: i}) WHERE m.retired_at IS NULL AND m.superseded_by IS NULL "
+            "MATCH (m:Memory {id: $id}) WHERE m.retired_at IS NULL AND m.superseded_by IS NULL "
             "AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id, m.content, m.kind, m.vector",
-            {"ids": list(dict.fromkeys(ids)), "now": now},
+            list(dict.fromkeys(ids)),
+            {"now": now},
         )
         return {r[0]: (r[1], r[2], list(r[3])) for r in rows}
 

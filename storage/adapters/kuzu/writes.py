@@ -13,6 +13,7 @@ from storage.adapters.kuzu._cypher import (
     _exec,
     _memory_params,
     _rows,
+    by_keys,
     utc,
 )
 from storage.adapters.kuzu.reads import _Reads
@@ -386,14 +387,13 @@ class _Writes(_Reads):
     def contradictions_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         if not memory_ids:
             return {}
-        rows = _rows(
-            conn,
-            "MATCH (a:Memory)-[:CONTRADICTS]-(b:Memory) WHERE a.id IN $ids "
-            "RETURN DISTINCT a.id, b.id ORDER BY a.id, b.id",
-            {"ids": list(memory_ids)},
+        # Primary-key lookups (``by_keys``): every recall asks this of its hits, and ``WHERE a.id IN $ids`` is a
+        # scan of every memory in Kùzu 0.11.
+        rows = by_keys(
+            conn, "MATCH (a:Memory {id: $id})-[:CONTRADICTS]-(b:Memory) RETURN a.id, b.id", list(memory_ids)
         )
         out: dict[str, list[str]] = {}
-        for a, b in rows:
+        for a, b in sorted({(a, b) for a, b in rows}):
             out.setdefault(a, []).append(b)
         return out
 
