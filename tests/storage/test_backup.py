@@ -541,6 +541,9 @@ def _observed(eng: Engine) -> dict[str, object]:
     """What a user can observe of a store: every memory as memory_read shows it, the entities with their
     aliases and what each memory gave them, the proposals, the conversations and their digests' words, and the
     answers of recall (current, as of a past time, with history)."""
+    # Every commit in the search indexes first: under load a recall may otherwise answer, as documented, from
+    # indexes still catching up (a wait of ``read_wait`` at most), and the two stores would differ by timing.
+    eng.reconciler.wait_projected()
     with eng.graph.read() as conn:
         ids = sorted(eng.graph.all_ids(conn))
         digests = eng.graph.all_digests(conn)
