@@ -111,6 +111,8 @@ class _State:
         self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
+        # Every CONTRADICTS link of the store, by memory, as of a commit (``_Reads._contradiction_links``).
+        self._links_at: tuple[int, dict[str, tuple[str, ...]]] | None = None
         # One file rewrite after an erasure at a time: an erasure that commits while another's rewrite runs is in
         # that rewrite's journal as a delete (its bytes would stay), so it runs its own rewrite after.
         self._erasure_lock = threading.Lock()

@@ -60,3 +60,14 @@ def test_a_statement_and_its_negation_are_both_shown_not_folded_together(engine:
     engine.write("Ana is not allergic to peanuts", ["user:ana"], kind="fact")
     shown = [h.memory.content for h in engine.recall("Is Ana allergic to peanuts?", ["user:ana"])]
     assert sorted(shown) == ["Ana is allergic to peanuts", "Ana is not allergic to peanuts"]
+
+
+def test_links_made_or_erased_after_a_recall_are_seen_by_the_next(engine: Engine) -> None:
+    """Recall holds the store's links between commits: every change to them is seen by the next recall."""
+    yes = engine.write("Ana is allergic to peanuts", ["user:ana"], kind="fact")
+    assert _conflicts(engine, "Ana peanuts", ["user:ana"]) == {"Ana is allergic to peanuts": ()}
+    no = engine.write("Ana is not allergic to peanuts", ["user:ana"], kind="fact")
+    got = _conflicts(engine, "Ana peanuts", ["user:ana"])
+    assert got == {"Ana is allergic to peanuts": (no.id,), "Ana is not allergic to peanuts": (yes.id,)}
+    engine.erase(no.id, confirm=no.id)
+    assert _conflicts(engine, "Ana peanuts", ["user:ana"]) == {"Ana is allergic to peanuts": ()}
