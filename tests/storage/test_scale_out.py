@@ -14,7 +14,7 @@ from falkordb import FalkorDB  # type: ignore[import-untyped]
 from storage import CachedEmbedder, Engine, EntityIn, RelationIn, WriteItem
 from storage.adapters.falkordb import FalkorStore
 from storage.adapters.falkordb import local as falkordb_local
-from storage.domain.errors import InvalidInput, StorageUnavailable, WriteRace
+from storage.domain.errors import InvalidInput, StorageUnavailable, StoreMismatch, WriteRace
 from storage.domain.records import Change, NewMemory
 from tests.conftest import files_containing
 from tests.e2e.conftest import wait_for
@@ -466,3 +466,33 @@ def test_relations_written_before_they_carried_scopes_are_walked_after_an_upgrad
         assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in {p for h in hits for p in h.paths}
     finally:
         b.close()
+
+
+def test_two_nodes_opening_a_fresh_graph_at_the_same_instant_both_open(
+    falkordb: falkordb_local.LocalServer, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A node writes a new graph's Meta keys one by one; another reading them part way took the missing ones for
+    a graph of another embedder and refused to open (8 of 12 fresh graphs here; the CI's two-node crash test met
+    it). Each fresh graph is opened by two nodes at once."""
+    refused: list[str] = []
+
+    def open_(trial: int, name: str, start: threading.Barrier, opened: list[Engine]) -> None:
+        start.wait()
+        try:
+            url = falkordb.url(f"fresh{trial}")
+            opened.append(
+                Engine.open(tmp_path / f"{trial}{name}", embedder=embedder, warm=False, canonical=url)
+            )
+        except (StorageUnavailable, StoreMismatch) as exc:
+            refused.append(f"{trial}{name}: {exc.message}")
+
+    for trial in range(8):
+        start, opened = threading.Barrier(2), []
+        threads = [threading.Thread(target=open_, args=(trial, n, start, opened)) for n in "ab"]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for engine in opened:
+            engine.close()
+    assert not refused, refused

@@ -185,9 +185,14 @@ class FalkorStore(_Conversations):
     def _check_meta(self, embedder_name: str, dim: int) -> None:
         rows = self._graph.ro_query("MATCH (m:Meta) RETURN m.key, m.value").result_set
         meta = {k: v for k, v in rows}
-        if not meta:
-            for key, value in (("schema", SCHEMA_VERSION), ("embedder", embedder_name), ("dim", str(dim))):
-                self._create_once("CREATE (:Meta {key: $k, value: $v})", {"k": key, "v": value})
+        made = (("schema", SCHEMA_VERSION), ("embedder", embedder_name), ("dim", str(dim)))
+        if not {"schema", "embedder", "dim"} <= meta.keys():
+            # A fresh graph, or one another node is making this instant (it writes these keys one by one: read
+            # part way, the missing ones looked like a graph of another embedder, and the node refused to open).
+            # Each key is created once (first wins), then read back.
+            for key, value in made:
+                if key not in meta:
+                    self._create_once("CREATE (:Meta {key: $k, value: $v})", {"k": key, "v": value})
             meta = {k: v for k, v in self._graph.ro_query("MATCH (m:Meta) RETURN m.key, m.value").result_set}
         if meta.get("embedder") != embedder_name or meta.get("dim") != str(dim):
             raise StoreMismatch(
