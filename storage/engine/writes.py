@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,6 +48,15 @@ from storage.sync.reconciler import Tx
 BULK_CHUNK = 2_000  # writes per transaction when many come in one call (the others wait that long at most)
 NEAR_MODES = ("store", "report", "fold")  # Engine.write(on_near_duplicate=...)
 SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
+
+
+def _when(kind: MemoryKind, source: str, event_time: datetime) -> datetime | date | None:
+    """When a memory says it happened, as near-duplicates compare it: the event time stated by the caller or
+    the text; the day it was told for an event that states none (told again that day, it is the same event
+    told twice; another day, another event); None for a memory with no event time."""
+    if not dated(kind, source):
+        return None
+    return event_time if source != "recorded" else event_time.astimezone(UTC).date()
 
 
 class _Checked(NamedTuple):
@@ -197,8 +206,11 @@ class _Writes(_Resolution):
         new /= float(np.linalg.norm(new)) or 1.0
         out = []
         for i, (content, kind, vec) in stored.items():
-            # The words first: most candidates are turned away without a cosine.
-            if kind == MemoryKind.SUMMARY.value or not same_claim(content, p.content, 1.0):
+            # The words first: most candidates are turned away without a cosine. A memory of another kind is
+            # not the same memory told again (an event is not a preference), whatever its words.
+            if kind == MemoryKind.SUMMARY.value or kind != p.kind.value:
+                continue
+            if not same_claim(content, p.content, 1.0):
                 continue
             old = np.asarray(vec, dtype=np.float32)
             cos = float(new @ old) / (float(np.linalg.norm(old)) or 1.0)
@@ -210,7 +222,17 @@ class _Writes(_Resolution):
             with self.graph.read() as conn:
                 held = self.graph.fetch(conn, [i for i, _ in out])
             targets = set(p.scopes)
-            out = [(i, c) for i, c in out if i in held and targets.intersection(held[i].scopes)]
+            # The same words of another time are another memory: a run on another day, a fact that ends
+            # where the stored one does not (the text's own dates are the guard's; these are the caller's).
+            when = _when(p.kind, p.event_time_source, p.event_time)
+            out = [
+                (i, c)
+                for i, c in out
+                if i in held
+                and targets.intersection(held[i].scopes)
+                and _when(held[i].kind, held[i].event_time_source, held[i].event_time) == when
+                and held[i].valid_to == p.valid_to
+            ]
         return tuple(sorted(out, key=lambda x: -x[1]))
 
     def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:

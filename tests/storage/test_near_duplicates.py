@@ -7,6 +7,7 @@ Real stores in tmp_path and the real model. The pairs are the hand-written ones 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,62 @@ def test_a_reported_near_duplicate_is_one_still_in_the_writers_scopes(
     assert unlinked
     assert mine.status == "added"
     assert secret.id not in str(mine)
+
+
+def test_the_same_words_at_another_time_or_of_another_kind_are_no_near_duplicate(engine: Engine) -> None:
+    """A fold took an event told for another day for the stored one (attack16): "Ana went running in the park"
+    on 1 June 2025 folded into the run of 1 January 2024, so the second run was never stored and the receipt
+    answered with the old date. Likewise a fact that ends at a given time folded into one that does not, and a
+    preference into an event. A near-duplicate says the same thing of the same time: same kind, same event time
+    (when dated), same end of validity."""
+    run = engine.write(
+        "Ana went for a run in the park.",
+        ["user:ana"],
+        kind="event",
+        event_time=datetime(2024, 1, 1, tzinfo=UTC),
+    )
+    again = engine.write(
+        "Ana went running in the park.",
+        ["user:ana"],
+        kind="event",
+        event_time=datetime(2025, 6, 1, tzinfo=UTC),
+        on_near_duplicate="fold",
+    )
+    assert (again.status, again.near_duplicates) == ("added", ())
+    assert again.event_time == datetime(2025, 6, 1, tzinfo=UTC)
+    same_day = engine.write(
+        "Ana went on a run in the park.",
+        ["user:ana"],
+        kind="event",
+        event_time=datetime(2024, 1, 1, tzinfo=UTC),
+        on_near_duplicate="report",
+    )
+    assert run.id in [i for i, _ in same_day.near_duplicates]  # the same day is still found
+
+    gate = engine.write("Bruno's train leaves from platform nine.", ["user:bo"], kind="fact")
+    ends = engine.write(
+        "Bruno's train departs from platform nine.",
+        ["user:bo"],
+        kind="fact",
+        valid_to=datetime(2099, 1, 1, tzinfo=UTC),
+        on_near_duplicate="fold",
+    )
+    assert (ends.status, ends.near_duplicates) == ("added", ())
+    assert engine.read(ends.id).memory.valid_to == datetime(2099, 1, 1, tzinfo=UTC)
+    assert engine.read(gate.id).memory.valid_to is None
+
+    engine.write("Carla prefers window seats.", ["user:carla"], kind="preference")
+    told = engine.write(
+        "Carla prefers the window seats.", ["user:carla"], kind="event", on_near_duplicate="fold"
+    )
+    assert (told.status, told.near_duplicates) == ("added", ())
+    assert engine.read(told.id).memory.kind.value == "event"
+
+
+def test_an_event_told_twice_the_same_day_without_a_time_is_still_folded(engine: Engine) -> None:
+    # Without a stated time an event's time is when it was told: told again that day, it is the same event.
+    first = engine.write("Tom started at Acme Corp as an engineer", ["user:ana"], kind="event")
+    again = engine.write(
+        "Tom started as an engineer at Acme Corp", ["user:ana"], kind="event", on_near_duplicate="fold"
+    )
+    assert (again.status, again.id) == ("folded", first.id)
