@@ -73,6 +73,7 @@ class Source(Protocol):
 
 FORMAT = 1
 IMPORT_BATCH = 500
+NEWER_NOT_EXPORTED = "its newer version is in a scope this export leaves out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +204,13 @@ def export(
                     name, etype, aliases = _as_told(told.get(eid), name, etype, aliases)
                 line({"type": "entity", "id": eid, "name": name, "entity_type": etype, "aliases": aliases})
                 counts["entities"] += 1
+        superseded_at = {old: at for _new, old, _reason, at in graph.export_supersedes(conn)}
         for m in memories:
+            if m["superseded_by"] is not None and m["superseded_by"] not in kept and m["retired_at"] is None:
+                # Its newer version is outside the exported scopes: without it the memory would come back
+                # current. Retired when it was superseded, as a version whose newer one is erased is.
+                m["retired_at"] = superseded_at.get(m["id"]) or m["valid_to"] or m["recorded_at"]
+                m["retire_reason"] = NEWER_NOT_EXPORTED
             for key in ("supersedes", "superseded_by"):
                 if m[key] is not None and m[key] not in kept:
                     m[key] = None  # a version outside the exported scopes

@@ -855,3 +855,46 @@ def test_import_refuses_version_links_and_relations_naming_memories_it_does_not_
             with pytest.raises(InvalidInput, match=f"^line {line(ls, changed[0])}: "):
                 mine.merge_export(io.StringIO(text))
             assert _everything(mine) == before, name
+
+
+def test_a_scope_export_keeps_a_version_whose_newer_one_it_leaves_out_out_of_current(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A memory superseded by a version now only in another scope was exported by ``--scope`` without its
+    pointer and restored as current (attack16): "Ana Lima works at Acme Corp." came back in the team's
+    ``list`` (and ``memory_read`` said current), where the team had seen it superseded. It comes back retired
+    at the moment it was superseded, as a version whose newer one was erased does."""
+    ana, acme, globex = (
+        EntityIn("Ana Lima", "person"),
+        EntityIn("Acme Corp", "org"),
+        EntityIn("Globex", "org"),
+    )
+    old = engine.write(
+        "Ana Lima works at Acme Corp.",
+        ["team:x"],
+        kind="fact",
+        entities=[ana, acme],
+        relations=[RelationIn("Ana Lima", "works_at", "Acme Corp")],
+    )
+    new = engine.write(
+        "Ana Lima works at Globex now.",
+        ["team:x", "team:y"],
+        kind="fact",
+        entities=[ana, globex],
+        relations=[RelationIn("Ana Lima", "works_at", "Globex")],
+    )
+    engine.unlink(new.id, "team:x")
+    assert [m.id for m in engine.list("team:x").items] == []
+    was = engine.read(old.id).memory
+    with engine.graph.read() as conn:
+        (superseded_at,) = [at for n, o, _r, at in engine.graph.export_supersedes(conn) if o == old.id]
+    buf = io.StringIO()
+    engine.export(buf, scope="team:x")
+    Engine.import_export(tmp_path / "copy", io.StringIO(buf.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        assert [m.id for m in copy.list("team:x").items] == []
+        back = copy.read(old.id).memory
+        assert back.status.value == "retired"
+        assert back.retired_at == superseded_at  # when it was superseded, not when it was imported
+        assert back.valid_to == was.valid_to
+        assert [m.id for m in copy.list("team:x", include_retired=True).items] == [old.id]
