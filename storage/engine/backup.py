@@ -535,6 +535,12 @@ def _check_versions(parsed: Parsed, ids: set[str], refuse: Callable[[int, str], 
             raise refuse(n, f"memory {new} is said to supersede itself")
         if missing := [x for x in (new, old) if x not in ids]:
             raise refuse(n, f"a version link names memory {missing[0]}, which the file does not hold")
+        if newer.get(old) != new:
+            # Every version edge is written with its older memory's pointer: an edge without one would chain
+            # two memories that are not versions of each other (erasing one would erase the other).
+            raise refuse(
+                n, f"memory {old} is not said to be superseded by {new} (its superseded_by says otherwise)"
+            )
     for i, rel in enumerate(parsed.relations):
         if rel[3] not in ids:
             raise refuse(

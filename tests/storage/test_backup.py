@@ -809,7 +809,8 @@ def test_import_refuses_version_links_and_relations_naming_memories_it_does_not_
     """A file whose memory points (``supersedes``, ``superseded_by``, a ``supersedes`` line) at a memory it
     does not hold, or at itself, or two memories superseding each other, was imported (attack16): the memory came
     back superseded by nothing, out of every current recall (its owner saw it lost), and a relation of a memory
-    not in the file was dropped without a word. Each is refused naming its line, and nothing is written."""
+    not in the file was dropped without a word; version lines alone chained two unrelated memories, so erasing
+    one erased the other. Each is refused naming its line, and nothing is written."""
     records, a, b = _version_links_file(engine)
     ghost = "f" * 32
     at = "2026-01-01T00:00:00+00:00"
@@ -838,6 +839,10 @@ def test_import_refuses_version_links_and_relations_naming_memories_it_does_not_
             {"type": "supersedes", "new": a, "old": a, "reason": "x", "at": at}
         ),
         "a relation of a memory not in the file": lambda ls: relation(ls).update(memory_id=ghost),
+        "two unrelated memories chained by version lines": lambda ls: ls.extend(
+            {"type": "supersedes", "new": new, "old": old, "reason": "x", "at": at}
+            for new, old in ((a, b), (b, a))
+        ),
     }
     with Engine.open(tmp_path / "mine", embedder=embedder, warm=False) as mine:
         mine.write("Mine.", ["user:me"])
