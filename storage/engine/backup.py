@@ -412,7 +412,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                     (
                         str(rec["subject"]),
                         str(rec["object"]),
-                        str(rec["predicate"]),
+                        _predicate(rec.get("predicate")),
                         _id(rec["memory_id"]),
                         _req_time(rec["recorded_at"]),
                         # Exports written before these were kept have none: the relation stays open.
@@ -481,6 +481,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                 f"a conversation names memory {missing[0]}, which the file does not hold",
             )
     entities = {eid for eid, *_ in parsed.entities}
+    _check_entities(parsed, entities, refuse)
     first: dict[str, tuple[int, frozenset[str]]] = {}
     for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
         pair = frozenset((entity_key(p.a), entity_key(p.b)))
@@ -549,6 +550,23 @@ def _check_versions(parsed: Parsed, ids: set[str], refuse: Callable[[int, str], 
             )
         if rel[7] is not None and rel[7] not in ids:
             parsed.relations[i] = (*rel[:7], None)
+
+
+def _check_entities(parsed: Parsed, entities: set[str], refuse: Callable[[int, str], InvalidInput]) -> None:
+    """A memory's mentions and a relation's ends are entities the file holds (an export writes every one it
+    names): one it does not hold was dropped on the way in without a word."""
+    for m, _vec, _added, mentions in parsed.memories:
+        if unknown := [e for e in mentions if e not in entities]:
+            raise refuse(
+                parsed.lines[("memory", m.id)],
+                f"memory {m.id} mentions entity {unknown[0][:40]!r}, which the file does not hold",
+            )
+    for i, (a, b, *_rest) in enumerate(parsed.relations):
+        if unknown := [e for e in (a, b) if e not in entities]:
+            raise refuse(
+                parsed.lines[("relation", str(i))],
+                f"a relation names entity {unknown[0][:40]!r}, which the file does not hold",
+            )
 
 
 def _scope(value: object) -> ScopeId:

@@ -809,8 +809,9 @@ def test_import_refuses_version_links_and_relations_naming_memories_it_does_not_
     """A file whose memory points (``supersedes``, ``superseded_by``, a ``supersedes`` line) at a memory it
     does not hold, or at itself, or two memories superseding each other, was imported (attack16): the memory came
     back superseded by nothing, out of every current recall (its owner saw it lost), and a relation of a memory
-    not in the file was dropped without a word; version lines alone chained two unrelated memories, so erasing
-    one erased the other. Each is refused naming its line, and nothing is written."""
+    not in the file was dropped without a word, as was one naming an entity the file does not hold (and a
+    memory's mention of one); version lines alone chained two unrelated memories, so erasing one erased the
+    other. Each is refused naming its line, and nothing is written."""
     records, a, b = _version_links_file(engine)
     ghost = "f" * 32
     at = "2026-01-01T00:00:00+00:00"
@@ -839,6 +840,12 @@ def test_import_refuses_version_links_and_relations_naming_memories_it_does_not_
             {"type": "supersedes", "new": a, "old": a, "reason": "x", "at": at}
         ),
         "a relation of a memory not in the file": lambda ls: relation(ls).update(memory_id=ghost),
+        "a relation naming an entity not in the file": lambda ls: relation(ls).update(subject="nobody here"),
+        "a relation with a predicate no write takes": lambda ls: relation(ls).update(predicate="x" * 500),
+        "a mention of an entity not in the file": lambda ls: (
+            next(r for r in ls if r["type"] == "entity" and r["id"] == "green tea").update(id="zzz"),
+            memory(ls, a),  # refused on the line of the memory that mentions it
+        )[1],
         "two unrelated memories chained by version lines": lambda ls: ls.extend(
             {"type": "supersedes", "new": new, "old": old, "reason": "x", "at": at}
             for new, old in ((a, b), (b, a))
@@ -849,15 +856,16 @@ def test_import_refuses_version_links_and_relations_naming_memories_it_does_not_
         before = _everything(mine)
         for name, change in cases.items():
             ls = json.loads(json.dumps(records))
-            change(ls)
+            where = change(ls)
             changed = [r for r, was in zip(ls, [*records, None], strict=False) if r != was]
+            at = line(ls, where if isinstance(where, dict) else changed[0])
             text = "".join(json.dumps(r) + "\n" for r in ls)
             target = tmp_path / name.replace(" ", "-")
-            with pytest.raises(InvalidInput, match=f"^line {line(ls, changed[0])}: ") as refused:
+            with pytest.raises(InvalidInput, match=f"^line {at}: ") as refused:
                 Engine.import_export(target, io.StringIO(text), embedder=embedder)
             assert refused.value.hint == "nothing was imported", name
             assert not target.exists(), name
-            with pytest.raises(InvalidInput, match=f"^line {line(ls, changed[0])}: "):
+            with pytest.raises(InvalidInput, match=f"^line {at}: "):
                 mine.merge_export(io.StringIO(text))
             assert _everything(mine) == before, name
 
