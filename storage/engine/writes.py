@@ -235,28 +235,37 @@ class _Writes(_Resolution):
             ]
         return tuple(sorted(out, key=lambda x: -x[1]))
 
-    def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:
+    def _still_near(self, tx: Tx, p: _Prepared) -> tuple[tuple[str, float], ...]:
+        """``p.near`` as ``tx`` sees it: the candidates still current and still in one of the write's target
+        scopes. One unlinked from them since the search found it may now be only where the writer cannot read:
+        it is neither folded into nor named in the receipt."""
+        if not p.near:
+            return ()
+        held = self.graph.fetch(tx.conn, [i for i, _ in p.near])
+        targets = set(p.scopes)
+        return tuple(
+            (i, c)
+            for i, c in p.near
+            if i in held and targets.intersection(held[i].scopes) and self.graph.live_state(tx.conn, i)
+        )
+
+    def _fold(self, tx: Tx, p: _Prepared, near: tuple[tuple[str, float], ...]) -> WriteReceipt | None:
         """The receipt of a write folded into its nearest near-duplicate still current and still in one of the
-        write's target scopes in ``tx`` (linked into the target scopes it is not in yet), or None when none is
-        any more (then it is stored)."""
-        for target, _cos in p.near:
-            if not self.graph.live_state(tx.conn, target):
-                continue
-            existing = self.graph.fetch(tx.conn, [target])[target]
-            if not set(existing.scopes) & set(p.scopes):
-                # Unlinked from the write's scopes since the search found it: it may now be only where the
-                # writer cannot read, and folding would link it into the writer's scopes.
-                continue
-            missing = [s for s in p.scopes if s not in existing.scopes]
-            if missing:
-                self.graph.ensure_scopes(tx.conn, missing, tx.now)
-                self.graph.link(tx.conn, target, missing, tx.now)
-                tx.record("link", target)
-            scopes = tuple(sorted({*existing.scopes, *missing}))
-            return WriteReceipt(
-                target, "folded", scopes, existing.entities, existing.dated_at, near_duplicates=p.near
-            )
-        return None
+        write's target scopes in ``tx`` (``near``: ``_still_near``), linked into the target scopes it is not in
+        yet, or None when there is none any more (then it is stored)."""
+        if not near:
+            return None
+        target = near[0][0]
+        existing = self.graph.fetch(tx.conn, [target])[target]
+        missing = [s for s in p.scopes if s not in existing.scopes]
+        if missing:
+            self.graph.ensure_scopes(tx.conn, missing, tx.now)
+            self.graph.link(tx.conn, target, missing, tx.now)
+            tx.record("link", target)
+        scopes = tuple(sorted({*existing.scopes, *missing}))
+        return WriteReceipt(
+            target, "folded", scopes, existing.entities, existing.dated_at, near_duplicates=near
+        )
 
     def _commit_writes(self, prepared: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
         """Through the one writer: one intent per write (they group-commit), or, for several writes into an
@@ -511,7 +520,8 @@ class _Writes(_Resolution):
                 tx.record("link", cur)
                 all_scopes = tuple(sorted({*existing.scopes, *missing}))
                 return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.dated_at)
-            if p.fold and (folded := self._fold(tx, p)) is not None:
+            near = self._still_near(tx, p) if p.fold else p.near
+            if p.fold and (folded := self._fold(tx, p, near)) is not None:
                 return folded
             vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
@@ -519,7 +529,7 @@ class _Writes(_Resolution):
             new = self._new_memory(p, cur, vec, tx.now)
             self._insert(tx, new, p.scopes, p.entities, p.relations, self._since(p))
             added = self._added(tx, p, principal, cur)
-            return dataclasses.replace(added, near_duplicates=p.near) if p.near else added
+            return dataclasses.replace(added, near_duplicates=near) if near else added
 
         return intent
 

@@ -254,3 +254,46 @@ def test_an_event_told_twice_the_same_day_without_a_time_is_still_folded(engine:
         "Tom started as an engineer at Acme Corp", ["user:ana"], kind="event", on_near_duplicate="fold"
     )
     assert (again.status, again.id) == ("folded", first.id)
+
+
+def test_a_fold_receipt_never_names_a_memory_that_left_the_writers_scopes_before_the_commit(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, A unlinks its memory from the team between B's search and B's commit: the fold stores B's
+    paraphrase, but its receipt still named A's memory in ``near_duplicates`` (attack16), the id of a memory now
+    only in a scope B cannot read; and a fold into another candidate listed it too. The receipt names only
+    near-duplicates still in the writer's scopes when the write commits."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine._near_duplicates
+
+    def search_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            engine.unlink(secret.id, "team:t", principal=a)  # lands between B's search and B's commit
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", search_then_a_unlinks)
+    mine = engine.write("We deploy on Tuesdays", ["team:t", "agent:b"], principal=b, on_near_duplicate="fold")
+    assert mine.status == "added"
+    assert secret.id not in [i for i, _ in mine.near_duplicates]
+
+    # With a second candidate still in the team's scope, the fold goes there and names only it.
+    engine.link(secret.id, "team:t", principal=a)
+    shared = engine.write("Ines speaks fluent Japanese", ["team:t"], principal=b)
+    other = engine.write("Ines is fluent in Japanese", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+
+    def both_found_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            assert {i for i, _ in found} >= {other.id}
+            engine.unlink(other.id, "team:t", principal=a)
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", both_found_then_a_unlinks)
+    folded = engine.write("Ines speaks Japanese fluently", ["team:t"], principal=b, on_near_duplicate="fold")
+    assert (folded.status, folded.id) == ("folded", shared.id)
+    assert other.id not in [i for i, _ in folded.near_duplicates]
