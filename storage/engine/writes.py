@@ -223,7 +223,8 @@ class _Writes(_Resolution):
                 held = self.graph.fetch(conn, [i for i, _ in out])
             targets = set(p.scopes)
             # The same words of another time are another memory: a run on another day, a fact that ends
-            # where the stored one does not (the text's own dates are the guard's; these are the caller's).
+            # where the stored one does not or held before it began (the text's own dates are the guard's;
+            # these are the caller's).
             when = _when(p.kind, p.event_time_source, p.event_time)
             out = [
                 (i, c)
@@ -232,6 +233,7 @@ class _Writes(_Resolution):
                 and targets.intersection(held[i].scopes)
                 and _when(held[i].kind, held[i].event_time_source, held[i].event_time) == when
                 and held[i].valid_to == p.valid_to
+                and held[i].valid_from <= p.valid_from  # else the new one says it held earlier
             ]
         return tuple(sorted(out, key=lambda x: -x[1]))
 

@@ -201,8 +201,9 @@ def test_the_same_words_at_another_time_or_of_another_kind_are_no_near_duplicate
     """A fold took an event told for another day for the stored one (attack16): "Ana went running in the park"
     on 1 June 2025 folded into the run of 1 January 2024, so the second run was never stored and the receipt
     answered with the old date. Likewise a fact that ends at a given time folded into one that does not, and a
-    preference into an event. A near-duplicate says the same thing of the same time: same kind, same event time
-    (when dated), same end of validity."""
+    preference into an event, and a fact true since 2020 into the same fact recorded today. A near-duplicate says
+    the same thing of the same time: same kind, same event time (when dated), same end of validity, and a start
+    of validity no earlier than the stored one's."""
     run = engine.write(
         "Ana went for a run in the park.",
         ["user:ana"],
@@ -238,6 +239,16 @@ def test_the_same_words_at_another_time_or_of_another_kind_are_no_near_duplicate
     assert (ends.status, ends.near_duplicates) == ("added", ())
     assert engine.read(ends.id).memory.valid_to == datetime(2099, 1, 1, tzinfo=UTC)
     assert engine.read(gate.id).memory.valid_to is None
+
+    engine.write("Tom works at Acme Corp as an engineer", ["user:tom"], kind="fact")
+    since = engine.write(
+        "Tom is an engineer at Acme Corp",
+        ["user:tom"],
+        kind="fact",
+        valid_from=datetime(2020, 1, 1, tzinfo=UTC),
+        on_near_duplicate="fold",
+    )
+    assert (since.status, since.near_duplicates) == ("added", ())  # it says Tom was one since 2020
 
     engine.write("Carla prefers window seats.", ["user:carla"], kind="preference")
     told = engine.write(
