@@ -163,6 +163,15 @@ class _Writes(_Resolution):
         receipts = self._commit_writes(prepared, principal)
         if looking:
             found = {id(p): f.result() for p, f in looking}
+            if any(found.values()):
+                # The search read the store before or while the write committed: a memory unlinked from the
+                # write's scopes meanwhile (maybe now only where the writer cannot read) is not named.
+                with self.graph.read() as conn:
+                    found = {
+                        id(p): self._in_scopes(conn, found[id(p)], p.scopes)
+                        for p, _f in looking
+                        if found[id(p)]
+                    }
             receipts = [
                 dataclasses.replace(r, near_duplicates=found[id(p)])
                 if r.status == "added" and found.get(id(p))
@@ -237,19 +246,23 @@ class _Writes(_Resolution):
             ]
         return tuple(sorted(out, key=lambda x: -x[1]))
 
+    def _in_scopes(
+        self, conn: Session, near: tuple[tuple[str, float], ...], scopes: Sequence[str]
+    ) -> tuple[tuple[str, float], ...]:
+        """The near-duplicates still current and in one of ``scopes``, as ``conn`` reads them."""
+        held = self.graph.fetch(conn, [i for i, _ in near])
+        targets = set(scopes)
+        return tuple(
+            (i, c)
+            for i, c in near
+            if i in held and targets.intersection(held[i].scopes) and self.graph.live_state(conn, i)
+        )
+
     def _still_near(self, tx: Tx, p: _Prepared) -> tuple[tuple[str, float], ...]:
         """``p.near`` as ``tx`` sees it: the candidates still current and still in one of the write's target
         scopes. One unlinked from them since the search found it may now be only where the writer cannot read:
         it is neither folded into nor named in the receipt."""
-        if not p.near:
-            return ()
-        held = self.graph.fetch(tx.conn, [i for i, _ in p.near])
-        targets = set(p.scopes)
-        return tuple(
-            (i, c)
-            for i, c in p.near
-            if i in held and targets.intersection(held[i].scopes) and self.graph.live_state(tx.conn, i)
-        )
+        return self._in_scopes(tx.conn, p.near, p.scopes) if p.near else ()
 
     def _fold(self, tx: Tx, p: _Prepared, near: tuple[tuple[str, float], ...]) -> WriteReceipt | None:
         """The receipt of a write folded into its nearest near-duplicate still current and still in one of the

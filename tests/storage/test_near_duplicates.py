@@ -308,3 +308,28 @@ def test_a_fold_receipt_never_names_a_memory_that_left_the_writers_scopes_before
     folded = engine.write("Ines speaks Japanese fluently", ["team:t"], principal=b, on_near_duplicate="fold")
     assert (folded.status, folded.id) == ("folded", shared.id)
     assert other.id not in [i for i, _ in folded.near_duplicates]
+
+
+def test_a_report_never_names_a_memory_that_left_the_writers_scopes_while_it_was_searched(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'report' searches beside the commit; A unlinks its memory from the team once B's search has read it
+    (attack16): B's receipt named it, the id of a memory now only where B cannot read. The receipt is checked
+    against the store once the write has committed."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine._near_duplicates
+
+    def search_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            assert [i for i, _ in found] == [secret.id]
+            engine.unlink(secret.id, "team:t", principal=a)
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", search_then_a_unlinks)
+    mine = engine.write("We deploy on Tuesdays", ["team:t"], principal=b, on_near_duplicate="report")
+    assert mine.status == "added"
+    assert mine.near_duplicates == ()
