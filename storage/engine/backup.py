@@ -217,7 +217,7 @@ def export(
         for new, old, reason, at in graph.export_supersedes(conn):
             if new in kept and old in kept:
                 line({"type": "supersedes", "new": new, "old": old, "reason": reason, "at": _time(at)})
-        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by, said_a, said_b in relations:
             line(
                 {
                     "type": "relation",
@@ -231,6 +231,9 @@ def export(
                     ),  # a relation's validity: without it, an ended one reopens
                     "valid_to": _time(valid_to),
                     "ended_by": ended_by,
+                    # The ends as the recording memory spelt them (what readers of the relation are shown).
+                    "subject_name": said_a,
+                    "object_name": said_b,
                 }
             )
             counts["relations"] += 1
@@ -327,9 +330,11 @@ class Parsed:
         default_factory=list
     )
     supersedes: list[tuple[str, str, str, datetime]] = field(default_factory=list)
-    relations: list[tuple[str, str, str, str, datetime, datetime | None, datetime | None, str | None]] = (
-        field(default_factory=list)
-    )
+    relations: list[
+        tuple[
+            str, str, str, str, datetime, datetime | None, datetime | None, str | None, str | None, str | None
+        ]
+    ] = field(default_factory=list)
     proposals: list[SameAs] = field(default_factory=list)
     proposal_lines: list[int] = field(default_factory=list)  # each proposal's line, for errors
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
@@ -409,6 +414,9 @@ def parse(lines: Iterator[str]) -> Parsed:
                         _opt_time(rec.get("valid_from")),
                         _opt_time(rec.get("valid_to")),
                         _id(rec["ended_by"]) if rec.get("ended_by") else None,
+                        # Older exports have none: the restore takes the memory's mentions' names.
+                        _said(rec, "subject"),
+                        _said(rec, "object"),
                     )
                 )
             elif kind == "same_as":
@@ -536,6 +544,20 @@ def _mentioned_as(value: object, mentions: list[str]) -> dict[str, MentionGiven]
 def _conversation_key(value: object) -> str:
     if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdef" for c in value):
         raise InvalidInput(f"{str(value)[:40]!r} is not a conversation key")
+    return value
+
+
+def _said(rec: dict[str, Any], end: str) -> str | None:
+    """A relation end's name as its memory spelt it (``subject_name``/``object_name``): a spelling of that end's
+    entity, or None when the export does not give it."""
+    value = rec.get(f"{end}_name")
+    if value is None:
+        return None
+    if not isinstance(value, str) or entity_key(value) != str(rec[end]):
+        raise InvalidInput(
+            f"a relation's {end}_name must be a spelling of its {end} {str(rec[end])[:40]!r}, "
+            f"not {str(value)[:40]!r}"
+        )
     return value
 
 
@@ -757,7 +779,7 @@ def restore(
         for new, old, reason, at in parsed.supersedes:
             if new in added_ids or old in added_ids:
                 graph.restore_supersedes(tx.conn, new, old, reason, at)
-        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in parsed.relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by, said_a, said_b in parsed.relations:
             if mid in added_ids:
                 graph.restore_relation(
                     tx.conn,
@@ -769,6 +791,8 @@ def restore(
                     valid_from=valid_from,
                     valid_to=valid_to,
                     ended_by=ended_by,
+                    subject_name=said_a,
+                    object_name=said_b,
                 )
         for new, old, predicate, at in parsed.contradictions:
             if new in added_ids or old in added_ids:  # both are in the file, so both are in the store now

@@ -243,12 +243,13 @@ class _Reads:
             shares, params["ss"] = "WHERE any(x IN r.scopes WHERE x IN $ss) ", list(dict.fromkeys(scopes))
         rows = session(conn).rows(
             f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}"
-            "RETURN r.predicate, r.memory_id, b.id, b.name, ID(startNode(r)) = ID(a), r.scopes "
-            "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
+            "RETURN r.predicate, r.memory_id, b.id, ID(startNode(r)) = ID(a), r.scopes, r.subject_name, "
+            "r.object_name ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
             params,
         )
         return [
-            Relation(p, mid, bid, bname, bool(out), tuple(ss or ())) for p, mid, bid, bname, out, ss in rows
+            Relation(p, mid, bid, on if out else sn, bool(out), tuple(ss or ()), sn if out else on)
+            for p, mid, bid, out, ss, sn, on in rows
         ]
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:

@@ -324,14 +324,20 @@ class _Reads:
             conn,
             # The direction comes from the edge's own source: in an undirected match Kùzu 0.11's START_NODE(r)
             # names the bound end (``a``), whichever way the edge points.
-            f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}RETURN r, ID(a), b.id, b.name "
+            f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}RETURN r, ID(a), b.id "
             "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
             params,
         )
-        return [
-            Relation(r["predicate"], r["memory_id"], bid, bname, r["_src"] == a, tuple(r["scopes"] or ()))
-            for r, a, bid, bname in rows
-        ]
+        out = []
+        for r, a, bid in rows:
+            outgoing = r["_src"] == a
+            own, other = (
+                (r["subject_name"], r["object_name"]) if outgoing else (r["object_name"], r["subject_name"])
+            )
+            out.append(
+                Relation(r["predicate"], r["memory_id"], bid, other, outgoing, tuple(r["scopes"] or ()), own)
+            )
+        return out
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:
         """What the projections need of the given memories (of every memory when ``ids`` is None)."""
