@@ -192,6 +192,11 @@ class CanonicalReads(Protocol):
         edge records them: an alias learnt only from other scopes must not resolve for a reader of these."""
         ...
 
+    def names_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        """The names (spellings) that memories in any of ``scopes`` gave the entity (by id), as each memory's
+        MENTIONS edge records them: a spelling learnt only from other scopes must not be shown to their reader."""
+        ...
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:

@@ -396,6 +396,32 @@ def test_a_path_from_a_named_entity_does_not_start_with_another_teams_spelling(e
     assert {n.label for n in hood.nodes if n.kind == "entity"} == {"Bo", "zorblax corporation"}
 
 
+def test_a_name_i_wrote_before_is_not_given_back_in_another_teams_spelling(engine: Engine) -> None:
+    """Once B has named the entity itself ("zorblax corporation"), a later write of B naming it again in lower
+    case, with no entities or relations given, came back with A's stored spelling in the receipt's entities
+    and relations (the offline extractor names a known entity by the lexicon's display name, and B may know
+    the entity): B learnt how another team wrote it."""
+    _zorblax(engine)
+    later = engine.write("Cy works at zorblax corporation.", ["agent:b"], principal=B)
+    record = engine.read(later.id, principal=B)
+    shown = [*later.entities, *later.relations, *record.memory.entities, *record.relations]
+    assert "zorblax corporation" in later.entities
+    assert "Cy —works_at→ zorblax corporation" in later.relations
+    assert not any("ZORBLAX" in x for x in shown)
+
+
+def test_an_amend_does_not_carry_a_relation_over_in_another_teams_spelling(engine: Engine) -> None:
+    """amend carries the old version's relations whose ends the new text names; it took the ends' names from the
+    entities (A's "ZORBLAX CORPORATION") and gave them to the new version as its own entities, so B's new
+    version named, and its relations showed, the spelling A stored."""
+    mine = _zorblax(engine)
+    new = engine.amend(mine, "Bo still works at zorblax corporation, now remotely.", principal=B)
+    record = engine.read(new.id, principal=B)
+    shown = [*record.memory.entities, *record.relations]
+    assert any("zorblax corporation" in x for x in shown)
+    assert not any("ZORBLAX" in x for x in shown)
+
+
 def test_amending_to_another_teams_words_opens_nothing_of_theirs(engine: Engine) -> None:
     """attack12: B amends its own memory to, word for word, a memory A stored where B may not read. The amend
     joined A's memory (linked it into agent:b), so B read its id, metadata, writer and start time (the receipt's

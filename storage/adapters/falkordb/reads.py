@@ -207,6 +207,14 @@ class _Reads:
         )
         return {a for (aliases,) in rows for a in aliases or ()}
 
+    def names_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = session(conn).rows(
+            f"MATCH (e:Entity {{id: $e}})<-[r:MENTIONS]-(m:Memory) WHERE {_SHARES} "
+            "AND r.name IS NOT NULL RETURN DISTINCT r.name",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {name for (name,) in rows}
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:

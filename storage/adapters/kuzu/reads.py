@@ -292,6 +292,18 @@ class _Reads:
         )
         return {a for (aliases,) in rows for a in aliases or ()}
 
+    def names_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = _rows(
+            conn,
+            # Entity first, then WITH, as in ``aliases_given``: only the entity's mentions are read.
+            "MATCH (e:Entity {id: $e})<-[r:MENTIONS]-(m:Memory) WITH r, m "
+            "WHERE r.name IS NOT NULL "
+            "AND size(list_distinct(list_concat(m.scopes, $ss))) < size(m.scopes) + size($ss) "
+            "RETURN DISTINCT r.name",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {name for (name,) in rows}
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
