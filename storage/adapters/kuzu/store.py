@@ -221,9 +221,15 @@ class GraphStore(_Exports, _Conversations):
         for column in ("subject_name", "object_name"):
             if column not in columns:
                 self._writer.execute(f"ALTER TABLE RELATES ADD {column} STRING")  # fixed names only
+        # One end at a time: the cycle through both mentions of one memory in one pattern crashed Kùzu 0.11
+        # (a segmentation fault on a 3,000-memory store).
         self._writer.execute(
-            "MATCH (m:Memory)-[ma:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity)<-[mb:MENTIONS]-(m) "
-            "WHERE r.memory_id = m.id SET r.subject_name = ma.name, r.object_name = mb.name"
+            "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = m.id "
+            "SET r.subject_name = x.name"
+        )
+        self._writer.execute(
+            "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)<-[r:RELATES]-(:Entity) WHERE r.memory_id = m.id "
+            "SET r.object_name = x.name"
         )
         self._writer.execute(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.subject_name IS NULL OR r.object_name IS NULL "
