@@ -422,6 +422,34 @@ def test_an_amend_does_not_carry_a_relation_over_in_another_teams_spelling(engin
     assert not any("ZORBLAX" in x for x in shown)
 
 
+def test_a_same_as_proposal_names_no_entity_in_another_teams_spelling(engine: Engine) -> None:
+    """B's write raises a SAME_AS proposal against an entity B knows as "jonathan smithers"; the listing (the
+    entities tool, `mnemograph entities list`) named it by its stored name, A's "Jonathan SMITHERS"."""
+    engine.write(
+        "Jonathan SMITHERS joined.",
+        ["agent:a"],
+        entities=[EntityIn("Jonathan SMITHERS", "person")],
+        principal=A,
+    )
+    engine.write(
+        "jonathan smithers called.",
+        ["agent:b"],
+        entities=[EntityIn("jonathan smithers", "person")],
+        principal=B,
+    )
+    raised = engine.write(
+        "Jonathon Smithers called again.",
+        ["agent:b"],
+        entities=[EntityIn("Jonathon Smithers", "person")],
+        principal=B,
+    )
+    assert raised.proposals
+    listed = engine.entity_proposals("all", principal=B)
+    assert {(p.a, p.b) for p in listed} == {("Jonathon Smithers", "jonathan smithers")}
+    decided = engine.decide_proposal(listed[0].id, "reject", principal=B)
+    assert (decided.a, decided.b) == ("Jonathon Smithers", "jonathan smithers")
+
+
 def test_amending_to_another_teams_words_opens_nothing_of_theirs(engine: Engine) -> None:
     """attack12: B amends its own memory to, word for word, a memory A stored where B may not read. The amend
     joined A's memory (linked it into agent:b), so B read its id, metadata, writer and start time (the receipt's
