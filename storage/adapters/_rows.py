@@ -34,10 +34,10 @@ def _time(utc: Utc, value: Any) -> datetime | None:
 
 def relation_rows(rows: Iterable[Sequence[Any]], utc: Utc) -> list[RelationRow]:
     """RELATES rows read as (subject, object, predicate, memory id, recorded at, valid from, valid to,
-    ended by)."""
+    ended by, subject's name, object's name as the memory spelt them)."""
     return [
-        (a, b, p, m, _time(utc, at), _time(utc, vf), _time(utc, vt), by)
-        for a, b, p, m, at, vf, vt, by in rows
+        (a, b, p, m, _time(utc, at), _time(utc, vf), _time(utc, vt), by, sn, on)
+        for a, b, p, m, at, vf, vt, by, sn, on in rows
     ]
 
 

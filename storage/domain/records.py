@@ -85,7 +85,9 @@ class SameAs:
 
 @dataclass(frozen=True, slots=True)
 class Relation:
-    """One RELATES edge seen from an entity: ``outgoing`` when that entity is the subject."""
+    """One RELATES edge seen from an entity: ``outgoing`` when that entity is the subject. Both ends are named
+    as the recording memory spelt them (``own_name`` the entity it is seen from), never by the Entity node's
+    display name, which may be the spelling another scope stored (docs/security.md)."""
 
     predicate: str
     memory_id: str
@@ -93,6 +95,7 @@ class Relation:
     other_name: str
     outgoing: bool
     scopes: tuple[str, ...] = ()  # the recording memory's scopes (who may follow the edge)
+    own_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,8 @@ class OpenRelation:
 
 @dataclass(frozen=True, slots=True)
 class RelationState:
+    """A relation a memory recorded, its ends named as that memory spelt them, with its validity."""
+
     subject: str
     predicate: str
     object: str

@@ -224,7 +224,7 @@ def export(
         for new, old, reason, at in graph.export_supersedes(conn):
             if new in kept and old in kept:
                 line({"type": "supersedes", "new": new, "old": old, "reason": reason, "at": _time(at)})
-        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by, said_a, said_b in relations:
             line(
                 {
                     "type": "relation",
@@ -239,6 +239,9 @@ def export(
                     "valid_to": _time(valid_to),
                     # What ended it, when the file holds it: another scope's memory's id is not this scope's.
                     "ended_by": ended_by if ended_by in kept else None,
+                    # The ends as the recording memory spelt them (what readers of the relation are shown).
+                    "subject_name": said_a,
+                    "object_name": said_b,
                 }
             )
             counts["relations"] += 1
@@ -335,9 +338,11 @@ class Parsed:
         default_factory=list
     )
     supersedes: list[tuple[str, str, str, datetime]] = field(default_factory=list)
-    relations: list[tuple[str, str, str, str, datetime, datetime | None, datetime | None, str | None]] = (
-        field(default_factory=list)
-    )
+    relations: list[
+        tuple[
+            str, str, str, str, datetime, datetime | None, datetime | None, str | None, str | None, str | None
+        ]
+    ] = field(default_factory=list)
     proposals: list[SameAs] = field(default_factory=list)
     proposal_lines: list[int] = field(default_factory=list)  # each proposal's line, for errors
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
@@ -419,6 +424,9 @@ def parse(lines: Iterator[str]) -> Parsed:
                         _opt_time(rec.get("valid_from")),
                         _opt_time(rec.get("valid_to")),
                         _id(rec["ended_by"]) if rec.get("ended_by") else None,
+                        # Older exports have none: the restore takes the memory's mentions' names.
+                        _said(rec, "subject"),
+                        _said(rec, "object"),
                     )
                 )
             elif kind == "same_as":
@@ -549,7 +557,7 @@ def _check_versions(parsed: Parsed, ids: set[str], refuse: Callable[[int, str], 
                 f"a relation names memory {rel[3]}, which the file does not hold",
             )
         if rel[7] is not None and rel[7] not in ids:
-            parsed.relations[i] = (*rel[:7], None)
+            parsed.relations[i] = (*rel[:7], None, *rel[8:])
 
 
 def _check_entities(parsed: Parsed, entities: set[str], refuse: Callable[[int, str], InvalidInput]) -> None:
@@ -608,6 +616,20 @@ def _mentioned_as(value: object, mentions: list[str]) -> dict[str, MentionGiven]
 def _conversation_key(value: object) -> str:
     if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdef" for c in value):
         raise InvalidInput(f"{str(value)[:40]!r} is not a conversation key")
+    return value
+
+
+def _said(rec: dict[str, Any], end: str) -> str | None:
+    """A relation end's name as its memory spelt it (``subject_name``/``object_name``): a spelling of that end's
+    entity, or None when the export does not give it."""
+    value = rec.get(f"{end}_name")
+    if value is None:
+        return None
+    if not isinstance(value, str) or entity_key(value) != str(rec[end]):
+        raise InvalidInput(
+            f"a relation's {end}_name must be a spelling of its {end} {str(rec[end])[:40]!r}, "
+            f"not {str(value)[:40]!r}"
+        )
     return value
 
 
@@ -829,7 +851,7 @@ def restore(
         for new, old, reason, at in parsed.supersedes:
             if new in added_ids or old in added_ids:
                 graph.restore_supersedes(tx.conn, new, old, reason, at)
-        for a, b, predicate, mid, at, valid_from, valid_to, ended_by in parsed.relations:
+        for a, b, predicate, mid, at, valid_from, valid_to, ended_by, said_a, said_b in parsed.relations:
             if mid in added_ids:
                 graph.restore_relation(
                     tx.conn,
@@ -841,6 +863,8 @@ def restore(
                     valid_from=valid_from,
                     valid_to=valid_to,
                     ended_by=ended_by,
+                    subject_name=said_a,
+                    object_name=said_b,
                 )
         for new, old, predicate, at in parsed.contradictions:
             if new in added_ids or old in added_ids:  # both are in the file, so both are in the store now

@@ -391,13 +391,24 @@ class _Resolution(_Scopes):
         )
         return self._shown(result, principal)
 
+    def _spelt(self, conn: Session, scopes: Sequence[str], name: str) -> str:
+        """``name`` as a memory in ``scopes`` spells it: itself if one does (or none names it), else the first
+        such spelling. An entity's stored name is the spelling whoever named it first gave, perhaps another
+        team ("Jonathan SMITHERS" for the reader's "jonathan smithers")."""
+        names = self.graph.names_given(conn, entity_key(name), scopes=scopes) if scopes else set()
+        return name if name in names or not names else min(names)
+
     def _shown(self, p: SameAs, principal: Principal) -> SameAs:
-        """``p`` as ``principal`` may see it: only the scopes it may read (as every other answer names them)."""
+        """``p`` as ``principal`` may see it: only the scopes it may read (as every other answer names them), and
+        each entity by a name a memory it may read gave it (``_spelt``)."""
         if principal.unrestricted:
             return p
         tree = self._tree()
         visible = tuple(s for s in p.scopes if principal.may(Level.READ, ScopeId.parse(s), tree))
-        return dataclasses.replace(p, scopes=visible)
+        scopes = [str(s) for s in readable(principal.grants or (), tree)]
+        with self.graph.read() as conn:
+            a, b = self._spelt(conn, scopes, p.a), self._spelt(conn, scopes, p.b)
+        return dataclasses.replace(p, a=a, b=b, scopes=visible)
 
     def _sees(self, conn: Session, p: SameAs, principal: Principal, level: Level) -> bool:
         """Whether ``principal`` may see (READ) or decide (WRITE) proposal ``p``: it reads the memory that

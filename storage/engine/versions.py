@@ -24,7 +24,7 @@ from storage.engine.state import (
     content_id,
     log,
 )
-from storage.engine.writes import _Writes
+from storage.engine.writes import _respell, _Writes
 from storage.enrich import Enriched, Fact, enrich, speaker_of
 from storage.enrich.reconcile import reconcile
 from storage.language.extraction import EntityLexicon, _norm, extract
@@ -102,16 +102,17 @@ class _Versions(_Writes):
                 return set()
             return {e.name for e in alone.entities}
 
-        entities = self._known_to(principal, text, found.entities, given, unaided)
+        entities, respelt = self._known_to(principal, text, found.entities, given, unaided)
         hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
         relations = list(
             dict.fromkeys(
-                r
+                _respell(r, respelt)
                 for r in (*carried, *found.relations)
                 if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
             )
         )
-        since = {(f.subject, f.predicate, f.object): f.at for f in found.facts if f.dated}
+        facts = tuple(_respell(f, respelt) for f in facts)
+        since = {(f.subject, f.predicate, f.object): f.at for f in facts if f.dated}
         vector = None if exists else [float(x) for x in self.embedder.embed([text])[0]]
 
         def intent(tx: Tx) -> AmendReceipt:

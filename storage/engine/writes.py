@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from storage.engine.state import (
     content_id,
     log,
 )
-from storage.enrich import Enriched, enrich, llm, speaker_of
+from storage.enrich import Enriched, Fact, enrich, llm, speaker_of
 from storage.enrich.near import NEAR_K, is_near, same_claim
 from storage.enrich.reconcile import Access, reconcile
 from storage.language.extraction import EntityLexicon, _norm, capitalised_spans, extract, name_key
@@ -391,16 +392,16 @@ class _Writes(_Resolution):
                 return set()
             return {e.name for e in alone.entities}
 
-        entities = self._known_to(principal, text, found.entities, given, unaided)
+        entities, respelt = self._known_to(principal, text, found.entities, given, unaided)
         # A relation whose end the principal may not learn (an alias matched from another team's memories)
         # goes with that entity: the receipt would name it.
         hidden = {e.name.casefold() for e in found.entities} - {e.name.casefold() for e in entities}
         relations = [
-            r
+            _respell(r, respelt)
             for r in found.relations
             if r.subject.casefold() not in hidden and r.object.casefold() not in hidden
         ]
-        facts = found.facts
+        facts = tuple(_respell(f, respelt) for f in found.facts)
         resolved = self._resolve(principal, entities, given, targets)
         entities = resolved.entities
         if resolved.linked:  # a name linked to a known entity: its relations and facts are that entity's
@@ -445,15 +446,17 @@ class _Writes(_Resolution):
         found: Sequence[EntityIn],
         given: Sequence[EntityIn],
         unaided: Callable[[], set[str]],
-    ) -> builtins.list[EntityIn]:
+    ) -> tuple[builtins.list[EntityIn], dict[str, str]]:
         """The extracted entities a principal with grants may see: an entity the known-entity lexicon matched
         by an alias (its name is not in the text), or a known name the text alone would not make an entity
         (lower case, one capitalised word opening a sentence), is kept only when a memory in a scope the
         principal may read mentions it, or extraction knowing no entity finds it too (``unaided``). Otherwise
         the write receipt, and the memory's entities, would reveal a name learnt from another team's memories,
-        or that another team knows a name."""
+        or that another team knows a name. A known name kept in another capitalisation than the text's, in a
+        spelling no memory the principal may read gave it (another team's), is spelt as the text spells it: the second value maps each such
+        name (case-folded) to that spelling, for the relations and facts that name it (``_respell``)."""
         if principal.unrestricted:
-            return list(found)
+            return list(found), {}
         named = {e.name.casefold() for e in given}
         # Spelled exactly as in the text (case included) and a name the text alone makes (a capitalised span),
         # a name tells the writer nothing it did not write; matched any other way (an alias, another
@@ -467,20 +470,26 @@ class _Writes(_Resolution):
             and (e.name not in text or (e.name not in spans and self.lexicon.claimants(name_key(e.name))))
         ]
         if not suspects:
-            return list(found)
+            return list(found), {}
         tree = self._tree()
         scopes = [str(s) for s in readable(principal.grants or (), tree)]
         hidden = set()
+        respelt: dict[str, str] = {}
         said = f" {_norm(text)} "
         with self.graph.read() as conn:
             for e in suspects:
                 if not scopes:
                     hidden.add(e.name)
                 elif f" {_norm(e.name)} " in said:  # another capitalisation: a readable memory must name it
-                    if not self.graph.mentioning(
-                        conn, entity_key(e.name), scopes=scopes, live_only=False, limit=1
-                    ):
+                    spellings = self.graph.names_given(conn, entity_key(e.name), scopes=scopes)
+                    if not spellings:
                         hidden.add(e.name)
+                    elif e.name not in spellings:  # stored so elsewhere: spelt as the writer's text spells it
+                        own = _as_written(text, e.name)
+                        if own is None:
+                            hidden.add(e.name)
+                        else:
+                            respelt[e.name.casefold()] = own
                 else:  # matched by an alias: one that a memory in a readable scope gave, and the text holds
                     aliases = self.graph.aliases_given(conn, entity_key(e.name), scopes=scopes)
                     if not any(f" {_norm(a)} " in said for a in aliases):
@@ -488,7 +497,12 @@ class _Writes(_Resolution):
             extra = self._other_claimants(conn, text, hidden, scopes) if hidden and scopes else []
         if hidden:  # a name the text makes an entity with no help from the lexicon is the writer's own
             hidden -= unaided()
-        return [e for e in found if e.name not in hidden] + extra
+        kept = [
+            dataclasses.replace(e, name=respelt.get(e.name.casefold(), e.name))
+            for e in found
+            if e.name not in hidden
+        ]
+        return kept + extra, respelt
 
     def _other_claimants(
         self, conn: Session, text: str, hidden: set[str], scopes: builtins.list[str]
@@ -792,3 +806,24 @@ class _Writes(_Resolution):
             self.lexicon.related(r.subject)
             self.lexicon.related(r.object)
         tx.record("add", mid)
+
+
+_Said = TypeVar("_Said", RelationIn, Fact)
+
+
+def _respell(statement: _Said, respelt: Mapping[str, str]) -> _Said:
+    """``statement`` with each end ``_known_to`` respelt (by case-folded name) in the writer's own spelling."""
+    if not respelt:
+        return statement
+    return dataclasses.replace(
+        statement,
+        subject=respelt.get(statement.subject.casefold(), statement.subject),
+        object=respelt.get(statement.object.casefold(), statement.object),
+    )
+
+
+def _as_written(text: str, name: str) -> str | None:
+    """``name`` as ``text`` writes it (another capitalisation or spacing of its words), or None if it does not."""
+    words = r"\s+".join(re.escape(w) for w in name.split())
+    found = re.search(rf"(?<!\w){words}(?!\w)", text, re.IGNORECASE)
+    return " ".join(found.group(0).split()) if found else None

@@ -76,14 +76,19 @@ def enrich(
     )
     when = event_time or (found.times[0].when.astimezone(UTC) if found.times else written_at)
 
+    mine = {_norm(e.name): e.name for e in given}
+
     def known(phrase: str) -> str | None:
-        """The entity whose name or alias is exactly ``phrase`` (lower case), if exactly one."""
+        """The entity whose name or alias is exactly ``phrase`` (lower case), if exactly one; a name the writer
+        gives is taken as it spells it (the lexicon's is the spelling whoever named it first stored)."""
         hits = [
             m.name
             for m in lexicon.match(phrase, fuzzy=False)
             if m.how in ("exact", "alias") and m.text == phrase
         ]
-        return hits[0] if len(hits) == 1 else None
+        if len(hits) != 1:
+            return None
+        return mine.get(_norm(hits[0]), hits[0])
 
     toks = tokens(content)
     sents = sentences(content, toks)

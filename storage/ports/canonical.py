@@ -90,8 +90,10 @@ class CanonicalLifecycle(Protocol):
 
 T = TypeVar("T")
 # One exported RELATES edge: subject id, object id, predicate, memory id, recorded at, valid from, valid to,
-# ended by (``export_relations``).
-RelationRow = tuple[str, str, str, str, datetime | None, datetime | None, datetime | None, str | None]
+# ended by, and the subject's and object's names as the recording memory spelt them (``export_relations``).
+RelationRow = tuple[
+    str, str, str, str, datetime | None, datetime | None, datetime | None, str | None, str | None, str | None
+]
 # What one memory gave an entity it mentions (its MENTIONS edge): the name, type and aliases it wrote.
 MentionGiven = tuple[str, str, list[str]]
 # A CONTRADICTS edge: the memory that raised the conflict, the one it conflicts with, the predicate, when.
@@ -190,6 +192,11 @@ class CanonicalReads(Protocol):
         edge records them: an alias learnt only from other scopes must not resolve for a reader of these."""
         ...
 
+    def names_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        """The names (spellings) that memories in any of ``scopes`` gave the entity (by id), as each memory's
+        MENTIONS edge records them: a spelling learnt only from other scopes must not be shown to their reader."""
+        ...
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
@@ -203,7 +210,8 @@ class CanonicalReads(Protocol):
         self, conn: Session, entity: str, *, limit: int, scopes: Sequence[str] | None = None
     ) -> list[Relation]:
         """RELATES edges touching the entity (by id) in either direction, newest first, at most ``limit`` in
-        all. Each names the memory that recorded it, whose visibility decides the edge's. With ``scopes``, only
+        all. Each names the memory that recorded it, whose visibility decides the edge's, and both its ends as
+        that memory spelt them (kept on the edge: never another scope's spelling, and no lookup per edge). With ``scopes``, only
         edges whose memory is in one of them, chosen before the ``limit`` cut: the window holds only edges the
         reader may see, so what other scopes record never pushes the reader's own out of it (docs/security.md).
         Each edge carries its memory's scope list, kept in step with the memory's in the same transaction."""
@@ -272,7 +280,10 @@ class CanonicalWrites(Protocol):
         obj: str,
         at: datetime,
         valid_from: datetime | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Record ``subject —predicate→ obj`` for the memory (its ends are entities it mentions, by name; the
+        edge keeps these spellings, which are what readers of the edge are shown)."""
+        ...
 
     def open_relations(
         self,
@@ -334,7 +345,8 @@ class CanonicalWrites(Protocol):
     def enrichment_of(self, conn: Session, memory_id: str) -> dict[str, Any] | None: ...
 
     def relation_history(self, conn: Session, memory_ids: Sequence[str]) -> list[RelationState]:
-        """Every relation the given memories recorded, with its validity. Reached through the entities each memory mentions (a relation's ends always are), so the cost does not grow with the store."""
+        """Every relation the given memories recorded, with its validity, its ends named as each memory spelt
+        them. Reached through the entities each memory mentions (a relation's ends always are), so the cost does not grow with the store."""
         ...
 
     def supersede(
@@ -382,8 +394,9 @@ class CanonicalExports(Protocol):
     def export_supersedes(self, conn: Session) -> list[tuple[str, str, str, datetime | None]]: ...
 
     def export_relations(self, conn: Session) -> list[RelationRow]:
-        """Every RELATES edge: subject id, object id, predicate, memory id, recorded at, and its validity
-        (valid from, valid to, the memory that ended it), each None when not set."""
+        """Every RELATES edge: subject id, object id, predicate, memory id, recorded at, its validity (valid
+        from, valid to, the memory that ended it), each None when not set, and the names the recording memory
+        gave its subject and object."""
         ...
 
     def export_contradictions(self, conn: Session) -> list[ContradictionRow]:
@@ -430,8 +443,11 @@ class CanonicalExports(Protocol):
         valid_from: datetime | None = None,
         valid_to: datetime | None = None,
         ended_by: str | None = None,
+        subject_name: str | None = None,
+        object_name: str | None = None,
     ) -> None:
-        """Create a RELATES edge exactly as exported, validity included."""
+        """Create a RELATES edge exactly as exported, validity and the ends' names included. A name the export
+        does not give (one written before they were kept) is the one the memory's mention of that end gave."""
         ...
 
 

@@ -234,6 +234,46 @@ async def test_read_only_token_sees_no_edit_controls_and_is_refused(store: Store
         assert await page.inner_text("#status") == "current"
 
 
+async def test_a_token_sees_relations_in_its_own_spelling_not_another_teams(store: Store) -> None:
+    """Team a stored "ZORBLAX CORPORATION"; bo's token recorded "Bo works at zorblax corporation". Bo's graph page
+    and search explanations drew the relation's end by the entity's stored name, team a's spelling."""
+    ana = await make_token(store, "ana", "team:a=w")
+    bo = await make_token(store, "bo", "team:b=w")
+    async with http_server(store, auth=True) as server, browser() as b:
+        async with as_token(server.url, ana) as client:
+            await call(
+                client,
+                "memory_write",
+                {
+                    "content": "ZORBLAX CORPORATION is hiring in Porto.",
+                    "scopes": ["team:a"],
+                    "entities": [{"name": "ZORBLAX CORPORATION", "type": "org"}],
+                },
+            )
+        async with as_token(server.url, bo) as client:
+            await call(
+                client,
+                "memory_write",
+                {
+                    "content": "Bo works at zorblax corporation.",
+                    "scopes": ["team:b"],
+                    "relations": [
+                        {"subject": "Bo", "predicate": "works_at", "object": "zorblax corporation"}
+                    ],
+                },
+            )
+        page = await (await b.new_context()).new_page()
+        await sign_in(page, server, bo)
+        for url, selector in (
+            ("/ui/graph?entity=Bo", "#graph"),
+            ("/ui/search?q=who+works+at+zorblax+corporation", "main"),
+        ):
+            await page.goto(server.base + url)
+            shown = await page.text_content(selector) or ""
+            assert "zorblax corporation" in shown, (url, shown)
+            assert "ZORBLAX" not in shown, (url, shown)
+
+
 async def test_posts_without_csrf_token_or_from_another_origin_are_refused(store: Store) -> None:
     admin = await make_token(store, "ana", "team:t=admin")
     async with http_server(store, auth=True) as server, browser() as b:

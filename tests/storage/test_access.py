@@ -332,15 +332,6 @@ def test_another_capitalisation_does_not_reveal_a_name_another_team_stored(engin
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack15b: a relation's ends are shown by the Entity node's display name (Kùzu/FalkorDB "
-    "relations() and relation_history() return b.name), which may be the spelling another team stored; the "
-    "receipt and memory.entities use the writer's own (its MENTIONS edge's) name, but memory_read's relations, "
-    "recall's paths (storage/recall/lanes/graph.py _step) and the neighbourhood view (storage/engine/explore.py) "
-    "do not. Fix: show each end by the name the recording memory gave it (its MENTIONS edge), needs a "
-    "per-edge lookup on the graph lane's path, so left for an issue",
-)
 def test_a_relation_end_is_not_shown_in_the_spelling_another_team_stored(engine: Engine) -> None:
     """Attack F5 through relations: B writes "zorblax corporation" (a relation it gives, as a calling model
     does) where A stored "ZORBLAX CORPORATION". B's receipt keeps B's spelling, but B's memory_read relations,
@@ -369,6 +360,94 @@ def test_a_relation_end_is_not_shown_in_the_spelling_another_team_stored(engine:
     ]
     assert any("zorblax corporation" in x for x in shown)
     assert not any("ZORBLAX" in x for x in shown)
+
+
+def _zorblax(engine: Engine) -> str:
+    """A stores the name as "ZORBLAX CORPORATION"; B then records a relation to it as "zorblax corporation"."""
+    engine.write(
+        "ZORBLAX CORPORATION is hiring in Porto.",
+        ["agent:a"],
+        entities=[EntityIn("ZORBLAX CORPORATION", "org")],
+        principal=A,
+    )
+    return engine.write(
+        "Bo works at zorblax corporation.",
+        ["agent:b"],
+        relations=[RelationIn("Bo", "works_at", "zorblax corporation")],
+        principal=B,
+    ).id
+
+
+def test_a_path_from_a_named_entity_does_not_start_with_another_teams_spelling(engine: Engine) -> None:
+    """B asks about the entity itself: the walk starts at it, and the path (and the reason recall gives) began
+    with the name the lexicon matched, the spelling the last team to write it stored ("Zorblax Corporation",
+    C's), not B's own."""
+    mine = _zorblax(engine)
+    engine.write(
+        "Zorblax Corporation opened an office.",
+        ["agent:c"],
+        entities=[EntityIn("Zorblax Corporation", "org")],
+        principal=principal("C", "agent:c=w"),
+    )
+    hits = engine.recall("Who works at zorblax corporation?", ["agent:b"], recipe="graph", principal=B)
+    paths = [p for h in hits for p in h.paths]
+    assert paths == ["zorblax corporation ←works_at— Bo"]
+    hood = neighbourhood(engine, memory=mine, principal=B)
+    assert {n.label for n in hood.nodes if n.kind == "entity"} == {"Bo", "zorblax corporation"}
+
+
+def test_a_name_i_wrote_before_is_not_given_back_in_another_teams_spelling(engine: Engine) -> None:
+    """Once B has named the entity itself ("zorblax corporation"), a later write of B naming it again in lower
+    case, with no entities or relations given, came back with A's stored spelling in the receipt's entities
+    and relations (the offline extractor names a known entity by the lexicon's display name, and B may know
+    the entity): B learnt how another team wrote it."""
+    _zorblax(engine)
+    later = engine.write("Cy works at zorblax corporation.", ["agent:b"], principal=B)
+    record = engine.read(later.id, principal=B)
+    shown = [*later.entities, *later.relations, *record.memory.entities, *record.relations]
+    assert "zorblax corporation" in later.entities
+    assert "Cy —works_at→ zorblax corporation" in later.relations
+    assert not any("ZORBLAX" in x for x in shown)
+
+
+def test_an_amend_does_not_carry_a_relation_over_in_another_teams_spelling(engine: Engine) -> None:
+    """amend carries the old version's relations whose ends the new text names; it took the ends' names from the
+    entities (A's "ZORBLAX CORPORATION") and gave them to the new version as its own entities, so B's new
+    version named, and its relations showed, the spelling A stored."""
+    mine = _zorblax(engine)
+    new = engine.amend(mine, "Bo still works at zorblax corporation, now remotely.", principal=B)
+    record = engine.read(new.id, principal=B)
+    shown = [*record.memory.entities, *record.relations]
+    assert any("zorblax corporation" in x for x in shown)
+    assert not any("ZORBLAX" in x for x in shown)
+
+
+def test_a_same_as_proposal_names_no_entity_in_another_teams_spelling(engine: Engine) -> None:
+    """B's write raises a SAME_AS proposal against an entity B knows as "jonathan smithers"; the listing (the
+    entities tool, `mnemograph entities list`) named it by its stored name, A's "Jonathan SMITHERS"."""
+    engine.write(
+        "Jonathan SMITHERS joined.",
+        ["agent:a"],
+        entities=[EntityIn("Jonathan SMITHERS", "person")],
+        principal=A,
+    )
+    engine.write(
+        "jonathan smithers called.",
+        ["agent:b"],
+        entities=[EntityIn("jonathan smithers", "person")],
+        principal=B,
+    )
+    raised = engine.write(
+        "Jonathon Smithers called again.",
+        ["agent:b"],
+        entities=[EntityIn("Jonathon Smithers", "person")],
+        principal=B,
+    )
+    assert raised.proposals
+    listed = engine.entity_proposals("all", principal=B)
+    assert {(p.a, p.b) for p in listed} == {("Jonathon Smithers", "jonathan smithers")}
+    decided = engine.decide_proposal(listed[0].id, "reject", principal=B)
+    assert (decided.a, decided.b) == ("Jonathon Smithers", "jonathan smithers")
 
 
 def test_amending_to_another_teams_words_opens_nothing_of_theirs(engine: Engine) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, EntityIn, InvalidInput, RelationIn
 from storage.adapters.kuzu._cypher import _rows as kuzu_rows
 from storage.domain.models import MessageIn
@@ -911,3 +912,41 @@ def test_a_scope_export_keeps_a_version_whose_newer_one_it_leaves_out_out_of_cur
         assert back.retired_at == superseded_at  # when it was superseded, not when it was imported
         assert back.valid_to == was.valid_to
         assert [m.id for m in copy.list("team:x", include_retired=True).items] == [old.id]
+
+
+def test_a_relation_keeps_its_memorys_spelling_of_its_ends_through_export_and_import(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A relation's ends are shown as the memory that recorded it spelt them, never in the spelling another team
+    stored for the entity (docs/security.md). A restored store keeps that, from this release's exports and from
+    older ones (no names on their relation lines: the memory's mentions give them); a name that is not a
+    spelling of its end is refused, naming the line."""
+    b = Principal("B", client="tests", grants=(Grant.parse("agent:b=w"),))
+    engine.write(
+        "ZORBLAX CORPORATION is hiring.", ["agent:a"], entities=[EntityIn("ZORBLAX CORPORATION", "org")]
+    )
+    mine = engine.write(
+        "Bo works at zorblax corporation.",
+        ["agent:b"],
+        relations=[RelationIn("Bo", "works_at", "zorblax corporation")],
+        principal=b,
+    ).id
+    assert engine.read(mine, principal=b).relations == ("Bo —works_at→ zorblax corporation [? → open]",)
+    buf = io.StringIO()
+    engine.export(buf)
+    lines = buf.getvalue().splitlines()
+    n = next(i for i, raw in enumerate(lines, 1) if json.loads(raw)["type"] == "relation")
+    rec = json.loads(lines[n - 1])
+    older = {k: x for k, x in rec.items() if k not in ("subject_name", "object_name")}
+    for name, record in (("this", rec), ("older", older)):
+        changed = [*lines[: n - 1], json.dumps(record), *lines[n:]]
+        Engine.import_export(tmp_path / name, io.StringIO("\n".join(changed) + "\n"), embedder=embedder)
+        with Engine.open(tmp_path / name, embedder=embedder, warm=False) as copy:
+            assert copy.read(mine, principal=b).relations == ("Bo —works_at→ zorblax corporation [? → open]",)
+            paths = [p for h in copy.recall("Where does Bo work?", ["agent:b"], recipe="graph", principal=b)
+                     for p in h.paths]  # fmt: skip
+            assert paths == ["Bo —works_at→ zorblax corporation"]
+    hostile = [*lines[: n - 1], json.dumps({**rec, "object_name": "Acme"}), *lines[n:]]
+    with pytest.raises(InvalidInput, match=f"line {n}: .*object_name must be a spelling"):
+        Engine.import_export(tmp_path / "hostile", io.StringIO("\n".join(hostile) + "\n"), embedder=embedder)
+    assert not (tmp_path / "hostile").exists()

@@ -329,3 +329,35 @@ def test_relations_written_before_they_carried_scopes_are_walked_after_an_upgrad
         assert path in graph(again, "Which country is Hotel Aria in?")[IN_COUNTRY]
     finally:
         again.close()
+
+
+def test_relations_written_before_they_carried_their_ends_names_show_the_writers_spelling_after_an_upgrade(
+    engine: Engine, data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """A data directory whose RELATES edges predate the names their memory gave their ends (no such columns):
+    opening it adds them, filled from each memory's mentions, so B's relation to an entity A stored as
+    "ZORBLAX CORPORATION" is shown to B as B wrote it, not in A's spelling (docs/security.md)."""
+    bo = Principal("bo", client="tests", grants=(Grant.parse("user:bo=w"),))
+    engine.write(
+        "ZORBLAX CORPORATION is hiring.", ["user:ana"], entities=[EntityIn("ZORBLAX CORPORATION", "org")]
+    )
+    mine = engine.write(
+        "Bo works at zorblax corporation.",
+        ["user:bo"],
+        relations=[RelationIn("Bo", "works_at", "zorblax corporation")],
+        principal=bo,
+    ).id
+    engine.close()
+    db = kuzu.Database(str(data_dir / "graph" / "graph-000001.kz"))
+    conn = kuzu.Connection(db)
+    for column in ("subject_name", "object_name"):  # as a release before this one made the table
+        conn.execute(f"ALTER TABLE RELATES DROP {column}")
+    conn.close()
+    db.close()
+    again = Engine.open(data_dir, embedder=embedder, warm=False)
+    try:
+        assert again.read(mine, principal=bo).relations == ("Bo —works_at→ zorblax corporation [? → open]",)
+        hits = again.recall("Who works at zorblax corporation?", ["user:bo"], recipe="graph", principal=bo)
+        assert [p for h in hits for p in h.paths] == ["zorblax corporation ←works_at— Bo"]
+    finally:
+        again.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from falkordb import FalkorDB  # type: ignore[import-untyped]
 
+from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, EntityIn, RelationIn, WriteItem
 from storage.adapters.falkordb import FalkorStore
 from storage.adapters.falkordb import local as falkordb_local
@@ -464,6 +465,36 @@ def test_relations_written_before_they_carried_scopes_are_walked_after_an_upgrad
     try:
         hits = b.recall("Which country is Hotel Aria in?", ["user:ana"], recipe="graph")
         assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in {p for h in hits for p in h.paths}
+    finally:
+        b.close()
+
+
+def test_relations_written_before_they_carried_their_ends_names_show_the_writers_spelling_after_an_upgrade(
+    falkordb: falkordb_local.LocalServer, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A shared graph whose RELATES edges predate the names their memory gave their ends: the first node opened
+    on it fills them in from each memory's mentions, so B's relation to an entity A stored as "ZORBLAX
+    CORPORATION" is shown to B as B wrote it, not in A's spelling (docs/security.md)."""
+    bo = Principal("bo", client="tests", grants=(Grant.parse("user:bo=w"),))
+    url = falkordb.url("names")
+    a = Engine.open(tmp_path / "a", embedder=embedder, warm=False, canonical=url)
+    a.write("ZORBLAX CORPORATION is hiring.", ["user:ana"], entities=[EntityIn("ZORBLAX CORPORATION", "org")])
+    mine = a.write(
+        "Bo works at zorblax corporation.",
+        ["user:bo"],
+        relations=[RelationIn("Bo", "works_at", "zorblax corporation")],
+        principal=bo,
+    ).id
+    a.close()
+    graph = FalkorDB(host="127.0.0.1", port=falkordb.port).select_graph("names")
+    graph.query(
+        "MATCH ()-[r:RELATES]->() SET r.subject_name = NULL, r.object_name = NULL"
+    )  # an older release
+    b = Engine.open(tmp_path / "b", embedder=embedder, warm=False, canonical=url)
+    try:
+        assert b.read(mine, principal=bo).relations == ("Bo —works_at→ zorblax corporation [? → open]",)
+        hits = b.recall("Who works at zorblax corporation?", ["user:bo"], recipe="graph", principal=bo)
+        assert [p for h in hits for p in h.paths] == ["zorblax corporation ←works_at— Bo"]
     finally:
         b.close()
 

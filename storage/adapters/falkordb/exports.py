@@ -76,7 +76,7 @@ class _Exports(_Writes):
     def export_relations(self, conn: Session) -> list[RelationRow]:
         rows = session(conn).rows(
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) RETURN a.id, b.id, r.predicate, r.memory_id, r.recorded_at, "
-            "r.valid_from, r.valid_to, r.ended_by"
+            "r.valid_from, r.valid_to, r.ended_by, r.subject_name, r.object_name"
         )
         return relation_rows(rows, utc)
 
@@ -166,13 +166,20 @@ class _Exports(_Writes):
         valid_from: datetime | None = None,
         valid_to: datetime | None = None,
         ended_by: str | None = None,
+        subject_name: str | None = None,
+        object_name: str | None = None,
     ) -> None:
         session(conn).add(
-            # Its memory is imported before it; the edge carries the memory's scope list, as ``relate`` does.
+            # Its memory is imported before it; the edge carries the memory's scope list, as ``relate`` does,
+            # and the ends' names as exported, else (an older export) as the memory's mentions of them gave them.
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}), (m:Memory {id: $m}) "
+            "OPTIONAL MATCH (m)-[ma:MENTIONS]->(a) OPTIONAL MATCH (m)-[mb:MENTIONS]->(b) "
             "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
-            "valid_to: $vt, ended_by: $by, scopes: m.scopes}]->(b)",
+            "valid_to: $vt, ended_by: $by, scopes: m.scopes, subject_name: coalesce($sname, ma.name, a.name), "
+            "object_name: coalesce($oname, mb.name, b.name)}]->(b)",
             {
+                "sname": subject_name,
+                "oname": object_name,
                 "a": subject,
                 "b": obj,
                 "p": predicate,

@@ -207,6 +207,14 @@ class _Reads:
         )
         return {a for (aliases,) in rows for a in aliases or ()}
 
+    def names_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = session(conn).rows(
+            f"MATCH (e:Entity {{id: $e}})<-[r:MENTIONS]-(m:Memory) WHERE {_SHARES} "
+            "AND r.name IS NOT NULL RETURN DISTINCT r.name",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {name for (name,) in rows}
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
@@ -243,12 +251,13 @@ class _Reads:
             shares, params["ss"] = "WHERE any(x IN r.scopes WHERE x IN $ss) ", list(dict.fromkeys(scopes))
         rows = session(conn).rows(
             f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}"
-            "RETURN r.predicate, r.memory_id, b.id, b.name, ID(startNode(r)) = ID(a), r.scopes "
-            "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
+            "RETURN r.predicate, r.memory_id, b.id, ID(startNode(r)) = ID(a), r.scopes, r.subject_name, "
+            "r.object_name ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
             params,
         )
         return [
-            Relation(p, mid, bid, bname, bool(out), tuple(ss or ())) for p, mid, bid, bname, out, ss in rows
+            Relation(p, mid, bid, on if out else sn, bool(out), tuple(ss or ()), sn if out else on)
+            for p, mid, bid, out, ss, sn, on in rows
         ]
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:

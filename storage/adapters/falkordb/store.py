@@ -155,6 +155,18 @@ class FalkorStore(_Conversations):
                     "MATCH ()-[r:RELATES]->() WHERE r.scopes IS NULL "
                     "MATCH (m:Memory {id: r.memory_id}) SET r.scopes = m.scopes"
                 )
+        # RELATES edges written before they carried their ends' names as the recording memory spelt them get
+        # them, once, from that memory's mentions of its ends (else, none being known, the entity's own name).
+        if self._graph.ro_query(
+            "MATCH ()-[r:RELATES]->() WHERE r.object_name IS NULL RETURN r LIMIT 1"
+        ).result_set:
+            with self._turn():
+                self._graph.query(
+                    "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.object_name IS NULL "
+                    "OPTIONAL MATCH (:Memory {id: r.memory_id})-[ma:MENTIONS]->(a) "
+                    "OPTIONAL MATCH (:Memory {id: r.memory_id})-[mb:MENTIONS]->(b) "
+                    "SET r.subject_name = coalesce(ma.name, a.name), r.object_name = coalesce(mb.name, b.name)"
+                )
         for query in ("CREATE (:Counter {name: 'changes', value: 0})",):
             # Created once, with the schema: a MERGE of it in the write path races (see append_changes).
             if not self._graph.ro_query("MATCH (q:Counter {name: 'changes'}) RETURN q.value").result_set:

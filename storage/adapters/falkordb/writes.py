@@ -119,10 +119,12 @@ class _Writes(_Reads):
             # The memory is written first in the same transaction; the edge carries its scope list.
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}), (m:Memory {id: $m}) "
             "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
-            "scopes: m.scopes}]->(b)",
+            "scopes: m.scopes, subject_name: $sname, object_name: $oname}]->(b)",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),
+                "sname": subject,
+                "oname": obj,
                 "p": predicate,
                 "m": memory_id,
                 "at": at,
@@ -157,7 +159,7 @@ class _Writes(_Reads):
             f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate IN $ps AND r.valid_to IS NULL{other} "
             f"{'WITH r, b ORDER BY r.recorded_at DESC ' if cut else ''}{cut}"
             f"MATCH (m:Memory {{id: r.memory_id}}) WHERE {LIVE} "
-            "RETURN r.predicate, b.id, b.name, r.memory_id, r.valid_from, r.recorded_at, m.scopes "
+            "RETURN r.predicate, b.id, r.object_name, r.memory_id, r.valid_from, r.recorded_at, m.scopes "
             "ORDER BY r.recorded_at",
             params,
         )
@@ -272,7 +274,8 @@ class _Writes(_Reads):
         rows = session(conn).rows(
             "UNWIND $ids AS i MATCH (m:Memory {id: i})-[:MENTIONS]->(a:Entity)-[r:RELATES]->(b:Entity) "
             "WHERE r.memory_id = i "
-            "RETURN DISTINCT ID(r), i, a.name, r.predicate, b.name, r.valid_from, r.valid_to, r.ended_by",
+            "RETURN DISTINCT ID(r), i, r.subject_name, r.predicate, r.object_name, r.valid_from, r.valid_to, "
+            "r.ended_by",
             {"ids": list(dict.fromkeys(memory_ids))},
         )
         out: dict[int, RelationState] = {}

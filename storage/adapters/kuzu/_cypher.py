@@ -65,13 +65,16 @@ def _schema(dim: int) -> list[str]:
         # ``scopes``: the recording memory's scope list, kept in step with it (the graph lane's window is chosen
         # among the edges a reader may see). Stores made before it get the column at open (``GraphStore``).
         "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "
-        "recorded_at TIMESTAMP, scopes STRING[])",
+        "recorded_at TIMESTAMP, scopes STRING[], subject_name STRING, object_name STRING)",
         # Write-time reconciliation (storage.enrich.reconcile): a relation's validity, closed by the memory
         # that ended it; and CONTRADICTS between memories whose statements conflict. Added in place to
         # stores created before them (the columns read NULL there: open, as those relations were).
         "ALTER TABLE RELATES ADD IF NOT EXISTS valid_from TIMESTAMP",
         "ALTER TABLE RELATES ADD IF NOT EXISTS valid_to TIMESTAMP",
         "ALTER TABLE RELATES ADD IF NOT EXISTS ended_by STRING",
+        # ``subject_name``/``object_name``: the ends as the recording memory spelt them, shown to readers of the
+        # edge instead of the Entity's display name (which may be another scope's spelling). Stores made before
+        # them get the columns, filled from the memory's mentions, at open (``GraphStore``).
         "CREATE REL TABLE IF NOT EXISTS CONTRADICTS(FROM Memory TO Memory, predicate STRING, at TIMESTAMP)",
         # The outcome of the optional LLM enrichment of a memory (never its content): shown by memory_read.
         "CREATE NODE TABLE IF NOT EXISTS Enrichment(id STRING PRIMARY KEY, status STRING, detail STRING, "

@@ -292,6 +292,18 @@ class _Reads:
         )
         return {a for (aliases,) in rows for a in aliases or ()}
 
+    def names_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
+        rows = _rows(
+            conn,
+            # Entity first, then WITH, as in ``aliases_given``: only the entity's mentions are read.
+            "MATCH (e:Entity {id: $e})<-[r:MENTIONS]-(m:Memory) WITH r, m "
+            "WHERE r.name IS NOT NULL "
+            "AND size(list_distinct(list_concat(m.scopes, $ss))) < size(m.scopes) + size($ss) "
+            "RETURN DISTINCT r.name",
+            {"e": entity, "ss": list(dict.fromkeys(scopes))},
+        )
+        return {name for (name,) in rows}
+
     def visible_among(
         self, conn: Session, entity: str, ids: Sequence[str], *, scopes: Sequence[str], now: datetime
     ) -> set[str]:
@@ -324,14 +336,20 @@ class _Reads:
             conn,
             # The direction comes from the edge's own source: in an undirected match Kùzu 0.11's START_NODE(r)
             # names the bound end (``a``), whichever way the edge points.
-            f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}RETURN r, ID(a), b.id, b.name "
+            f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}RETURN r, ID(a), b.id "
             "ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
             params,
         )
-        return [
-            Relation(r["predicate"], r["memory_id"], bid, bname, r["_src"] == a, tuple(r["scopes"] or ()))
-            for r, a, bid, bname in rows
-        ]
+        out = []
+        for r, a, bid in rows:
+            outgoing = r["_src"] == a
+            own, other = (
+                (r["subject_name"], r["object_name"]) if outgoing else (r["object_name"], r["subject_name"])
+            )
+            out.append(
+                Relation(r["predicate"], r["memory_id"], bid, other, outgoing, tuple(r["scopes"] or ()), own)
+            )
+        return out
 
     def projection_rows(self, conn: Session, ids: Iterable[str] | None = None) -> dict[str, ProjectionRow]:
         """What the projections need of the given memories (of every memory when ``ids`` is None)."""

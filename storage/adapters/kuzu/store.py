@@ -193,6 +193,7 @@ class GraphStore(_Exports, _Conversations):
             self._writer.execute(stmt)
         self._add_mention_columns()
         self._add_relation_scopes()
+        self._add_relation_names()
 
     def _add_mention_columns(self) -> None:
         """Give MENTIONS edges of a store written before they carried what each memory gave the entity the
@@ -218,6 +219,31 @@ class GraphStore(_Exports, _Conversations):
         self._writer.execute(
             "MATCH (:Entity)-[r:RELATES]->(:Entity) WITH r MATCH (m:Memory) WHERE m.id = r.memory_id "
             "SET r.scopes = m.scopes"
+        )
+
+    def _add_relation_names(self) -> None:
+        """Give RELATES edges of a store written before they carried their ends' names as the recording memory
+        spelt them the columns, filled from that memory's mentions of its ends (once: a join over every
+        mention). An end the memory's mentions do not name (none is known) keeps the entity's own name."""
+        columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('RELATES') RETURN *")}
+        if "object_name" in columns:
+            return
+        for column in ("subject_name", "object_name"):
+            if column not in columns:
+                self._writer.execute(f"ALTER TABLE RELATES ADD {column} STRING")  # fixed names only
+        # One end at a time: the cycle through both mentions of one memory in one pattern crashed Kùzu 0.11
+        # (a segmentation fault on a 3,000-memory store).
+        self._writer.execute(
+            "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = m.id "
+            "SET r.subject_name = x.name"
+        )
+        self._writer.execute(
+            "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)<-[r:RELATES]-(:Entity) WHERE r.memory_id = m.id "
+            "SET r.object_name = x.name"
+        )
+        self._writer.execute(
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.subject_name IS NULL OR r.object_name IS NULL "
+            "SET r.subject_name = coalesce(r.subject_name, a.name), r.object_name = coalesce(r.object_name, b.name)"
         )
 
     def _check_meta(self, embedder_name: str, dim: int) -> None:

@@ -203,10 +203,12 @@ class _Writes(_Reads):
             # The memory is written first in the same transaction; the edge carries its scope list.
             "MATCH (a:Entity {id: $a}), (b:Entity {id: $b}), (m:Memory {id: $m}) "
             "CREATE (a)-[:RELATES {predicate: $p, memory_id: $m, recorded_at: $at, valid_from: $vf, "
-            "scopes: m.scopes}]->(b)",
+            "scopes: m.scopes, subject_name: $sname, object_name: $oname}]->(b)",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),
+                "sname": subject,
+                "oname": obj,
                 "p": predicate,
                 "m": memory_id,
                 "at": at,
@@ -245,7 +247,7 @@ class _Writes(_Reads):
             rows = _rows(
                 conn,
                 f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL{other} "
-                f"RETURN b.id, b.name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at{cut}",
+                f"RETURN b.id, r.object_name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at{cut}",
                 params,
             )
             if newest is not None:
@@ -426,7 +428,7 @@ class _Writes(_Reads):
             rows = _rows(
                 conn,
                 "MATCH (m:Memory {id: $m})-[:MENTIONS]->(a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id = $m "
-                "RETURN ID(r), a.name, r.predicate, b.name, r.valid_from, r.valid_to, r.ended_by",
+                "RETURN ID(r), r.subject_name, r.predicate, r.object_name, r.valid_from, r.valid_to, r.ended_by",
                 {"m": mid},
             )
             for rid, a, p, b, vf, vt, by in rows:

@@ -31,9 +31,13 @@ from storage.recall.query import Found, Query, visible
 from storage.recall.recipes import GraphRule, Recipe
 
 
-def _step(path: str, r: Relation) -> str:
+def _step(path: str | None, r: Relation) -> str:
+    """``path`` extended by the edge ``r``; a path starting at a seed (None) starts with the seed as the edge's
+    memory spelt it. Each end is named as a memory the reader may see spelt it, never by the entity's display
+    name, which may be the spelling another scope stored (docs/security.md)."""
+    start = r.own_name if path is None else path
     return (
-        f"{path} —{r.predicate}→ {r.other_name}" if r.outgoing else f"{path} ←{r.predicate}— {r.other_name}"
+        f"{start} —{r.predicate}→ {r.other_name}" if r.outgoing else f"{start} ←{r.predicate}— {r.other_name}"
     )
 
 
@@ -180,7 +184,8 @@ class GraphLane:
             [e for e, n in seeds.items() if rule.hops and self.lexicon.relations(n)],
         )
         visited = set(seeds)
-        frontier = dict(seeds)  # entity id -> the path that reached it (a seed's is its own name)
+        # entity id -> the path that reached it; a seed's is None (each edge from it names it as its memory did)
+        frontier: dict[str, str | None] = dict.fromkeys(seeds)
         for hop in range(1, rule.hops + 1):
             # Edges back to an entity an earlier hop reached say nothing new.
             edges = [
@@ -193,7 +198,7 @@ class GraphLane:
             # facts, most entities have some, and following fanout edges from each of max_entities entities
             # cost a record fetch per edge (160 store queries and 150 ms a recall at 3,000 memories).
             seen = self._visible(conn, q, edges, seen_mentions)
-            nxt: dict[str, str] = {}
+            nxt: dict[str, str | None] = {}
             for _, path, r in edges:
                 if r.memory_id not in seen:
                     continue
@@ -311,7 +316,7 @@ class GraphLane:
         self,
         conn: Session,
         q: Query,
-        edges: list[tuple[str, str, Relation]],
+        edges: list[tuple[str, str | None, Relation]],
         seen_mentions: dict[str, set[str]],
     ) -> set[str]:
         """Ids of the memories recording ``edges`` that the query may see (``recall.visible``). A current-view

@@ -226,6 +226,60 @@ def test_aliases_given_are_those_of_mentions_in_the_scopes_asked(
         assert canonical.aliases_given(s, key, scopes=["team:none"]) == set()
 
 
+def test_names_given_are_those_of_mentions_in_the_scopes_asked(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``names_given`` answers from the MENTIONS edges of memories in the given scopes only: the spelling another
+    team stored for an entity is not one its reader was given."""
+    _insert(
+        canonical,
+        embedder,
+        "ZORBLAX CORPORATION is hiring.",
+        ["team:a"],
+        1,
+        (EntityIn("ZORBLAX CORPORATION"),),
+    )
+    _insert(
+        canonical, embedder, "We met zorblax corporation.", ["team:b"], 2, (EntityIn("zorblax corporation"),)
+    )
+    with canonical.read() as s:
+        key = "zorblax corporation"
+        assert canonical.names_given(s, key, scopes=["team:b"]) == {"zorblax corporation"}
+        assert canonical.names_given(s, key, scopes=["team:a", "team:b"]) == {
+            "ZORBLAX CORPORATION",
+            "zorblax corporation",
+        }
+        assert canonical.names_given(s, key, scopes=["team:none"]) == set()
+
+
+def test_a_relations_ends_are_named_as_its_memory_spelt_them(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``relations``, ``relation_history`` and ``open_relations`` name each end as the recording memory spelt it
+    (kept on the edge), not by the entity's stored name, which may be another team's spelling."""
+    _insert(
+        canonical,
+        embedder,
+        "ZORBLAX CORPORATION is hiring.",
+        ["team:a"],
+        1,
+        (EntityIn("ZORBLAX CORPORATION"),),
+    )
+    mid = _insert(canonical, embedder, "Bo works at zorblax corporation.", ["team:b"], 2,
+                  (EntityIn("Bo"), EntityIn("zorblax corporation")))  # fmt: skip
+    with canonical.transaction() as tx:
+        canonical.relate(tx, mid, "Bo", "works_at", "zorblax corporation", T0)
+    with canonical.read() as s:
+        (out,) = canonical.relations(s, "bo", limit=5, scopes=["team:b"])
+        (back,) = canonical.relations(s, "zorblax corporation", limit=5)
+        (state,) = canonical.relation_history(s, [mid])
+        (open_,) = canonical.open_relations(s, "Bo", ["works_at"])
+    assert (out.own_name, out.other_name, out.outgoing) == ("Bo", "zorblax corporation", True)
+    assert (back.own_name, back.other_name, back.outgoing) == ("zorblax corporation", "Bo", False)
+    assert (state.subject, state.object) == ("Bo", "zorblax corporation")
+    assert open_.object_name == "zorblax corporation"
+
+
 def test_aliases_merge_into_an_existing_entity_write_after_write(
     canonical: CanonicalStore, embedder: CachedEmbedder
 ) -> None:
