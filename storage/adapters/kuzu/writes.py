@@ -558,7 +558,7 @@ class _Writes(_Reads):
                 # moment. (``superseded_by`` is likewise set only with the edge, so this reaches every one.)
                 _exec(
                     conn,
-                    _RETIRE_OLDER.format(start="MATCH (n:Memory {id: $id})"),
+                    _RETIRE_OLDER,
                     {"id": mid, "ids": ids, "why": _NEWER_ERASED},
                 )
             for mid in ids:
@@ -568,7 +568,10 @@ class _Writes(_Reads):
             _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
             _exec(
                 conn,
-                _RETIRE_OLDER.format(start="MATCH (n:Memory) WHERE n.id IN $ids WITH n"),
+                # (Written out: a ``WITH n MATCH (n)-...`` form of it crashes Kùzu 0.11's planner.)
+                "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids AND NOT o.id IN $ids "
+                "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
+                "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL",
                 {"ids": ids, "why": _NEWER_ERASED},
             )
             _exec(
@@ -665,7 +668,7 @@ class _Writes(_Reads):
 _RELATED = "MATCH (:Entity {id: $id})-[:RELATES]-() RETURN count(*)"
 # The older versions of a deleted memory ``n`` that stay (not deleted with it): no longer superseded, retired.
 _RETIRE_OLDER = (
-    "{start} MATCH (n)-[r:SUPERSEDES]->(o:Memory) WHERE NOT o.id IN $ids "
+    "MATCH (n:Memory {id: $id})-[r:SUPERSEDES]->(o:Memory) WHERE NOT o.id IN $ids "
     "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
     "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL"
 )
