@@ -74,7 +74,7 @@ class MemoryWriteIn(WireModel):
         "existing memory's id with status 'folded'. Use 'fold' when you only restate something that may be "
         "remembered already (e.g. saving what the user said again); 'report' when you want to know what is "
         "already there; 'store' when your wording adds or changes anything. A negated, hypothetical, differently dated or "
-        "numbered statement is never a near-duplicate.",
+        "numbered statement is never a near-duplicate, nor is a memory of another kind, event_time or valid_to, or one you say held from an earlier valid_from.",
     )
 
 

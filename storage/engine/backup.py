@@ -11,9 +11,9 @@
   takes back exactly that. Read in one read-only transaction: consistent while writes go on.
 - ``import``: into an empty data directory only. The whole file is validated before anything is written; ids,
   times, versions and statuses are kept exactly (re-asserted content keeps its salted id); vectors are taken
-  from the file when it has them for the same model, else the content is embedded again. A link, a model
-  pass's record or a proposal naming a memory or an entity the file does not hold, or a proposal id given to
-  two pairs of entities, refuses the file, naming the line. Files written before ``conversation`` lines and
+  from the file when it has them for the same model, else the content is embedded again. A link, a version
+  link, a relation, a model pass's record or a proposal naming a memory or an entity the file does not hold,
+  versions that loop, or a proposal id given to two pairs of entities, refuses the file, naming the line. Files written before ``conversation`` lines and
   ``mentioned_as`` were kept import as before (messages placed by their metadata; mentions take the entity).
 - ``snapshot`` (``mnemograph backup DIR``): pauses writes for the copy, checkpoints Kùzu and copies the graph,
   both projections and their watermarks as they are at one change sequence. The copy opens as a data directory.
@@ -73,6 +73,7 @@ class Source(Protocol):
 
 FORMAT = 1
 IMPORT_BATCH = 500
+NEWER_NOT_EXPORTED = "its newer version is in a scope this export leaves out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +204,13 @@ def export(
                     name, etype, aliases = _as_told(told.get(eid), name, etype, aliases)
                 line({"type": "entity", "id": eid, "name": name, "entity_type": etype, "aliases": aliases})
                 counts["entities"] += 1
+        superseded_at = {old: at for _new, old, _reason, at in graph.export_supersedes(conn)}
         for m in memories:
+            if m["superseded_by"] is not None and m["superseded_by"] not in kept and m["retired_at"] is None:
+                # Its newer version is outside the exported scopes: without it the memory would come back
+                # current. Retired when it was superseded, as a version whose newer one is erased is.
+                m["retired_at"] = superseded_at.get(m["id"]) or m["valid_to"] or m["recorded_at"]
+                m["retire_reason"] = NEWER_NOT_EXPORTED
             for key in ("supersedes", "superseded_by"):
                 if m[key] is not None and m[key] not in kept:
                     m[key] = None  # a version outside the exported scopes
@@ -230,7 +237,8 @@ def export(
                         valid_from
                     ),  # a relation's validity: without it, an ended one reopens
                     "valid_to": _time(valid_to),
-                    "ended_by": ended_by,
+                    # What ended it, when the file holds it: another scope's memory's id is not this scope's.
+                    "ended_by": ended_by if ended_by in kept else None,
                 }
             )
             counts["relations"] += 1
@@ -394,15 +402,17 @@ def parse(lines: Iterator[str]) -> Parsed:
                 if rec.get("mentioned_as") is not None:  # absent from exports written before it was kept
                     parsed.given[mid] = _mentioned_as(rec["mentioned_as"], parsed.memories[-1][3])
             elif kind == "supersedes":
+                parsed.lines.setdefault(("supersedes", str(len(parsed.supersedes))), n)
                 parsed.supersedes.append(
                     (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
                 )
             elif kind == "relation":
+                parsed.lines.setdefault(("relation", str(len(parsed.relations))), n)
                 parsed.relations.append(
                     (
                         str(rec["subject"]),
                         str(rec["object"]),
-                        str(rec["predicate"]),
+                        _predicate(rec.get("predicate")),
                         _id(rec["memory_id"]),
                         _req_time(rec["recorded_at"]),
                         # Exports written before these were kept have none: the relation stays open.
@@ -453,6 +463,7 @@ def parse(lines: Iterator[str]) -> Parsed:
     def refuse(n: int, what: str) -> InvalidInput:
         return InvalidInput(f"line {n}: {what}", hint="nothing was imported")
 
+    _check_versions(parsed, ids, refuse)
     for new, old, _p, _at in parsed.contradictions:
         n = parsed.lines[("contradiction", " ".join((new, old, _p)))]
         if missing := [m for m in (new, old) if m not in ids]:
@@ -471,19 +482,21 @@ def parse(lines: Iterator[str]) -> Parsed:
             )
     # A version pointer comes with its SUPERSEDES edge, as the store writes them (``supersede``): erasing a
     # version finds the pointers to clear along that edge, so a pointer without one would keep an erased id.
+    # (``_check_versions`` made sure each names a memory the file holds.)
     edges = {(new, old) for new, old, _r, _at in parsed.supersedes}
     for m, *_ in parsed.memories:
         for key, pointer, edge in (
             ("supersedes", m.supersedes, (m.id, m.supersedes)),
             ("superseded_by", m.superseded_by, (m.superseded_by, m.id)),
         ):
-            if pointer is not None and (pointer not in ids or edge not in edges):
+            if pointer is not None and edge not in edges:
                 raise refuse(
                     parsed.lines[("memory", m.id)],
                     f"memory {m.id}'s {key} names {pointer}, but the file holds no supersedes record joining "
                     "those two versions (an export writes one for every version pointer it keeps)",
                 )
     entities = {eid for eid, *_ in parsed.entities}
+    _check_entities(parsed, entities, refuse)
     first: dict[str, tuple[int, frozenset[str]]] = {}
     for n, p in zip(parsed.proposal_lines, parsed.proposals, strict=True):
         pair = frozenset((entity_key(p.a), entity_key(p.b)))
@@ -509,6 +522,66 @@ def parse(lines: Iterator[str]) -> Parsed:
                 hint="nothing was imported",
             )
     return parsed
+
+
+def _check_versions(parsed: Parsed, ids: set[str], refuse: Callable[[int, str], InvalidInput]) -> None:
+    """Version links and relations name memories the file holds (an export leaves out those outside it), and no
+    chain of versions comes back to where it started. A relation ended by a memory the file does not hold (an
+    export of one scope, written before it left that id out) stays ended, by nothing named."""
+    newer: dict[str, str] = {}
+    for m, *_ in parsed.memories:
+        n = parsed.lines[("memory", m.id)]
+        for key, other in (("supersedes", m.supersedes), ("superseded_by", m.superseded_by)):
+            if other == m.id:
+                raise refuse(n, f"memory {m.id} is said to supersede itself ({key})")
+            if other is not None and other not in ids:
+                raise refuse(n, f"memory {m.id}'s {key} names memory {other}, which the file does not hold")
+        if m.superseded_by is not None:
+            newer[m.id] = m.superseded_by
+    for m, *_ in parsed.memories:
+        seen, cur = {m.id}, newer.get(m.id)
+        while cur is not None:
+            if cur in seen:
+                raise refuse(parsed.lines[("memory", m.id)], f"memory {m.id}'s versions come back to it")
+            seen.add(cur)
+            cur = newer.get(cur)
+    for i, (new, old, _reason, _at) in enumerate(parsed.supersedes):
+        n = parsed.lines[("supersedes", str(i))]
+        if new == old:
+            raise refuse(n, f"memory {new} is said to supersede itself")
+        if missing := [x for x in (new, old) if x not in ids]:
+            raise refuse(n, f"a version link names memory {missing[0]}, which the file does not hold")
+        if newer.get(old) != new:
+            # Every version edge is written with its older memory's pointer: an edge without one would chain
+            # two memories that are not versions of each other (erasing one would erase the other).
+            raise refuse(
+                n, f"memory {old} is not said to be superseded by {new} (its superseded_by says otherwise)"
+            )
+    for i, rel in enumerate(parsed.relations):
+        if rel[3] not in ids:
+            raise refuse(
+                parsed.lines[("relation", str(i))],
+                f"a relation names memory {rel[3]}, which the file does not hold",
+            )
+        if rel[7] is not None and rel[7] not in ids:
+            parsed.relations[i] = (*rel[:7], None)
+
+
+def _check_entities(parsed: Parsed, entities: set[str], refuse: Callable[[int, str], InvalidInput]) -> None:
+    """A memory's mentions and a relation's ends are entities the file holds (an export writes every one it
+    names): one it does not hold was dropped on the way in without a word."""
+    for m, _vec, _added, mentions in parsed.memories:
+        if unknown := [e for e in mentions if e not in entities]:
+            raise refuse(
+                parsed.lines[("memory", m.id)],
+                f"memory {m.id} mentions entity {unknown[0][:40]!r}, which the file does not hold",
+            )
+    for i, (a, b, *_rest) in enumerate(parsed.relations):
+        if unknown := [e for e in (a, b) if e not in entities]:
+            raise refuse(
+                parsed.lines[("relation", str(i))],
+                f"a relation names entity {unknown[0][:40]!r}, which the file does not hold",
+            )
 
 
 def _scope(value: object) -> ScopeId:

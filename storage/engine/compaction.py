@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
@@ -27,7 +28,7 @@ MIN_FREE_BYTES = 32 << 20
 # ... and they are at least this share of the file: the rewrite's cost (proportional to the store) is then paid
 # at most once per this much growth of waste, and a store that churns a little never rewrites.
 MIN_FREE_SHARE = 1 / 3
-# Checkpoint first when the log holds at least this much (Kùzu checkpoints on its own at 16 MiB).
+# Checkpoint first when the log holds at least this much (the store folds it after a commit at 16 MiB).
 CHECKPOINT_LOG_BYTES = 1 << 20
 # Start only with this many times the file's used bytes free on its file system, and this much more: the export
 # and the new file are written beside the old one (``rebuild`` asks 3× the export once it has it), and an export
@@ -65,6 +66,7 @@ class Compactor:
         self.rewrites = 0  # how many rewrites this process ran (tests, benchmarks)
         self._retry_above = 0  # after a failed rewrite: the free bytes to wait for before the next try
         self.no_room = False  # the last look found the file worth a rewrite but too little disk for it
+        self.passed: Counter[str] = Counter()  # why each look that rewrote nothing passed (logs, tests)
 
     def request(self) -> None:
         """Look at the free space soon (returns at once; called in the projector thread)."""
@@ -107,6 +109,7 @@ class Compactor:
             try:
                 self._compact()
             except Exception:
+                self.passed["rewrite failed"] += 1
                 # Most likely no room for the new file (it needs about 3× the export): the export is not tried
                 # again, at every maintenance, until another ``min_free`` bytes have been freed.
                 self._retry_above = self._free_now() + self.min_free
@@ -165,11 +168,14 @@ class Compactor:
                     # little.
                     self._paused(self._graph.checkpoint)
                 except StorageUnavailable:
+                    self.passed["checkpoint held off"] += 1
                     return  # a long read holds the checkpoint off: looked at again next time
             if not self.due():
+                self.passed["too little free"] += 1
                 return  # an erasure's rewrite has just done it, or too little is free
             space = self._graph.file_space()
             if not self._room_for(space):
+                self.passed["no disk room"] += 1
                 return
             total = space.total
             started = time.perf_counter()

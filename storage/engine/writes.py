@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,6 +48,15 @@ from storage.sync.reconciler import Tx
 BULK_CHUNK = 2_000  # writes per transaction when many come in one call (the others wait that long at most)
 NEAR_MODES = ("store", "report", "fold")  # Engine.write(on_near_duplicate=...)
 SAMPLING_QUEUE = 100  # memories waiting for their writers' own models, at most (Engine.use_sampling)
+
+
+def _when(kind: MemoryKind, source: str, event_time: datetime) -> datetime | date | None:
+    """When a memory says it happened, as near-duplicates compare it: the event time stated by the caller or
+    the text; the day it was told for an event that states none (told again that day, it is the same event
+    told twice; another day, another event); None for a memory with no event time."""
+    if not dated(kind, source):
+        return None
+    return event_time if source != "recorded" else event_time.astimezone(UTC).date()
 
 
 class _Checked(NamedTuple):
@@ -154,6 +163,15 @@ class _Writes(_Resolution):
         receipts = self._commit_writes(prepared, principal)
         if looking:
             found = {id(p): f.result() for p, f in looking}
+            if any(found.values()):
+                # The search read the store before or while the write committed: a memory unlinked from the
+                # write's scopes meanwhile (maybe now only where the writer cannot read) is not named.
+                with self.graph.read() as conn:
+                    found = {
+                        id(p): self._in_scopes(conn, found[id(p)], p.scopes)
+                        for p, _f in looking
+                        if found[id(p)]
+                    }
             receipts = [
                 dataclasses.replace(r, near_duplicates=found[id(p)])
                 if r.status == "added" and found.get(id(p))
@@ -197,8 +215,11 @@ class _Writes(_Resolution):
         new /= float(np.linalg.norm(new)) or 1.0
         out = []
         for i, (content, kind, vec) in stored.items():
-            # The words first: most candidates are turned away without a cosine.
-            if kind == MemoryKind.SUMMARY.value or not same_claim(content, p.content, 1.0):
+            # The words first: most candidates are turned away without a cosine. A memory of another kind is
+            # not the same memory told again (an event is not a preference), whatever its words.
+            if kind == MemoryKind.SUMMARY.value or kind != p.kind.value:
+                continue
+            if not same_claim(content, p.content, 1.0):
                 continue
             old = np.asarray(vec, dtype=np.float32)
             cos = float(new @ old) / (float(np.linalg.norm(old)) or 1.0)
@@ -210,31 +231,56 @@ class _Writes(_Resolution):
             with self.graph.read() as conn:
                 held = self.graph.fetch(conn, [i for i, _ in out])
             targets = set(p.scopes)
-            out = [(i, c) for i, c in out if i in held and targets.intersection(held[i].scopes)]
+            # The same words of another time are another memory: a run on another day, a fact that ends
+            # where the stored one does not or held before it began (the text's own dates are the guard's;
+            # these are the caller's).
+            when = _when(p.kind, p.event_time_source, p.event_time)
+            out = [
+                (i, c)
+                for i, c in out
+                if i in held
+                and targets.intersection(held[i].scopes)
+                and _when(held[i].kind, held[i].event_time_source, held[i].event_time) == when
+                and held[i].valid_to == p.valid_to
+                and held[i].valid_from <= p.valid_from  # else the new one says it held earlier
+            ]
         return tuple(sorted(out, key=lambda x: -x[1]))
 
-    def _fold(self, tx: Tx, p: _Prepared) -> WriteReceipt | None:
+    def _in_scopes(
+        self, conn: Session, near: tuple[tuple[str, float], ...], scopes: Sequence[str]
+    ) -> tuple[tuple[str, float], ...]:
+        """The near-duplicates still current and in one of ``scopes``, as ``conn`` reads them."""
+        held = self.graph.fetch(conn, [i for i, _ in near])
+        targets = set(scopes)
+        return tuple(
+            (i, c)
+            for i, c in near
+            if i in held and targets.intersection(held[i].scopes) and self.graph.live_state(conn, i)
+        )
+
+    def _still_near(self, tx: Tx, p: _Prepared) -> tuple[tuple[str, float], ...]:
+        """``p.near`` as ``tx`` sees it: the candidates still current and still in one of the write's target
+        scopes. One unlinked from them since the search found it may now be only where the writer cannot read:
+        it is neither folded into nor named in the receipt."""
+        return self._in_scopes(tx.conn, p.near, p.scopes) if p.near else ()
+
+    def _fold(self, tx: Tx, p: _Prepared, near: tuple[tuple[str, float], ...]) -> WriteReceipt | None:
         """The receipt of a write folded into its nearest near-duplicate still current and still in one of the
-        write's target scopes in ``tx`` (linked into the target scopes it is not in yet), or None when none is
-        any more (then it is stored)."""
-        for target, _cos in p.near:
-            if not self.graph.live_state(tx.conn, target):
-                continue
-            existing = self.graph.fetch(tx.conn, [target])[target]
-            if not set(existing.scopes) & set(p.scopes):
-                # Unlinked from the write's scopes since the search found it: it may now be only where the
-                # writer cannot read, and folding would link it into the writer's scopes.
-                continue
-            missing = [s for s in p.scopes if s not in existing.scopes]
-            if missing:
-                self.graph.ensure_scopes(tx.conn, missing, tx.now)
-                self.graph.link(tx.conn, target, missing, tx.now)
-                tx.record("link", target)
-            scopes = tuple(sorted({*existing.scopes, *missing}))
-            return WriteReceipt(
-                target, "folded", scopes, existing.entities, existing.dated_at, near_duplicates=p.near
-            )
-        return None
+        write's target scopes in ``tx`` (``near``: ``_still_near``), linked into the target scopes it is not in
+        yet, or None when there is none any more (then it is stored)."""
+        if not near:
+            return None
+        target = near[0][0]
+        existing = self.graph.fetch(tx.conn, [target])[target]
+        missing = [s for s in p.scopes if s not in existing.scopes]
+        if missing:
+            self.graph.ensure_scopes(tx.conn, missing, tx.now)
+            self.graph.link(tx.conn, target, missing, tx.now)
+            tx.record("link", target)
+        scopes = tuple(sorted({*existing.scopes, *missing}))
+        return WriteReceipt(
+            target, "folded", scopes, existing.entities, existing.dated_at, near_duplicates=near
+        )
 
     def _commit_writes(self, prepared: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
         """Through the one writer: one intent per write (they group-commit), or, for several writes into an
@@ -489,7 +535,8 @@ class _Writes(_Resolution):
                 tx.record("link", cur)
                 all_scopes = tuple(sorted({*existing.scopes, *missing}))
                 return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.dated_at)
-            if p.fold and (folded := self._fold(tx, p)) is not None:
+            near = self._still_near(tx, p) if p.fold else p.near
+            if p.fold and (folded := self._fold(tx, p, near)) is not None:
                 return folded
             vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
@@ -497,7 +544,7 @@ class _Writes(_Resolution):
             new = self._new_memory(p, cur, vec, tx.now)
             self._insert(tx, new, p.scopes, p.entities, p.relations, self._since(p))
             added = self._added(tx, p, principal, cur)
-            return dataclasses.replace(added, near_duplicates=p.near) if p.near else added
+            return dataclasses.replace(added, near_duplicates=near) if near else added
 
         return intent
 

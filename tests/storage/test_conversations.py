@@ -3,6 +3,7 @@ through the messages they summarise, rebuilt after a restart, erased with their 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import threading
 import uuid
@@ -14,6 +15,7 @@ import pytest
 from scopes import Grant, Level, Principal, ScopeId
 from storage import CachedEmbedder, Engine, NotFound
 from storage.domain.models import MessageIn
+from storage.engine.state import content_id
 from storage.enrich.digest import MAX_DIGEST_CHARS
 from storage.ports.embedder import Vectors
 from tests.conftest import files_containing
@@ -395,3 +397,32 @@ def test_a_digest_amended_by_hand_does_not_keep_an_unlinked_messages_words_in_th
     engine.consolidate()
     family = Principal("sis", client="t", grants=(Grant.parse("team:family=r"),))
     assert "peanuts" not in _said_in_digests(engine, "peanuts allergy dinner", ["team:family"], family)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attack16, open (needs a decision): a message's id is a hash of its words, its place (role and time, or "
+    "the client's id) and its conversation's key, itself a hash of the conversation id and every scope it was "
+    "written to. A reader of one of those scopes sees all but the other scopes (memory_read: full id, content, "
+    "metadata, time), so it confirms a guess of another scope's name and that the conversation went there too; "
+    "an export of one scope carries the same (the ids, and the conversation key). Closing it means ids no one "
+    "outside the store can compute (a per-store secret in the hash), which changes how re-sent messages stay "
+    "duplicates across a restore",
+)
+def test_a_reader_cannot_confirm_which_other_scopes_a_conversation_was_written_to(engine: Engine) -> None:
+    writer = Principal("w", client="t", grants=(Grant.parse("team:a=w"), Grant.parse("team:legal=w")))
+    reader = Principal("r", client="t", grants=(Grant.parse("team:a=r"),))
+    sent = engine.write_conversation("chat-5", MOVE[:1], ["team:a", "team:legal"], principal=writer)
+    seen = engine.read(sent.messages[0].id, principal=reader).memory
+    assert seen.scopes == ("team:a",)
+    role, conv = seen.metadata["role"], seen.metadata["conversation"]
+    place = f"{role}|{seen.event_time.isoformat()}"
+
+    def guess(scopes: list[str]) -> str:
+        key = hashlib.sha256(
+            b"conversation\x00" + ",".join(sorted(scopes)).encode() + b"\x00" + conv.encode()
+        )
+        return content_id(seen.content, salt=f"message:{key.hexdigest()[:32]}:{place}")
+
+    assert guess(["team:a", "team:hr"]) != seen.id  # a wrong guess
+    assert guess(["team:a", "team:legal"]) != seen.id  # the right one must not be told apart from it

@@ -88,9 +88,9 @@ def test_a_commit_whose_checkpoint_times_out_behind_a_long_read_is_kept_and_the_
     engine: Engine,
 ) -> None:
     first = engine.write("Written before the long read.", ["user:ana"])
-    # Make every commit checkpoint (as one does once the WAL passes Kùzu's 16 MiB threshold), then hold a read
-    # transaction open the way a long export does, on another thread, while a write commits.
-    engine.reconciler.on_writer(lambda: engine.graph._writer.execute("CALL checkpoint_threshold=1"))
+    # Make every commit checkpoint (as one does once the WAL passes 16 MiB), then hold a read transaction open
+    # the way a long export does, on another thread, while a write commits.
+    engine.graph.checkpoint_after = 1  # type: ignore[attr-defined]
     opened, release = threading.Event(), threading.Event()
 
     def long_read() -> None:

@@ -7,6 +7,7 @@ Real stores in tmp_path and the real model. The pairs are the hand-written ones 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,141 @@ def test_a_reported_near_duplicate_is_one_still_in_the_writers_scopes(
     assert unlinked
     assert mine.status == "added"
     assert secret.id not in str(mine)
+
+
+def test_the_same_words_at_another_time_or_of_another_kind_are_no_near_duplicate(engine: Engine) -> None:
+    """A fold took an event told for another day for the stored one (attack16): "Ana went running in the park"
+    on 1 June 2025 folded into the run of 1 January 2024, so the second run was never stored and the receipt
+    answered with the old date. Likewise a fact that ends at a given time folded into one that does not, and a
+    preference into an event, and a fact true since 2020 into the same fact recorded today. A near-duplicate says
+    the same thing of the same time: same kind, same event time (when dated), same end of validity, and a start
+    of validity no earlier than the stored one's."""
+    run = engine.write(
+        "Ana went for a run in the park.",
+        ["user:ana"],
+        kind="event",
+        event_time=datetime(2024, 1, 1, tzinfo=UTC),
+    )
+    again = engine.write(
+        "Ana went running in the park.",
+        ["user:ana"],
+        kind="event",
+        event_time=datetime(2025, 6, 1, tzinfo=UTC),
+        on_near_duplicate="fold",
+    )
+    assert (again.status, again.near_duplicates) == ("added", ())
+    assert again.event_time == datetime(2025, 6, 1, tzinfo=UTC)
+    same_day = engine.write(
+        "Ana went on a run in the park.",
+        ["user:ana"],
+        kind="event",
+        event_time=datetime(2024, 1, 1, tzinfo=UTC),
+        on_near_duplicate="report",
+    )
+    assert run.id in [i for i, _ in same_day.near_duplicates]  # the same day is still found
+
+    gate = engine.write("Bruno's train leaves from platform nine.", ["user:bo"], kind="fact")
+    ends = engine.write(
+        "Bruno's train departs from platform nine.",
+        ["user:bo"],
+        kind="fact",
+        valid_to=datetime(2099, 1, 1, tzinfo=UTC),
+        on_near_duplicate="fold",
+    )
+    assert (ends.status, ends.near_duplicates) == ("added", ())
+    assert engine.read(ends.id).memory.valid_to == datetime(2099, 1, 1, tzinfo=UTC)
+    assert engine.read(gate.id).memory.valid_to is None
+
+    engine.write("Tom works at Acme Corp as an engineer", ["user:tom"], kind="fact")
+    since = engine.write(
+        "Tom is an engineer at Acme Corp",
+        ["user:tom"],
+        kind="fact",
+        valid_from=datetime(2020, 1, 1, tzinfo=UTC),
+        on_near_duplicate="fold",
+    )
+    assert (since.status, since.near_duplicates) == ("added", ())  # it says Tom was one since 2020
+
+    engine.write("Carla prefers window seats.", ["user:carla"], kind="preference")
+    told = engine.write(
+        "Carla prefers the window seats.", ["user:carla"], kind="event", on_near_duplicate="fold"
+    )
+    assert (told.status, told.near_duplicates) == ("added", ())
+    assert engine.read(told.id).memory.kind.value == "event"
+
+
+def test_an_event_told_twice_the_same_day_without_a_time_is_still_folded(engine: Engine) -> None:
+    # Without a stated time an event's time is when it was told: told again that day, it is the same event.
+    first = engine.write("Tom started at Acme Corp as an engineer", ["user:ana"], kind="event")
+    again = engine.write(
+        "Tom started as an engineer at Acme Corp", ["user:ana"], kind="event", on_near_duplicate="fold"
+    )
+    assert (again.status, again.id) == ("folded", first.id)
+
+
+def test_a_fold_receipt_never_names_a_memory_that_left_the_writers_scopes_before_the_commit(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, A unlinks its memory from the team between B's search and B's commit: the fold stores B's
+    paraphrase, but its receipt still named A's memory in ``near_duplicates`` (attack16), the id of a memory now
+    only in a scope B cannot read; and a fold into another candidate listed it too. The receipt names only
+    near-duplicates still in the writer's scopes when the write commits."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine._near_duplicates
+
+    def search_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            engine.unlink(secret.id, "team:t", principal=a)  # lands between B's search and B's commit
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", search_then_a_unlinks)
+    mine = engine.write("We deploy on Tuesdays", ["team:t", "agent:b"], principal=b, on_near_duplicate="fold")
+    assert mine.status == "added"
+    assert secret.id not in [i for i, _ in mine.near_duplicates]
+
+    # With a second candidate still in the team's scope, the fold goes there and names only it.
+    engine.link(secret.id, "team:t", principal=a)
+    shared = engine.write("Ines speaks fluent Japanese", ["team:t"], principal=b)
+    other = engine.write("Ines is fluent in Japanese", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+
+    def both_found_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            assert {i for i, _ in found} >= {other.id}
+            engine.unlink(other.id, "team:t", principal=a)
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", both_found_then_a_unlinks)
+    folded = engine.write("Ines speaks Japanese fluently", ["team:t"], principal=b, on_near_duplicate="fold")
+    assert (folded.status, folded.id) == ("folded", shared.id)
+    assert other.id not in [i for i, _ in folded.near_duplicates]
+
+
+def test_a_report_never_names_a_memory_that_left_the_writers_scopes_while_it_was_searched(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'report' searches beside the commit; A unlinks its memory from the team once B's search has read it
+    (attack16): B's receipt named it, the id of a memory now only where B cannot read. The receipt is checked
+    against the store once the write has committed."""
+    a = principal("A", "agent:a=w", "team:t=w")
+    b = principal("B", "agent:b=w", "team:t=w")
+    secret = engine.write("Deploys happen on Tuesdays", ["agent:a", "team:t"], principal=a)
+    _settled(engine)
+    search = engine._near_duplicates
+
+    def search_then_a_unlinks(p, who):  # type: ignore[no-untyped-def]
+        found = search(p, who)
+        if who is b:
+            assert [i for i, _ in found] == [secret.id]
+            engine.unlink(secret.id, "team:t", principal=a)
+        return found
+
+    monkeypatch.setattr(engine, "_near_duplicates", search_then_a_unlinks)
+    mine = engine.write("We deploy on Tuesdays", ["team:t"], principal=b, on_near_duplicate="report")
+    assert mine.status == "added"
+    assert mine.near_duplicates == ()

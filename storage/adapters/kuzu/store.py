@@ -54,6 +54,8 @@ Paused = Callable[[Callable[[], None]], None]
 BUFFER_POOL_CAP = 4 << 30
 # An explicit CHECKPOINT starts only with this many times its log free on the disk, and the margin more.
 CHECKPOINT_ROOM_FACTOR, CHECKPOINT_ROOM_MARGIN = 4, 8 << 20
+# Fold the log into the file after a commit that takes it past this (Kùzu's own threshold).
+AUTO_CHECKPOINT_BYTES = 16 << 20
 PAGE_BYTES = 4096  # Kùzu's page size (``fsm_info`` counts pages)
 
 
@@ -68,7 +70,10 @@ def _buffer_pool_bytes() -> int:
 
 def open_database(path: Path) -> kuzu.Database:
     """A Kùzu database at ``path`` with the bounded buffer pool."""
-    return kuzu.Database(str(path), buffer_pool_size=_buffer_pool_bytes())
+    # Kùzu's own checkpoint, inside the commit that takes its log past 16 MiB, waits for the reads under way and
+    # holds them on, so beside steady recalls it gave up after about 6 s, every read and write stalled meanwhile,
+    # and the next commit tried again: the store checkpoints itself after such a commit, alone (``_after_commit``).
+    return kuzu.Database(str(path), buffer_pool_size=_buffer_pool_bytes(), auto_checkpoint=False)
 
 
 def _at_once(fn: Callable[[], None]) -> None:
@@ -149,6 +154,11 @@ class GraphStore(_Exports, _Conversations):
         self._journal: list[tuple[str, dict[str, Any]]] | None = None
         self._journal_lock = threading.Lock()
         self._rebuild_lock = threading.Lock()
+        self.checkpoint_after = AUTO_CHECKPOINT_BYTES  # log bytes (tests may lower it)
+        self._long_reads = (
+            0  # snapshots open (exports): a checkpoint after a commit would wait for all of them
+        )
+        self._long_reads_lock = threading.Lock()
         self._cleanup_stale_files()
         self._open()
         self._check_meta(embedder_name, dim)
@@ -328,6 +338,33 @@ class GraphStore(_Exports, _Conversations):
                     "writable, then retry",
                 ) from exc
             self._journaled(journal, statements)
+        if journal is None:  # a rewrite's snapshot is open otherwise: the log grows until it is done
+            self._after_commit()
+
+    def _after_commit(self) -> None:
+        """Fold the log into the file once it passes ``checkpoint_after`` bytes, as Kùzu would inside the commit,
+        but with no read under way (``checkpoint``). Not while an export's snapshot is open: the checkpoint
+        would wait for all of it, with every read and write behind it; the next commit after it does it."""
+        path = self._dir / self._current_name()
+        wal = path.with_name(path.name + ".wal")
+        try:
+            size = wal.stat().st_size
+        except OSError:
+            return
+        if size < self.checkpoint_after or self._long_reads:
+            return
+        try:
+            self.checkpoint()
+        except StorageUnavailable as exc:  # no room on the disk for it, or a read that would not end
+            log.warning("the canonical store's log was not folded into its file: %s; tried again later", exc)
+        except StoreFailed as exc:
+            raise StoreFailed(
+                f"the canonical store wrote this call's changes to its log but could not fold the log into its "
+                f"file: {self._failed}",
+                hint="this call's changes are kept: they are there once the store is reopened (Mnemograph "
+                "restarts its owner process); free disk space or make the data directory writable; sent again, "
+                "the call reports what is already stored",
+            ) from exc
 
     def _journaled(self, journal: list[tuple[str, dict[str, Any]]] | None, statements: list[Any]) -> None:
         """A transaction committed while a rewrite journals: its statements join the journal, in commit order."""
@@ -380,9 +417,7 @@ class GraphStore(_Exports, _Conversations):
         job.snap = snap
         snap.execute("BEGIN TRANSACTION READ ONLY")
         _rows(snap, "MATCH (m:Meta) RETURN count(*)")
-        # A commit that checkpoints waits for every open transaction and gives up after about 6 s: with the
-        # snapshot open for the whole export, writes would stall on it. The WAL just grows meanwhile.
-        self._writer.execute("CALL auto_checkpoint=false")
+        # No checkpoint after a commit while the snapshot is open (``transaction``): the WAL grows meanwhile.
         self._journal = []
 
     def _rewrite_build(self, job: _Rewrite) -> None:
@@ -461,14 +496,6 @@ class GraphStore(_Exports, _Conversations):
                 if native is not None:
                     ctypes.pythonapi.Py_IncRef(ctypes.py_object(native))
         job.snap = job.conn = job.fresh = None
-        if job.old is None:  # not switched (``_rewrite_finish`` takes the new file in the step that switches)
-            try:
-                # A setting of the database, not of the connection: any connection may restore it.
-                side = kuzu.Connection(self._db)
-                side.execute("CALL auto_checkpoint=true")
-                side.close()
-            except RuntimeError:
-                log.exception("could not re-enable automatic checkpoints after a failed rewrite")
         self._cleanup_stale_files()
 
     def checkpoint(self) -> None:
@@ -487,7 +514,11 @@ class GraphStore(_Exports, _Conversations):
                 f"({need / 1e6:.0f} MB needed, {stat.f_bavail * stat.f_frsize / 1e6:.0f} MB free)",
                 hint="nothing changed; free disk space on the data directory's file system, then retry",
             )
-        with self._lock.shared():
+        # Alone: Kùzu's CHECKPOINT holds the lock a query needs to end its transaction and then waits for every
+        # open transaction to end, so a read in flight when it starts holds it off until it gives up (about 6 s,
+        # every read and write stalled meanwhile; beside steady recalls nearly every checkpoint failed). Taken
+        # exclusively, it waits for the reads under way (a recall's length) and runs with none open.
+        with self._lock.exclusive():
             try:
                 self._writer.execute("CHECKPOINT")
             except RuntimeError as exc:
@@ -524,10 +555,16 @@ class GraphStore(_Exports, _Conversations):
     def snapshot(self) -> Iterator[Session]:
         """A read connection inside one read-only transaction: every query in the block sees the same state,
         while writes go on."""
-        with self.read() as session:
-            conn = cast(kuzu.Connection, session)
-            conn.execute("BEGIN TRANSACTION READ ONLY")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+        with self._long_reads_lock:
+            self._long_reads += 1  # before the read lock: a checkpoint that sees none may go first
+        try:
+            with self.read() as session:
+                conn = cast(kuzu.Connection, session)
+                conn.execute("BEGIN TRANSACTION READ ONLY")
+                try:
+                    yield conn
+                finally:
+                    conn.execute("COMMIT")
+        finally:
+            with self._long_reads_lock:
+                self._long_reads -= 1
