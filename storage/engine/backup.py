@@ -488,6 +488,21 @@ def parse(lines: Iterator[str]) -> Parsed:
                 parsed.lines[("conversation", key)],
                 f"a conversation names memory {missing[0]}, which the file does not hold",
             )
+    # A version pointer comes with its SUPERSEDES edge, as the store writes them (``supersede``): erasing a
+    # version finds the pointers to clear along that edge, so a pointer without one would keep an erased id.
+    # (``_check_versions`` made sure each names a memory the file holds.)
+    edges = {(new, old) for new, old, _r, _at in parsed.supersedes}
+    for m, *_ in parsed.memories:
+        for key, pointer, edge in (
+            ("supersedes", m.supersedes, (m.id, m.supersedes)),
+            ("superseded_by", m.superseded_by, (m.superseded_by, m.id)),
+        ):
+            if pointer is not None and edge not in edges:
+                raise refuse(
+                    parsed.lines[("memory", m.id)],
+                    f"memory {m.id}'s {key} names {pointer}, but the file holds no supersedes record joining "
+                    "those two versions (an export writes one for every version pointer it keeps)",
+                )
     entities = {eid for eid, *_ in parsed.entities}
     _check_entities(parsed, entities, refuse)
     first: dict[str, tuple[int, frozenset[str]]] = {}

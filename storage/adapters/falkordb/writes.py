@@ -352,28 +352,45 @@ class _Writes(_Reads):
         return entities
 
     def delete_memories(self, conn: Session, ids: Sequence[str]) -> int:
-        """As the Kùzu adapter's, with what the deletion leaves decided from the committed state before it:
-        an entity mentioned and related only by the erased memories goes; one that stays gets the name, type
-        and aliases its remaining mentions gave it."""
+        """As the Kùzu adapter's, with what the deletion leaves decided from the committed state before it: an
+        entity it concerns (mentioned by an erased memory, or an end of a relation or proposal one recorded)
+        goes when nothing else mentions or relates it; one that stays gets the name, type and aliases its
+        remaining mentions gave it. Every step starts from an index (``FalkorStore._schema``: memory ids, the
+        version pointers, and the memory that recorded or ended a relation or raised a proposal), so the cost
+        follows what is deleted, not the store."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return 0
         s = session(conn)
-        touched = s.rows(
-            "UNWIND $ids AS i MATCH (:Memory {id: i})-[:MENTIONS]->(e:Entity) WITH DISTINCT e "
+        # Unlabelled ends: a label on them makes the planner scan every entity before it uses the edge index.
+        ends = s.rows(
+            "MATCH (a)-[r:RELATES]->(b) WHERE r.memory_id IN $ids RETURN a.id, b.id "
+            "UNION ALL MATCH (a)-[r:SAME_AS]->(b) WHERE r.memory_id IN $ids RETURN a.id, b.id",
+            {"ids": ids},
+        )
+        touched = [
+            r[0]
+            for r in s.rows(
+                "UNWIND $ids AS i MATCH (:Memory {id: i})-[:MENTIONS]->(e:Entity) RETURN DISTINCT e.id",
+                {"ids": ids},
+            )
+        ]
+        concerned = list(dict.fromkeys([*touched, *(e for pair in ends for e in pair)]))
+        states = s.rows(
+            "UNWIND $es AS k MATCH (e:Entity {id: k}) "
             "OPTIONAL MATCH (o:Memory)-[:MENTIONS]->(e) WHERE NOT o.id IN $ids WITH e, count(o) AS others "
             "OPTIONAL MATCH (e)-[r:RELATES]-(:Entity) WHERE NOT r.memory_id IN $ids "
-            "RETURN e.id, others, count(r)",
-            {"ids": ids},
+            "RETURN e.id, e.name, others, count(r)",
+            {"es": concerned, "ids": ids},
         )
-        orphans = [eid for eid, others, rels in touched if int(others) == 0 and int(rels) == 0]
-        kept = [eid for eid, others, _ in touched if int(others) > 0]
-        regiven = [self._regiven(s.rows, eid, ids) for eid in kept]
-        s.add(
-            "UNWIND $ids AS i MATCH (:Memory {id: i})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) "
-            "WHERE r.memory_id = i DELETE r",
-            {"ids": ids},
-        )
+        orphans = [eid for eid, _, others, rels in states if int(others) == 0 and int(rels) == 0]
+        mentioned = set(touched)
+        regiven = [
+            self._regiven(s.rows, eid, name, ids)
+            for eid, name, others, rels in states
+            if eid in mentioned and (int(others) or int(rels))
+        ]
+        s.add("MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
         s.add("UNWIND $ids AS i MATCH (x:Enrichment {id: i}) DELETE x", {"ids": ids})
         # A SAME_AS proposal raised by an erased memory's mention goes with it.
         s.add("MATCH ()-[r:SAME_AS]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
@@ -404,15 +421,15 @@ class _Writes(_Reads):
         return len(orphans)
 
     @staticmethod
-    def _regiven(rows: Any, entity: str, erased: Sequence[str]) -> dict[str, Any]:
+    def _regiven(rows: Any, entity: str, held: str, erased: Sequence[str]) -> dict[str, Any]:
         """An entity's name, type and aliases from the mentions that stay: the earliest mention's name and
-        type, every mention's aliases."""
+        type, every mention's aliases; with none left (kept by a relation), its name (``held``) alone."""
         found = rows(
             "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity {id: $e}) WHERE NOT m.id IN $ids "
-            "RETURN r.name, r.type, r.aliases, e.name ORDER BY m.recorded_at, m.id",
+            "RETURN r.name, r.type, r.aliases ORDER BY m.recorded_at, m.id",
             {"e": entity, "ids": list(erased)},
         )
-        name = next((n for n, _, _, _ in found if n), found[0][3] if found else entity)
-        etype = next((t for _, t, _, _ in found if t), "thing")
-        aliases = list(dict.fromkeys(a for _, _, given, _ in found for a in (given or ())))
+        name = next((n for n, _, _ in found if n), held)
+        etype = next((t for _, t, _ in found if t), "thing")
+        aliases = list(dict.fromkeys(a for _, _, given in found for a in (given or ())))
         return {"id": entity, "name": name, "type": etype, "aliases": aliases}

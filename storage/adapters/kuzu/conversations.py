@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from storage.adapters.kuzu._cypher import _exec, _rows, utc
+from storage.adapters.kuzu._cypher import KEYS_PER_STATEMENT, _exec, _rows, utc
 from storage.adapters.kuzu.writes import _Writes
 from storage.ports.canonical import Session
 
@@ -13,12 +13,28 @@ from storage.ports.canonical import Session
 class _Conversations(_Writes):
     def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
         _exec(conn, "MERGE (c:Conversation {key: $k}) SET c.changed_at = $at", {"k": key, "at": at})
-        _exec(
-            conn,
-            "UNWIND $ids AS mid MATCH (m:Memory {id: mid}), (c:Conversation {key: $k}) "
-            "WHERE NOT EXISTS { MATCH (m)-[:IN_CONVERSATION]->(c) } CREATE (m)-[:IN_CONVERSATION]->(c)",
-            {"ids": list(dict.fromkeys(memory_ids)), "k": key},
-        )
+        ids = list(dict.fromkeys(memory_ids))
+        if len(ids) > KEYS_PER_STATEMENT:  # a whole conversation handed over: one pass over the memories
+            _exec(
+                conn,
+                "UNWIND $ids AS mid MATCH (m:Memory {id: mid}), (c:Conversation {key: $k}) "
+                "WHERE NOT EXISTS { MATCH (m)-[:IN_CONVERSATION]->(c) } CREATE (m)-[:IN_CONVERSATION]->(c)",
+                {"ids": ids, "k": key},
+            )
+            return
+        for (
+            mid
+        ) in ids:  # a message or two (an amended message's new version): by key, not a scan (UNWIND is one)
+            if not _rows(
+                conn,
+                "MATCH (:Memory {id: $id})-[:IN_CONVERSATION]->(:Conversation {key: $k}) RETURN count(*)",
+                {"id": mid, "k": key},
+            )[0][0]:
+                _exec(
+                    conn,
+                    "MATCH (m:Memory {id: $id}), (c:Conversation {key: $k}) CREATE (m)-[:IN_CONVERSATION]->(c)",
+                    {"id": mid, "k": key},
+                )
 
     def conversation_members(self, conn: Session, key: str) -> list[str]:
         rows = _rows(
@@ -72,7 +88,12 @@ class _Conversations(_Writes):
 
     def touch_conversations(self, conn: Session, keys: Sequence[str], at: datetime) -> None:
         for key in keys:
-            if self.conversation_members(conn, key):
+            # Counted from the conversation's key; listing the members' ids would read every memory's id.
+            if _rows(
+                conn,
+                "MATCH (:Memory)-[:IN_CONVERSATION]->(c:Conversation {key: $k}) RETURN count(*)",
+                {"k": key},
+            )[0][0]:
                 _exec(conn, "MATCH (c:Conversation {key: $k}) SET c.changed_at = $at", {"k": key, "at": at})
             else:
                 _exec(conn, "MATCH (c:Conversation {key: $k}) DETACH DELETE c", {"k": key})

@@ -10,6 +10,7 @@ from storage.adapters._rows import ENRICHMENT_KEYS
 from storage.adapters.kuzu._cypher import (
     _EPOCH,
     _NEWER_ERASED,
+    KEYS_PER_STATEMENT,
     _exec,
     _memory_params,
     _rows,
@@ -507,59 +508,144 @@ class _Writes(_Reads):
     def delete_memories(self, conn: Session, ids: Sequence[str]) -> int:
         """Delete memories with their edges, the relations they recorded, version pointers to them, and the
         entities no remaining memory mentions; an entity that stays keeps only the name, type and aliases its
-        remaining mentions gave it. Returns how many entities were deleted."""
-        ids = list(ids)
-        touched = [
-            r[0]
-            for r in _rows(
-                conn,
-                "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN DISTINCT e.id",
-                {"ids": ids},
-            )
-        ]
-        _exec(conn, "MATCH ()-[r:RELATES]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
-        _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
+        remaining mentions gave it. Returns how many entities were deleted.
+
+        The entities looked at are those the deletion concerns (mentioned by a deleted memory, or an end of a
+        relation or proposal one recorded): deleted when nothing mentions or relates them any more. The cost
+        follows what is deleted, not the store: up to ``KEYS_PER_STATEMENT`` memories are reached by primary key
+        (``WHERE m.id IN $ids`` and ``UNWIND`` scan the whole table in Kùzu 0.11), then along their edges;
+        more (a purge) take one set-based statement per step. The relations and proposals they recorded or
+        ended are found in one pass over those edge tables: nothing indexes them, and their ends need not be
+        entities the memory mentions (an imported relation, a closing statement's subject)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+        touched = _keyed(
+            conn,
+            ids,
+            "MATCH (:Memory {id: $id})-[:MENTIONS]->(e:Entity) RETURN DISTINCT e.id",
+            "MATCH (m:Memory)-[:MENTIONS]->(e:Entity) WHERE m.id IN $ids RETURN DISTINCT e.id",
+        )
+        ends = _rows(
+            conn,
+            "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.memory_id IN $ids DELETE r RETURN a.id, b.id",
+            {"ids": ids},
+        )
         # A SAME_AS proposal raised by an erased memory's mention goes with it.
-        _exec(conn, "MATCH ()-[r:SAME_AS]->() WHERE r.memory_id IN $ids DELETE r", {"ids": ids})
+        ends += _rows(
+            conn,
+            "MATCH (a:Entity)-[r:SAME_AS]->(b:Entity) WHERE r.memory_id IN $ids DELETE r RETURN a.id, b.id",
+            {"ids": ids},
+        )
         # A relation closed by an erased memory is open again: what ended it is no longer known.
         _exec(
             conn,
             "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",
             {"ids": ids},
         )
-        _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
-        # A version that stays while its newer version goes must not point at it; it stays out of current
-        # recall (its validity was closed when it was superseded), now as retired at that same moment.
-        _exec(
-            conn,
-            "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids AND NOT o.id IN $ids "
-            "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
-            "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL",
-            {"ids": ids, "why": _NEWER_ERASED},
-        )
-        _exec(
-            conn,
-            "MATCH (m:Memory) WHERE m.superseded_by IN $ids "
-            "SET m.retire_reason = CASE WHEN m.retired_at IS NULL THEN $why ELSE m.retire_reason END, "
-            "m.retired_at = coalesce(m.retired_at, m.valid_to, m.recorded_at), m.superseded_by = NULL",
-            {"ids": ids, "why": _NEWER_ERASED},
-        )
-        _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
-        orphans = _rows(
-            conn,
-            "MATCH (e:Entity) WHERE NOT EXISTS { MATCH (:Memory)-[:MENTIONS]->(e) } "
-            "AND NOT EXISTS { MATCH (e)-[:RELATES]-(:Entity) } RETURN e.id",
-        )
-        _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": [r[0] for r in orphans]})
-        gone = {r[0] for r in orphans}
-        for eid in touched:
-            if eid not in gone:
-                self._regive(conn, eid)
+        if len(ids) <= KEYS_PER_STATEMENT:
+            for mid in ids:
+                _exec(conn, "MATCH (x:Enrichment {id: $id}) DELETE x", {"id": mid})
+                # ``supersedes`` is set only on a version written with its SUPERSEDES edge (``supersede``;
+                # an import refuses a pointer without its edge): the edge leads to every one to clear.
+                _exec(
+                    conn,
+                    "MATCH (n:Memory)-[:SUPERSEDES]->(:Memory {id: $id}) WHERE n.supersedes = $id "
+                    "SET n.supersedes = NULL",
+                    {"id": mid},
+                )
+            for mid in ids:
+                # A version that stays while its newer version goes must not point at it; it stays out of
+                # current recall (its validity was closed when it was superseded), now as retired at that same
+                # moment. (``superseded_by`` is likewise set only with the edge, so this reaches every one.)
+                _exec(
+                    conn,
+                    _RETIRE_OLDER,
+                    {"id": mid, "ids": ids, "why": _NEWER_ERASED},
+                )
+            for mid in ids:
+                _exec(conn, "MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": mid})
+        else:
+            _exec(conn, "MATCH (x:Enrichment) WHERE x.id IN $ids DELETE x", {"ids": ids})
+            _exec(conn, "MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
+            _exec(
+                conn,
+                # (Written out: a ``WITH n MATCH (n)-...`` form of it crashes Kùzu 0.11's planner.)
+                "MATCH (n:Memory)-[r:SUPERSEDES]->(o:Memory) WHERE n.id IN $ids AND NOT o.id IN $ids "
+                "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
+                "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL",
+                {"ids": ids, "why": _NEWER_ERASED},
+            )
+            _exec(
+                conn,
+                "MATCH (m:Memory) WHERE m.superseded_by IN $ids "
+                "SET m.retire_reason = CASE WHEN m.retired_at IS NULL THEN $why ELSE m.retire_reason END, "
+                "m.retired_at = coalesce(m.retired_at, m.valid_to, m.recorded_at), m.superseded_by = NULL",
+                {"ids": ids, "why": _NEWER_ERASED},
+            )
+            _exec(conn, "MATCH (m:Memory) WHERE m.id IN $ids DETACH DELETE m", {"ids": ids})
+        concerned = list(dict.fromkeys([*(r[0] for r in touched), *(e for pair in ends for e in pair)]))
+        mentioned = {r[0] for r in touched}
+        if len(concerned) > KEYS_PER_STATEMENT:
+            orphans = [
+                r[0]
+                for r in _rows(
+                    conn,
+                    "MATCH (e:Entity) WHERE e.id IN $ids AND NOT EXISTS { MATCH (:Memory)-[:MENTIONS]->(e) } "
+                    "AND NOT EXISTS { MATCH (e)-[:RELATES]-(:Entity) } RETURN e.id",
+                    {"ids": concerned},
+                )
+            ]
+            _exec(conn, "MATCH (e:Entity) WHERE e.id IN $ids DETACH DELETE e", {"ids": orphans})
+            for eid in mentioned.difference(orphans):
+                self._regive(conn, eid, self._given(conn, eid))
+            return len(orphans)
+        orphans = []
+        for eid in concerned:
+            given = self._given(conn, eid)
+            # Counted from the entity's key: an EXISTS subquery is planned as a scan of the edge table.
+            related = given is None and _rows(conn, _RELATED, {"id": eid})[0][0]
+            if given is None and not related:
+                _exec(conn, "MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": eid})
+                orphans.append(eid)
+            elif eid in mentioned:
+                self._regive(conn, eid, given)
         return len(orphans)
 
-    def _regive(self, conn: Session, entity: str) -> None:
-        """Set an entity's name, type and aliases from the mentions that remain: the earliest mention's name
-        and type, every mention's aliases."""
+    @staticmethod
+    def _given(conn: Session, entity: str) -> list[Any] | None:
+        """What the remaining mentions of an entity give it, without order (``_regive``), with what it holds:
+        [name, type, aliases, distinct names, types, alias lists]; None when nothing mentions it."""
+        rows = _rows(
+            conn,
+            "MATCH (e:Entity {id: $e})<-[r:MENTIONS]-() RETURN e.name, e.type, e.aliases, "
+            "collect(DISTINCT r.name), collect(DISTINCT r.type), collect(DISTINCT r.aliases)",
+            {"e": entity},
+        )
+        return rows[0] if rows else None
+
+    def _regive(self, conn: Session, entity: str, given: list[Any] | None) -> None:
+        """Set an entity's name, type and aliases from the mentions that remain (``given``, from ``_given``):
+        the earliest mention's name and type, every mention's aliases."""
+        if given is not None:
+            # Most often every mention gives the same name, type and aliases (or none): then their order does
+            # not matter, and the mentions need not be sorted by their memories' times (a join that reads every
+            # memory of an entity mentioned thousands of times). Unchanged, nothing is written.
+            held, (names, types, lists) = given[:3], ([x for x in col if x] for col in given[3:])
+            if len(names) == 1 and len(types) <= 1 and len(lists) <= 1:
+                want = [
+                    names[0],
+                    types[0] if types else "thing",
+                    list(dict.fromkeys(lists[0] if lists else [])),
+                ]
+                if [held[0], held[1], list(held[2] or [])] != want:
+                    _exec(
+                        conn,
+                        "MATCH (e:Entity {id: $e}) SET e.name = $name, e.type = $type, "
+                        "e.aliases = CAST($aliases AS STRING[])",
+                        {"e": entity, "name": want[0], "type": want[1], "aliases": want[2]},
+                    )
+                return
         rows = _rows(
             conn,
             "MATCH (m:Memory)-[r:MENTIONS]->(e:Entity {id: $e}) RETURN r.name, r.type, r.aliases, e.name "
@@ -579,6 +665,23 @@ class _Writes(_Reads):
             "MATCH (e:Entity {id: $e}) SET e.name = $name, e.type = $type, e.aliases = CAST($aliases AS STRING[])",
             {"e": entity, "name": name, "type": etype, "aliases": aliases},
         )
+
+
+_RELATED = "MATCH (:Entity {id: $id})-[:RELATES]-() RETURN count(*)"
+# The older versions of a deleted memory ``n`` that stay (not deleted with it): no longer superseded, retired.
+_RETIRE_OLDER = (
+    "MATCH (n:Memory {id: $id})-[r:SUPERSEDES]->(o:Memory) WHERE NOT o.id IN $ids "
+    "SET o.retire_reason = CASE WHEN o.retired_at IS NULL THEN $why ELSE o.retire_reason END, "
+    "o.retired_at = coalesce(o.retired_at, r.at), o.superseded_by = NULL"
+)
+
+
+def _keyed(conn: Session, ids: Sequence[str], one: str, many: str) -> list[list[Any]]:
+    """The rows of ``one`` (a lookup of ``$id`` by primary key) for every id, or of ``many`` (the same over
+    ``$ids``, a scan) once there are more than ``KEYS_PER_STATEMENT``: past that, one scan costs less."""
+    if len(ids) <= KEYS_PER_STATEMENT:
+        return by_keys(conn, one, list(ids))
+    return _rows(conn, many, {"ids": list(ids)})
 
 
 def _restamp_relations(conn: Session, memory_id: str) -> None:

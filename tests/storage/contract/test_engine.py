@@ -388,3 +388,37 @@ def test_a_paraphrase_in_the_same_scope_is_named_and_folds_on_request(
     engine.reconciler.wait_fresh()
     again = engine.write("I have a peanut allergy", ["user:ana"], kind="fact", on_near_duplicate="report")
     assert (again.status, again.near_duplicates) == ("added", ())
+
+
+def test_erasing_the_memory_that_ended_a_relation_reopens_it_and_leaves_the_rest(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """The erased memory ended a relation another memory recorded (that memory stays current: it still holds an
+    open relation) and gave an alias to an entity others mention: after the erase the relation is open again,
+    the alias is gone, its own entity is gone, and the other memory reads and recalls as before."""
+    eng = open_engine(tmp_path / "data")
+    before = eng.write(
+        "Dara works at Acme and lives in Porto.", ["user:sam"], entities=[EntityIn("Dara", "person", ("D.",))]
+    )
+    gone = eng.write(
+        "Dara now works at Globex.", ["user:sam"], entities=[EntityIn("Dara", "person", ("Dee",))]
+    )
+    assert any(line.endswith(f"ended by {gone.id}]") for line in eng.read(before.id).relations)
+    bystander = eng.write("Ines lives in Lyon.", ["user:sam"])
+    kept_lines = eng.read(bystander.id).relations
+
+    receipt = eng.erase(gone.id, confirm=gone.id)
+
+    assert (receipt.erased, receipt.entities_deleted) == ((gone.id,), 1)  # Globex, named by it alone
+    assert sorted(eng.read(before.id).relations) == [
+        "Dara —lives_in→ Porto [? → open]",
+        "Dara —works_at→ Acme [? → open]",
+    ]
+    assert eng.read(before.id).memory.status.value == "current"
+    assert eng.read(bystander.id).relations == kept_lines
+    assert [h.memory.id for h in eng.recall("where does Dara work", ["user:sam"])][:1] == [before.id]
+    with eng.graph.read() as conn:
+        entities = {name: aliases for _id, name, _t, aliases in eng.graph.export_entities(conn)}
+    assert "Globex" not in entities
+    assert entities["Dara"] == ["D."]
+    assert eng.verify().ok
