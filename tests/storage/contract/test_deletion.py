@@ -135,7 +135,9 @@ def test_deleting_a_memory_takes_what_it_recorded_and_leaves_the_rest_as_it_was(
         assert store.live_state(s, newer) is True
         assert store.export_supersedes(s) == []
         # Its relations are gone; the one it ended is open again; the others' stay as they were.
-        relations = {(a, b, p, mid, vt, by) for a, b, p, mid, _at, _vf, vt, by in store.export_relations(s)}
+        relations = {
+            (a, b, p, mid, vt, by) for a, b, p, mid, _at, _vf, vt, by, *_said in store.export_relations(s)
+        }
         assert relations == {
             ("bruno", "acme", "works_at", older, None, None),
             ("bruno silva", "lisbon", "visited", other, None, None),
