@@ -78,3 +78,49 @@ def test_the_web_uis_entity_graph_beside_writes_that_checkpoint_never_stops_the_
     finally:
         if not stuck:  # closing waits for the stuck reads: left to the process's exit
             eng.close()
+
+
+def test_a_read_inside_a_read_while_a_commits_checkpoint_waits_returns(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """Any code path that reads the store again while it holds a read (the neighbourhood view did; an
+    extension or a later change may) gets its answer: the checkpoint after a commit waits for the outer read to
+    end, and the inner one does not wait for the checkpoint."""
+    eng = Engine.open(data_dir, embedder=embedder, warm=False)
+    stuck = False
+    try:
+        first = eng.write("Lisbon trip note", ["user:ana"]).id
+        eng.graph.checkpoint_after = 1  # type: ignore[attr-defined]
+        lock = eng.graph._lock  # type: ignore[attr-defined]
+        got: list[str] = []
+        written: list[str] = []
+        inner_may_go = threading.Event()
+
+        def reader() -> None:
+            with eng.graph.read():
+                inner_may_go.wait(STUCK_AFTER)
+                got.append(eng.read(first).memory.content)  # a second read of the store, in the same thread
+
+        def writer() -> None:
+            written.append(eng.write("Porto trip note", ["user:ana"]).id)
+
+        r = threading.Thread(target=reader, daemon=True)
+        r.start()
+        w = threading.Thread(target=writer, daemon=True)
+        w.start()
+        # The commit's checkpoint now waits for the reader's first read (a waiting exclusive holder).
+        for _ in range(int(STUCK_AFTER * 10)):
+            if lock._waiting_writers:
+                break
+            threading.Event().wait(0.1)
+        assert lock._waiting_writers, "the commit's checkpoint never waited for the read"
+        inner_may_go.set()
+        r.join(STUCK_AFTER)
+        w.join(STUCK_AFTER)
+        stuck = r.is_alive() or w.is_alive()
+        assert not stuck, "the read inside a read and the write stopped for good"
+        assert got == ["Lisbon trip note"]
+        assert eng.read(written[0]).memory.content == "Porto trip note"
+    finally:
+        if not stuck:
+            eng.close()
