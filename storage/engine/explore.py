@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from scopes import LOCAL_PRINCIPAL, Principal, ScopeId
 from storage.domain.errors import NotFound
 from storage.domain.models import Memory
-from storage.domain.records import entity_key
+from storage.domain.records import Relation, entity_key
 
 if TYPE_CHECKING:
     from storage.engine.core import EngineCore
@@ -133,24 +133,35 @@ def neighbourhood(
     scopes = engine.visible(
         [ScopeId.parse(s.id) for s in engine.list_scopes(principal=principal)], principal=principal
     )
+    # The store's edges and mentions first, each memory read (``seen``) after: ``Engine.read`` takes its own read of
+    # the store, and a second read taken while holding one waits behind a checkpoint that waits for the first.
+    found: builtins.list[tuple[str, builtins.list[Relation], builtins.list[str]]] = []
     with engine.graph.read() as conn:
         for name in names:
             eid = entity_key(name)
-            ekey = add_entity(name)
             # Chosen among the edges the caller's scopes hold: another scope's never take a place in the window.
-            for rel in engine.graph.relations(conn, eid, limit=per_entity, scopes=scopes):
-                if seen(rel.memory_id) is None:
-                    continue
-                other = add_entity(rel.other_name)
-                src, dst = (ekey, other) if rel.outgoing else (other, ekey)
-                links[(src, dst, rel.predicate)] = Link(src, dst, rel.predicate)
-            if not scopes:
+            rels = builtins.list(engine.graph.relations(conn, eid, limit=per_entity, scopes=scopes))
+            mids = (
+                builtins.list(
+                    engine.graph.mentioning(conn, eid, scopes=scopes, live_only=True, limit=per_entity)
+                )
+                if scopes
+                else []
+            )
+            found.append((name, rels, mids))
+    for name, rels, mids in found:
+        ekey = add_entity(name)
+        for rel in rels:
+            if seen(rel.memory_id) is None:
                 continue
-            for mid in engine.graph.mentioning(conn, eid, scopes=scopes, live_only=True, limit=per_entity):
-                found = seen(mid)
-                if found is not None:
-                    mkey = add_memory(found)
-                    links[(mkey, ekey, "mentions")] = Link(mkey, ekey, "mentions")
+            other = add_entity(rel.other_name)
+            src, dst = (ekey, other) if rel.outgoing else (other, ekey)
+            links[(src, dst, rel.predicate)] = Link(src, dst, rel.predicate)
+        for mid in mids:
+            memory_found = seen(mid)
+            if memory_found is not None:
+                mkey = add_memory(memory_found)
+                links[(mkey, ekey, "mentions")] = Link(mkey, ekey, "mentions")
     return Neighbourhood(centre, tuple(nodes.values()), tuple(links.values()))
 
 

@@ -361,3 +361,12 @@ def test_relations_written_before_they_carried_their_ends_names_show_the_writers
         assert [p for h in hits for p in h.paths] == ["zorblax corporation ←works_at— Bo"]
     finally:
         again.close()
+
+
+def test_the_neighbourhood_view_of_a_principal_who_reads_no_scope_yet_is_empty(trip: Engine) -> None:
+    """The web UI's graph of an entity for a user whose scope holds nothing yet (so no scope of the store is
+    readable to them) failed inside the store ("a vector with ANY type") instead of showing the entity alone."""
+    cy = Principal("cy", client="tests", grants=(Grant.parse("user:cy=w"),))
+    hood = neighbourhood(trip, entity="Lisbon", principal=cy)
+    assert [n.label for n in hood.nodes] == ["Lisbon"]
+    assert hood.links == ()

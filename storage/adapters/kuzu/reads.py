@@ -326,6 +326,8 @@ class _Reads:
         (``r.scopes``), so the filter costs no memory lookup (a join on ``m.id = r.memory_id`` scans every
         memory in Kùzu 0.11). One undirected match (the direction read from the edge's start node): half the
         store queries of one per direction."""
+        if scopes is not None and not scopes:
+            return []  # no scope to share (and Kùzu cannot type an empty list parameter: "ANY type")
         shares = ""
         params: dict[str, Any] = {"e": entity, "n": limit}
         if scopes is not None:
