@@ -292,7 +292,7 @@ async def test_a_merge_refuses_a_file_that_gives_a_stored_id_other_words(
         mine, id=content_id(f"{canary} says Ana hates tea."), content=f"{canary} says Ana hates tea."
     )
     hostile = [
-        *(x for x in lines if x["type"] in ("header", "scope")),
+        *(x for x in lines if x["type"] in ("header", "scope", "entity")),  # what the memory mentions
         dict(mine, content="Ana likes coffee."),  # the stored id, other words
         planted,
         {
@@ -306,7 +306,8 @@ async def test_a_merge_refuses_a_file_that_gives_a_stored_id_other_words(
     (tmp_path / "hostile.jsonl").write_text("".join(json.dumps(x) + "\n" for x in hostile))
     refused = await _cli("import", str(tmp_path / "hostile.jsonl"), "--data-dir", data)
     assert refused.returncode == 2
-    assert b"line 3: memory " + mine["id"].encode() + b" has other words" in refused.stderr
+    n = next(i for i, x in enumerate(hostile, 1) if x.get("content") == "Ana likes coffee.")
+    assert f"line {n}: memory {mine['id']} has other words".encode() in refused.stderr
     assert b"nothing was imported" in refused.stderr
     store.stop_owner()
     assert files_containing(store.data_dir, canary.encode()) == []

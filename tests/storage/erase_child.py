@@ -77,9 +77,6 @@ def main(data_dir: str, canary: str, op: str, where: str) -> None:
     elif where == "second_waiting":
         decoy = engine.write("A decoy memory, erased first.", ["run:decoy"])
         _second_erasure_during_the_first(engine, first.id)
-    else:
-        delay = random.Random(canary).uniform(0.0, 0.5)
-        threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), signal.SIGKILL))).start()
 
     def keep_writing() -> None:
         for n in range(100_000):
@@ -88,6 +85,9 @@ def main(data_dir: str, canary: str, op: str, where: str) -> None:
 
     threading.Thread(target=keep_writing, daemon=True).start()
     print("ERASING", flush=True)
+    if where == "random":  # timed from here: a kill before this line would test nothing (and say so)
+        delay = random.Random(canary).uniform(0.0, 0.5)
+        threading.Thread(target=lambda: (time.sleep(delay), os.kill(os.getpid(), signal.SIGKILL))).start()
     if where == "second_waiting":
         engine.erase(decoy.id, confirm=decoy.id)
     elif op == "erase":
