@@ -13,6 +13,7 @@ the rules record theirs: ``SUPERSEDES`` with the old validity closed, ``CONTRADI
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -216,20 +217,25 @@ def apply(
         ):
             note = "reconcile decision failed (it named a memory not in the new memory's readable scopes); nothing changed"
         else:
-            parts = []
+            # Counts only: the record outlives the memories it would name (an erase of one of them takes the
+            # SUPERSEDES / CONTRADICTS edge, which memory_read shows to whoever may read both), and the model's
+            # reason may quote them, so it is kept only on the SUPERSEDES edge, erased with either end.
+            counts: collections.Counter[str] = collections.Counter()
             for v in decided.verdicts:
-                short = v.id[:SHORT]
                 if v.relation == "adds":
                     continue
                 if not graph.live_state(tx.conn, v.id):
-                    parts.append(f"{v.relation} {short}: no longer current, left alone")
+                    counts["left alone (no longer current)"] += 1
                     continue
                 if v.relation == "repeats":
-                    parts.append(f"repeats {short} ({v.reason})")
+                    counts["repeats"] += 1
                 elif v.relation == "contradicts" or not job.access.can_write(held[v.id].scopes):
                     graph.contradict(tx.conn, job.memory_id, v.id, DECIDED_BY, tx.now)
-                    tail = "" if v.relation == "contradicts" else ", an update of a memory you may not change"
-                    parts.append(f"contradicts {short} ({v.reason}{tail})")
+                    counts[
+                        "contradicts"
+                        if v.relation == "contradicts"
+                        else "contradicts (an update you may not make)"
+                    ] += 1
                 else:
                     at = min(v.effective or job.event_time, tx.now)
                     for r in graph.relation_history(tx.conn, [v.id]):
@@ -252,10 +258,10 @@ def apply(
                         close_valid_to=at,
                     )
                     changed.append(v.id)
-                    took = f", took effect {at.date().isoformat()}" if v.effective else ""
-                    parts.append(f"updates {short} ({v.reason}{took})")
-            note = f"{DECIDED_BY}: " + ("; ".join(parts) if parts else "adds to what is stored")
-            if parts:
+                    counts["updates"] += 1
+            parts = [f"{what} {n}" for what, n in counts.items() if n]
+            note = f"{DECIDED_BY}: " + (", ".join(parts) if parts else "adds to what is stored")
+            if any(n for what, n in counts.items() if what.startswith(("updates", "contradicts"))):
                 tx.record("enrich", job.memory_id)  # contradiction links and closed relations: readers reload
     row = graph.enrichment_of(tx.conn, job.memory_id)
     model = decided.model if decided is not None else ""
