@@ -38,11 +38,13 @@ class WriteTimeOptions:
     digest_quiet: float = 10.0
     digests: bool = True
     sampling: bool = False  # MCP sampling: writes may bring their client's own model (server._sampling)
+    llm_reconcile: bool = True  # with an API key: Claude decides what the reconcile rules leave open
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
     """What the owner applies to the engine once it is open: the functional predicates, the sampling worker
-    when sampling is on and, with an API key, the Claude extractor (imported only then)."""
+    when sampling is on and, with an API key, the Claude extractor, digester and (unless ``llm_reconcile`` is
+    off) reconcile decider (imported only then)."""
 
     def apply(engine: Engine) -> None:
         if options.functional:
@@ -56,12 +58,15 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
             import anthropic
 
             from storage.enrich.claude import ClaudeExtractor
+            from storage.enrich.decide_claude import ClaudeDecider
             from storage.enrich.digest_claude import ClaudeDigester
 
             client = anthropic.Anthropic(api_key=options.anthropic_api_key)
             claude = ClaudeExtractor(client, options.anthropic_model, min_interval=options.llm_min_interval)
             engine.use_llm(claude)
             engine.use_llm_digests(ClaudeDigester(claude))
+            if options.llm_reconcile:
+                engine.use_llm_decisions(ClaudeDecider(claude))
 
     return apply
 

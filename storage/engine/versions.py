@@ -18,20 +18,21 @@ from storage.domain.models import (
     RetireReceipt,
 )
 from storage.domain.records import NewMemory, RelationState, entity_key
+from storage.engine.decisions import _Decisions
 from storage.engine.state import (
     _SEPARATE,
     _now,
     content_id,
     log,
 )
-from storage.engine.writes import _respell, _Writes
+from storage.engine.writes import _respell
 from storage.enrich import Enriched, Fact, enrich, speaker_of
 from storage.enrich.reconcile import reconcile
 from storage.language.extraction import EntityLexicon, _norm, extract
 from storage.sync.reconciler import Tx
 
 
-class _Versions(_Writes):
+class _Versions(_Decisions):
     def amend(
         self,
         id: str,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,19 @@ def test_sampling_is_off_unless_turned_on(engine: Engine) -> None:
     assert engine.sampler is None  # off: no worker, and writes that bring a model are not sent to it
     write_time(WriteTimeOptions(sampling=s.sampling))(engine)
     assert engine.sampler is not None
+
+
+def test_the_claude_reconcile_decision_comes_with_the_key_unless_turned_off(
+    data_dir: Path, embedder: Any
+) -> None:
+    assert load_settings({}).llm_reconcile is True
+    assert load_settings({"MNEMOGRAPH_LLM_RECONCILE": "off"}).llm_reconcile is False
+    with pytest.raises(SettingsError, match="MNEMOGRAPH_LLM_RECONCILE must be on or off"):
+        load_settings({"MNEMOGRAPH_LLM_RECONCILE": "maybe"})
+    for key, reconcile, on in (("", True, False), ("sk-test", False, False), ("sk-test", True, True)):
+        engine = Engine.open(data_dir, embedder=embedder, warm=False)
+        try:
+            write_time(WriteTimeOptions(anthropic_api_key=key, llm_reconcile=reconcile))(engine)
+            assert (engine._decider is not None) is on  # no request is made: nothing is written
+        finally:
+            engine.close()
