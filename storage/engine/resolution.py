@@ -144,11 +144,14 @@ class _Resolution(_Scopes):
                 if owner is not None and e.name.casefold() not in named:
                     linked.append((e.name, owner, "alias"))
                     continue
+                # One candidate per entity (its spellings are one node), under the first spelling met.
                 judged: dict[str, tuple[Judgement, str]] = {}
+                spelt: dict[str, str] = {}
                 for known, key in self.lexicon.similar(e.name):
                     if entity_key(known) == entity_key(e.name) or self.lexicon.paired(e.name, known, targets):
                         continue
                     j = judge(new, key)
+                    known = spelt.setdefault(entity_key(known), known)
                     if j is not None and (known not in judged or j.score > judged[known][0].score):
                         judged[known] = (j, key)
                 judged = {k: v for k, v in judged.items() if may_know(k, v[1])}

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Literal
 
 from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS, EntityIn
+from storage.domain.records import entity_key
 from storage.language.nicknames import forms
 from storage.language.resolve import sound_key
 from storage.language.timeparse import TimeMention, find_times
@@ -252,8 +253,11 @@ class EntityLexicon:
                     continue
                 held = self._names.get(key)
                 if held is not None:
+                    # Another entity the phrase was given to; the same entity in another capitalisation is
+                    # not one ("KATHERINE JOHNSON" and "katherine johnson" are one node, one candidate).
                     also = self._also.setdefault(key, [])
-                    if name != held and name not in also and len(also) < _MAX_POSTINGS:
+                    ids = {entity_key(held), *map(entity_key, also)}
+                    if entity_key(name) not in ids and len(also) < _MAX_POSTINGS:
                         also.append(name)
                     continue
                 self._names[key] = name

@@ -49,6 +49,23 @@ async def test_a_misspelt_known_name_is_linked_to_the_known_entity(client: Clien
     assert await proposals(client, "all") == []
 
 
+async def test_a_known_name_written_in_two_capitalisations_is_one_candidate_for_a_misspelling(
+    client: Client,
+) -> None:
+    # One person, written once in capitals (a pasted heading) and once in lower case: one entity. A later
+    # misspelling has one candidate, so it is linked, not proposed against "both" of them.
+    await write(client, "KATHERINE JOHNSON chairs the budget review.")
+    await write(
+        client, "katherine johnson asked for the audit notes.", entities=[{"name": "katherine johnson"}]
+    )
+    later = await write(client, "On the train I met Katherine Jonhson again.")
+    assert [e.casefold() for e in later["entities"]] == ["katherine johnson"]
+    assert len(later["resolved"]) == 1
+    assert later["resolved"][0].endswith("(fuzzy)")
+    assert later["proposals"] == []
+    assert await proposals(client, "all") == []
+
+
 async def test_a_name_that_sounds_the_same_is_linked(client: Client) -> None:
     first = await write(client, "We listened to Stephen Hawking on black holes.")
     later = await write(client, "I bought a book by Steven Hawking for Ana.")
