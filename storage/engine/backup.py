@@ -162,6 +162,10 @@ def export(
                 "exported_at": datetime.now(UTC).isoformat(),
                 "scope": str(scope) if scope is not None else None,
                 "vectors": vectors,
+                # The whole store only: a restore adopts it, so messages re-sent to the copy stay duplicates.
+                # Never in one scope's export: with it, a reader of that scope could test guesses of the other
+                # scopes a conversation went to (storage.engine.conversations.conversation_key).
+                **({"id_secret": graph.id_secret(conn)} if chosen is None else {}),
             }
         )
         all_scopes, parents = graph.scope_parents(conn)
@@ -348,6 +352,7 @@ class Parsed:
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     enrichments: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     conversations: list[tuple[str, list[str]]] = field(default_factory=list)
+    id_secret: str = ""  # the exported store's (a whole-store export only)
     given: dict[str, dict[str, MentionGiven]] = field(
         default_factory=dict
     )  # memory -> entity -> what it gave
@@ -382,6 +387,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                 if kind != "header" or rec.get("format") != FORMAT:
                     raise InvalidInput(f"the first line must be a format-{FORMAT} header")
                 parsed = Parsed(model=str(rec.get("model")), dim=int(rec.get("dim", 0)))
+                parsed.id_secret = _secret(rec.get("id_secret"))
             elif kind == "scope":
                 sid = str(_scope(rec["id"]))
                 _once(parsed, "scope", sid, n)
@@ -628,6 +634,14 @@ def _mentioned_as(value: object, mentions: list[str]) -> dict[str, MentionGiven]
     return given
 
 
+def _secret(value: object) -> str:
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise InvalidInput("the header's id_secret must be 64 lower-case hex characters")
+    return value
+
+
 def _conversation_key(value: object) -> str:
     if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdef" for c in value):
         raise InvalidInput(f"{str(value)[:40]!r} is not a conversation key")
@@ -850,6 +864,10 @@ def restore(
         )
     )
     reconciler.submit(lambda tx: graph.restore_entities(tx.conn, parsed.entities))
+    if parsed.id_secret and not present:
+        # A restore of a whole store into an empty one: messages re-sent to it stay duplicates. A merge into a
+        # store with memories keeps its own (its conversations are keyed by it).
+        reconciler.submit(lambda tx: graph.set_id_secret(tx.conn, parsed.id_secret))
     for start in range(0, len(memories), IMPORT_BATCH):
 
         def batch(tx: Any, start: int = start) -> None:

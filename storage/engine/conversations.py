@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import hmac
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -61,12 +62,18 @@ MAX_SOURCES_LISTED = 100  # source ids a digest's metadata names (all of them co
 DIGEST_PRINCIPAL = Provenance("mnemograph", "consolidator", "digest")
 
 
-def conversation_key(conversation: str, scopes: Sequence[str]) -> str:
+def conversation_key(conversation: str, scopes: Sequence[str], secret: str = "") -> str:
     """The conversation node's key: a hash of the caller's id and the scopes it was written to (the same id in
-    other scopes is another conversation, with its own digest)."""
-    h = hashlib.sha256(b"conversation\x00" + ",".join(sorted(scopes)).encode() + b"\x00")
-    h.update(conversation.encode("utf-8"))
-    return h.hexdigest()[:32]
+    other scopes is another conversation, with its own digest), keyed by the store's ``secret``.
+
+    Messages' ids are salted by it, and a reader of one of those scopes sees a message whole (its words, id,
+    time, role and conversation id): without the secret, it could hash guesses of the other scopes' names and
+    confirm one, and that the conversation went there too. ``secret`` "" is the unsalted key of stores made
+    before secrets, which their conversations keep (``_Conversations._conversation``)."""
+    data = b"conversation\x00" + ",".join(sorted(scopes)).encode() + b"\x00" + conversation.encode("utf-8")
+    if secret:
+        return hmac.new(bytes.fromhex(secret), data, hashlib.sha256).hexdigest()[:32]
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 class _Conversations(_Erasure):
@@ -74,6 +81,21 @@ class _Conversations(_Erasure):
     _consolidator_off = False  # stop_consolidation was called
     _digester: ClaudeDigester | None = None  # Claude writes the digests (use_llm_digests)
     _digest_ids: dict[str, str]  # digest id -> conversation key (a superset of the stored digests)
+
+    # -- keys ----------------------------------------------------------------------------------------
+
+    def _conversation(self, conn: Session, conversation: str, scopes: Sequence[str]) -> str:
+        """The key of the conversation ``conversation`` written to ``scopes``: keyed by the store's secret,
+        unless it is a conversation a store made before secrets already holds under its unsalted key (re-sent
+        messages stay duplicates and the conversation keeps one digest). Only new keys are made salted, so an
+        old conversation is the only one with its key."""
+        secret = self.graph.id_secret(conn)
+        key = conversation_key(conversation, scopes, secret)
+        if secret and self.graph.conversation_state(conn, key) is None:
+            old = conversation_key(conversation, scopes)
+            if self.graph.conversation_state(conn, old) is not None:
+                return old
+        return key
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -164,7 +186,8 @@ class _Conversations(_Erasure):
                 "conversation_write is not available when the canonical store is a shared FalkorDB graph",
                 hint="nothing was written: write each message with memory_write (kind message, event_time its time)",
             )
-        key = conversation_key(conv, targets)
+        with self.graph.read() as conn:
+            key = self._conversation(conn, conv, targets)
         now = _now()
         prepared: list[_Prepared] = []
         for n, m in enumerate(messages):
@@ -351,6 +374,8 @@ class _Conversations(_Erasure):
                 and conv
                 and "digest_of" not in m.metadata
             ):
+                # Such a file comes from a store made before secrets: its messages' ids were salted by the
+                # unsalted key, so the conversation keeps that key (and re-sent messages stay duplicates).
                 groups.setdefault(conversation_key(conv, m.scopes), []).append(m.id)
         if not groups:
             return

@@ -37,6 +37,7 @@ from storage.domain.errors import Conflict, InvalidInput, NotFound, ScopeDenied
 from storage.domain.models import MAX_PROPOSAL_PAGE, EntityIn
 from storage.domain.records import SameAs, entity_key
 from storage.engine.scopes import _Scopes
+from storage.engine.state import scopes_tag
 from storage.language.extraction import name_key
 from storage.language.resolve import Judgement, judge, judge_partial
 from storage.ports.canonical import Session
@@ -73,10 +74,12 @@ class Resolution:
     proposed: list[tuple[str, str, Judgement]]
 
 
-def proposal_id(a: str, b: str, scopes: Sequence[str]) -> str:
-    """One proposal per pair (either order) and target scopes: each team decides its own."""
+def proposal_id(a: str, b: str, scopes: Sequence[str], secret: str = "") -> str:
+    """One proposal per pair (either order) and target scopes: each team decides its own. The scopes go in
+    keyed by the store's secret (``scopes_tag``): a reader is shown a proposal's id and only the scopes it may
+    read, and must not be able to test a guess of the others. ``secret`` "": the id of a store made before."""
     ka, kb = sorted((entity_key(a), entity_key(b)))
-    return hashlib.sha256(f"same_as\0{ka}\0{kb}\0{','.join(sorted(scopes))}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"same_as\0{ka}\0{kb}\0{scopes_tag(scopes, secret)}".encode()).hexdigest()[:32]
 
 
 class _Resolution(_Scopes):
@@ -215,7 +218,7 @@ class _Resolution(_Scopes):
                 # Not marked as paired: once some are decided, the next mention of the pair proposes it.
                 held.append(f"{a} ~ {b}")
                 continue
-            pid = proposal_id(a, b, home)
+            pid = self._proposal_id(tx.conn, a, b, home)
             p = SameAs(pid, a, b, j.tier, j.score, memory_id, "pending", tx.now, scopes=home)
             if self.graph.propose_same(tx.conn, p):
                 out.append(pid)
@@ -224,6 +227,17 @@ class _Resolution(_Scopes):
             # the lexicon is next rebuilt, while unmarked, every mention would ask the store again.
             self.lexicon.paired(a, b, home, add=True)
         return out, held
+
+    def _proposal_id(self, conn: Session, a: str, b: str, home: Sequence[str]) -> str:
+        """``proposal_id`` with the store's secret, or the unsalted id of a proposal a store made before secrets
+        holds (so a pair it rejected stays rejected, and a pending one is not proposed twice)."""
+        secret = self.graph.id_secret(conn)
+        pid = proposal_id(a, b, home, secret)
+        if secret:
+            old = proposal_id(a, b, home)
+            if self.graph.same_as(conn, [old]):
+                return old
+        return pid
 
     def _record_proposals_run(
         self, tx: Tx, run: Sequence[tuple[str, Sequence[tuple[str, str, Judgement]], Sequence[str]]]
@@ -234,8 +248,8 @@ class _Resolution(_Scopes):
         out: list[tuple[list[str], list[str]]] = [([], []) for _ in run]
         homes = [tuple(sorted(scopes)) for _mid, _proposed, scopes in run]
         wanted = [
-            (k, a, b, SameAs(proposal_id(a, b, homes[k]), a, b, j.tier, j.score, mid, "pending", tx.now,
-                             scopes=homes[k]))
+            (k, a, b, SameAs(self._proposal_id(tx.conn, a, b, homes[k]), a, b, j.tier, j.score, mid, "pending",
+                             tx.now, scopes=homes[k]))
             for k, (mid, proposed, _scopes) in enumerate(run)
             for a, b, j in proposed
         ]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import shutil
 import threading
@@ -43,6 +44,16 @@ VACUUM_MARKER = "VACUUM_PENDING"
 _SEPARATE = "separate:"
 # Ids a prefix may match before the ones the caller cannot read are set aside (8+ hex characters: rarely > 1).
 _PREFIX_CANDIDATES = 64
+
+
+def scopes_tag(scopes: Sequence[str], secret: str = "") -> str:
+    """What salts an id by the scopes it was written to: the sorted scope names, keyed by the store's ``secret``
+    (``CanonicalStore.id_secret``) so that no one outside the store can test a guess of them from an id a reader
+    of one of them sees. ``secret`` "" gives the unsalted names of stores made before secrets."""
+    names = ",".join(sorted(scopes))
+    if not secret:
+        return names
+    return hmac.new(bytes.fromhex(secret), b"scopes\x00" + names.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def content_id(content: str, salt: str = "") -> str:

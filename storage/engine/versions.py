@@ -20,7 +20,6 @@ from storage.domain.models import (
 from storage.domain.records import NewMemory, RelationState, entity_key
 from storage.engine.decisions import _Decisions
 from storage.engine.state import (
-    _SEPARATE,
     _now,
     content_id,
     log,
@@ -148,8 +147,7 @@ class _Versions(_Decisions):
                 # The same words are someone else's memory where this principal may not read: as for a write,
                 # joining it would show its id, metadata, writer and history, so the new version is a memory of
                 # the principal's own, salted by its scopes (the id a write of these words there gets).
-                separate = content_id(text, salt=_SEPARATE + ",".join(sorted(old.scopes)))
-                cur, existing = self._resolve_content(tx, text, separate)
+                cur, existing = self._resolve_separate(tx, text, old.scopes)
             if existing is not None:
                 missing = [s for s in old.scopes if s not in existing.scopes]
                 if missing:

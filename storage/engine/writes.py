@@ -38,6 +38,7 @@ from storage.engine.state import (
     _Prepared,
     content_id,
     log,
+    scopes_tag,
 )
 from storage.enrich import Enriched, Fact, enrich, llm, speaker_of
 from storage.enrich.near import NEAR_K, is_near, same_claim
@@ -536,8 +537,7 @@ class _Writes(_Resolution):
                 # would show the writer that memory's metadata, relations, writer and history (a guessed
                 # sentence would open them), so the principal gets a memory of its own: its id is salted by
                 # the target scopes, so writing it again there is still a duplicate.
-                own = content_id(p.content, salt=_SEPARATE + ",".join(sorted(p.scopes)))
-                cur, existing = self._resolve_content(tx, p.content, own)
+                cur, existing = self._resolve_separate(tx, p.content, p.scopes)
             if existing is not None:
                 missing = [s for s in p.scopes if s not in existing.scopes]
                 if not missing:
@@ -757,6 +757,18 @@ class _Writes(_Resolution):
             contradicts=tuple(out.contradicts),
             duplicates=tuple(out.duplicates),
         )
+
+    def _resolve_separate(self, tx: Tx, text: str, scopes: Sequence[str]) -> tuple[str, Memory | None]:
+        """``_resolve_content`` for words another principal stored where this one may not read: the id is
+        salted by the target scopes, keyed by the store's secret (``scopes_tag``). A memory a store made before
+        secrets holds under the unsalted id keeps it, so writing its words again there is still a duplicate."""
+        secret = self.graph.id_secret(tx.conn)
+        own = content_id(text, salt=_SEPARATE + scopes_tag(scopes, secret))
+        if secret and self.graph.live_state(tx.conn, own) is None:
+            old = content_id(text, salt=_SEPARATE + scopes_tag(scopes))
+            if self.graph.live_state(tx.conn, old) is not None:
+                own = old
+        return self._resolve_content(tx, text, own)
 
     def _resolve_content(self, tx: Tx, text: str, mid: str) -> tuple[str, Memory | None]:
         """The id this content gets now, and the current memory that already has it (if any).

@@ -458,6 +458,15 @@ class CanonicalConversations(Protocol):
     messages' metadata, so it is erased with them). ``changed_at`` later than ``digested_at`` means its digest
     is due: the consolidator's queue is this, read from the store, so no queued work is lost in a crash."""
 
+    def id_secret(self, conn: Session) -> str:
+        """The store's secret for conversation keys ("" for none: a store that holds no conversations, or one
+        made before secrets, whose conversations keep their unsalted keys). Made when the store is opened."""
+        ...
+
+    def set_id_secret(self, conn: Session, secret: str) -> None:
+        """Replace the secret (a restore adopts its export's, so re-sent messages stay duplicates)."""
+        ...
+
     def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
         """Add the messages to the conversation (created if new; a message already in it stays once) and mark
         it changed at ``at``."""

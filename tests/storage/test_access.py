@@ -5,14 +5,27 @@ Real stores in tmp_path, real model. Denials change nothing; memories a principa
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scopes import Grant, Principal
-from storage import Conflict, Engine, EntityIn, InvalidInput, NotFound, RelationIn, ScopeDenied, WriteItem
+from storage import (
+    CachedEmbedder,
+    Conflict,
+    Engine,
+    EntityIn,
+    InvalidInput,
+    NotFound,
+    RelationIn,
+    ScopeDenied,
+    WriteItem,
+)
 from storage.engine.explore import neighbourhood
+from storage.engine.state import content_id
 
 
 def principal(name: str, *grants: str) -> Principal:
@@ -315,6 +328,60 @@ def test_guessed_words_of_another_team_open_nothing_of_theirs(engine: Engine) ->
     assert engine.read(theirs.id, principal=A).memory.scopes == ("agent:a",)
     with pytest.raises(NotFound):
         engine.read(theirs.id, principal=B)
+
+
+def test_a_reader_of_a_separate_memory_cannot_test_which_other_scopes_it_went_to(engine: Engine) -> None:
+    """A memory of B's own (its words were A's where B may not read) has an id salted by the scopes B wrote it
+    to. A reader of one of them sees its words and id, and must not be able to test a guess of the others."""
+    text = "The merger closes on Friday."
+    engine.write(text, ["agent:a"], principal=A)
+    writer = principal("W", "team:t=w", "team:legal=w")
+    mine = engine.write(text, ["team:t", "team:legal"], principal=writer)
+    reader = principal("R", "team:t=r")
+    seen = engine.read(mine.id, principal=reader).memory
+    assert seen.scopes == ("team:t",)
+
+    def guess(scopes: str) -> str:
+        return content_id(seen.content, salt="separate:" + scopes)
+
+    assert guess("team:hr,team:t") != seen.id
+    assert guess("team:legal,team:t") != seen.id  # the right guess must not be told apart
+    # Written again there, it is still a duplicate of that memory.
+    assert engine.write(text, ["team:t", "team:legal"], principal=writer).status == "duplicate"
+
+
+def test_a_reader_of_a_proposal_cannot_test_which_other_scopes_it_applies_to(engine: Engine) -> None:
+    writer = principal("W", "team:t=w", "team:legal=w")
+    engine.write("Katherine Johnson leads the budget review.", ["team:t", "team:legal"], principal=writer)
+    engine.write("I hear Katherine Johnston runs the warehouse.", ["team:t", "team:legal"], principal=writer)
+    reader = principal("R", "team:t=r")
+    shown = engine.entity_proposals(principal=reader)
+    assert len(shown) == 1
+    p = shown[0]
+    assert p.scopes == ("team:t",)
+    ka, kb = sorted((p.a.casefold(), p.b.casefold()))
+
+    def guess(scopes: str) -> str:
+        return hashlib.sha256(f"same_as\0{ka}\0{kb}\0{scopes}".encode()).hexdigest()[:32]
+
+    assert guess("team:hr,team:t") != p.id
+    assert guess("team:legal,team:t") != p.id  # the right guess must not be told apart
+
+
+def test_a_separate_memory_from_before_secrets_keeps_its_id_and_its_duplicates(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    text = "The merger closes on Friday."
+    with Engine.open(data_dir, embedder=embedder, warm=False) as old:
+        old.reconciler.submit(lambda tx: old.graph.set_id_secret(tx.conn, ""))  # as a store made before
+        old.write(text, ["agent:a"], principal=A)
+        before = old.write(text, ["agent:b"], principal=B)
+        assert before.id == content_id(text, salt="separate:agent:b")
+        old.reconciler.submit(lambda tx: old.graph.set_id_secret(tx.conn, "cd" * 32))
+    with Engine.open(data_dir, embedder=embedder, warm=False) as store:
+        again = store.write(text, ["agent:b"], principal=B)
+        assert again.status == "duplicate"
+        assert again.id == before.id
 
 
 def test_another_capitalisation_does_not_reveal_a_name_another_team_stored(engine: Engine) -> None:

@@ -15,6 +15,7 @@ import pytest
 from scopes import Grant, Level, Principal, ScopeId
 from storage import CachedEmbedder, Engine, NotFound
 from storage.domain.models import MessageIn
+from storage.engine.conversations import conversation_key
 from storage.engine.state import content_id
 from storage.enrich.digest import MAX_DIGEST_CHARS
 from storage.ports.embedder import Vectors
@@ -399,17 +400,10 @@ def test_a_digest_amended_by_hand_does_not_keep_an_unlinked_messages_words_in_th
     assert "peanuts" not in _said_in_digests(engine, "peanuts allergy dinner", ["team:family"], family)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack16, open (needs a decision): a message's id is a hash of its words, its place (role and time, or "
-    "the client's id) and its conversation's key, itself a hash of the conversation id and every scope it was "
-    "written to. A reader of one of those scopes sees all but the other scopes (memory_read: full id, content, "
-    "metadata, time), so it confirms a guess of another scope's name and that the conversation went there too; "
-    "an export of one scope carries the same (the ids, and the conversation key). Closing it means ids no one "
-    "outside the store can compute (a per-store secret in the hash), which changes how re-sent messages stay "
-    "duplicates across a restore",
-)
 def test_a_reader_cannot_confirm_which_other_scopes_a_conversation_was_written_to(engine: Engine) -> None:
+    """A message's id is salted by its conversation's key, which hashes the conversation id and every scope it
+    went to, keyed by the store's secret: a reader of one scope sees the message whole, and must not be able to
+    test a guess of the others (nor can one scope's export tell it: it carries no secret)."""
     writer = Principal("w", client="t", grants=(Grant.parse("team:a=w"), Grant.parse("team:legal=w")))
     reader = Principal("r", client="t", grants=(Grant.parse("team:a=r"),))
     sent = engine.write_conversation("chat-5", MOVE[:1], ["team:a", "team:legal"], principal=writer)
@@ -426,3 +420,52 @@ def test_a_reader_cannot_confirm_which_other_scopes_a_conversation_was_written_t
 
     assert guess(["team:a", "team:hr"]) != seen.id  # a wrong guess
     assert guess(["team:a", "team:legal"]) != seen.id  # the right one must not be told apart from it
+
+
+def test_a_scope_export_carries_no_secret_and_a_whole_store_restore_keeps_re_sent_messages_duplicates(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    engine.write_conversation("chat-9", MOVE, ["team:a", "team:legal"])
+    with engine.graph.read() as conn:
+        secret = engine.graph.id_secret(conn)
+    assert len(secret) == 64
+    one = io.StringIO()
+    engine.export(one, scope="team:a")
+    assert secret not in one.getvalue()
+    assert "id_secret" not in one.getvalue()
+    whole = io.StringIO()
+    engine.export(whole)
+    assert secret in whole.getvalue()
+    whole.seek(0)
+    Engine.import_export(tmp_path / "copy", whole, embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        again = copy.write_conversation("chat-9", MOVE, ["team:a", "team:legal"])
+        assert [m.status for m in again.messages] == ["duplicate"] * len(MOVE)
+        assert copy.consolidate() == 1  # one conversation, one digest
+    # Into a new store, one scope's export keeps that store's own secret: re-sent messages are new there.
+    one.seek(0)
+    Engine.import_export(tmp_path / "part", one, embedder=embedder)
+    with Engine.open(tmp_path / "part", embedder=embedder, warm=False) as part, part.graph.read() as conn:
+        assert part.graph.id_secret(conn) not in ("", secret)
+
+
+def test_a_conversation_from_before_secrets_keeps_its_key_and_its_duplicates(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    # A store made before secrets: its conversation is keyed without one (as such a store's open finds it).
+    with Engine.open(data_dir, embedder=embedder, warm=False) as old:
+        old.reconciler.submit(lambda tx: old.graph.set_id_secret(tx.conn, ""))
+        first = old.write_conversation("chat-old", MOVE[:2], ["user:ana"])
+        seen = old.read(first.messages[0].id).memory
+        place = f"{seen.metadata['role']}|{seen.event_time.isoformat()}"
+        unsalted = conversation_key("chat-old", ["user:ana"])
+        assert seen.id == content_id(seen.content, salt=f"message:{unsalted}:{place}")
+        old.reconciler.submit(lambda tx: old.graph.set_id_secret(tx.conn, "ab" * 32))
+    with Engine.open(data_dir, embedder=embedder, warm=False) as store:
+        again = store.write_conversation("chat-old", MOVE, ["user:ana"])
+        assert [m.status for m in again.messages] == ["duplicate", "duplicate"] + ["added"] * (len(MOVE) - 2)
+        assert store.consolidate() == 1
+        assert len(digests_of(store)) == 1  # the old conversation went on: one digest of all its messages
+        new = store.write_conversation("chat-new", MOVE[:1], ["user:ana"])
+        with store.graph.read() as conn:
+            assert store.graph.conversations_of(conn, [new.messages[0].id])  # keyed by the secret now

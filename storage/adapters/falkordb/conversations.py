@@ -11,12 +11,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from storage.adapters.falkordb._cypher import session
 from storage.adapters.falkordb.exports import _Exports
 from storage.domain.errors import InvalidInput
 from storage.ports.canonical import Session
 
 
 class _Conversations(_Exports):
+    def id_secret(self, conn: Session) -> str:
+        rows = session(conn).rows("MATCH (m:Meta {key: 'id_secret'}) RETURN m.value", {})
+        return str(rows[0][0]) if rows else ""
+
+    def set_id_secret(self, conn: Session, secret: str) -> None:
+        session(conn).add("MATCH (m:Meta {key: 'id_secret'}) SET m.value = $v", {"v": secret})
+
     def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
         raise InvalidInput(
             "conversation_write is not available when the canonical store is a shared FalkorDB graph",

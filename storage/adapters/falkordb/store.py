@@ -9,6 +9,7 @@ once fail one of them as a ``WriteRace``, which the reconciler retries.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 import uuid
@@ -226,6 +227,8 @@ class FalkorStore(_Conversations):
             self._create_once("CREATE (:Meta {key: 'store_id', value: $v})", {"v": uuid.uuid4().hex})
             rows = self._graph.ro_query("MATCH (m:Meta {key: 'store_id'}) RETURN m.value").result_set
             meta["store_id"] = rows[0][0]
+        if "id_secret" not in meta:  # ids salted by scopes (storage.engine.conversations); first node wins
+            self._create_once("CREATE (:Meta {key: 'id_secret', value: $v})", {"v": secrets.token_hex(32)})
         # A graph made anew under the same address (restored, flushed, a replica promoted) is another store:
         # the nodes' projections and watermarks mirror the old one (Engine.start rebuilds them).
         self.identity = f"falkordb:{meta['store_id']}"

@@ -11,6 +11,13 @@ from storage.ports.canonical import Session
 
 
 class _Conversations(_Writes):
+    def id_secret(self, conn: Session) -> str:
+        rows = _rows(conn, "MATCH (m:Meta {key: 'id_secret'}) RETURN m.value")
+        return str(rows[0][0]) if rows else ""
+
+    def set_id_secret(self, conn: Session, secret: str) -> None:
+        _exec(conn, "MERGE (m:Meta {key: 'id_secret'}) SET m.value = $v", {"v": secret})
+
     def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
         _exec(conn, "MERGE (c:Conversation {key: $k}) SET c.changed_at = $at", {"k": key, "at": at})
         ids = list(dict.fromkeys(memory_ids))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import secrets
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -248,6 +249,8 @@ class GraphStore(_Exports, _Conversations):
 
     def _check_meta(self, embedder_name: str, dim: int) -> None:
         meta = dict((k, v) for k, v in _rows(self._writer, "MATCH (m:Meta) RETURN m.key, m.value"))
+        if "id_secret" not in meta:  # a new store, or one made before secrets (storage.engine.conversations)
+            self._writer.execute("CREATE (:Meta {key: 'id_secret', value: $v})", {"v": secrets.token_hex(32)})
         if not meta:
             for key, value in (("schema", SCHEMA_VERSION), ("embedder", embedder_name), ("dim", str(dim))):
                 self._writer.execute("CREATE (:Meta {key: $k, value: $v})", {"k": key, "v": value})
