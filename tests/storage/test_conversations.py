@@ -469,3 +469,25 @@ def test_a_conversation_from_before_secrets_keeps_its_key_and_its_duplicates(
         new = store.write_conversation("chat-new", MOVE[:1], ["user:ana"])
         with store.graph.read() as conn:
             assert store.graph.conversations_of(conn, [new.messages[0].id])  # keyed by the secret now
+
+
+def test_the_id_secret_survives_an_erasures_rewrite_and_a_restart(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as store:
+        store.write_conversation("chat-s", MOVE, ["user:ana"])
+        other = store.write("A memory to erase.", ["user:ana"]).id
+        with store.graph.read() as conn:
+            secret = store.graph.id_secret(conn)
+        store.erase(other, confirm=other)  # rewrites the canonical file
+        with store.graph.read() as conn:
+            assert store.graph.id_secret(conn) == secret
+        assert [m.status for m in store.write_conversation("chat-s", MOVE, ["user:ana"]).messages] == [
+            "duplicate"
+        ] * len(MOVE)
+    with Engine.open(data_dir, embedder=embedder, warm=False) as store:
+        with store.graph.read() as conn:
+            assert store.graph.id_secret(conn) == secret
+        assert [m.status for m in store.write_conversation("chat-s", MOVE, ["user:ana"]).messages] == [
+            "duplicate"
+        ] * len(MOVE)

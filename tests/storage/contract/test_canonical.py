@@ -146,6 +146,29 @@ def test_everything_survives_a_reopen(
         store.close()
 
 
+def test_the_id_secret_is_made_once_kept_across_a_reopen_and_replaced_only_when_asked(
+    adapter: CanonicalAdapter, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    store = adapter.open(tmp_path, embedder)
+    try:
+        with store.read() as s:
+            made = store.id_secret(s)
+        assert len(made) == 64
+        assert int(made, 16) != 0
+    finally:
+        store.close()
+    store = adapter.open(tmp_path, embedder)
+    try:
+        with store.read() as s:
+            assert store.id_secret(s) == made
+        with store.transaction() as tx:
+            store.set_id_secret(tx, "ef" * 32)
+        with store.read() as s:
+            assert store.id_secret(s) == "ef" * 32
+    finally:
+        store.close()
+
+
 def test_erased_rows_leave_no_bytes_after_the_rewrite(
     adapter: CanonicalAdapter, canonical: CanonicalStore, tmp_path: Path, embedder: CachedEmbedder
 ) -> None:
