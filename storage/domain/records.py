@@ -61,6 +61,7 @@ class KnownEntity:
     aliases: tuple[str, ...]
     mentions: int
     relations: int
+    mentions_in: tuple[tuple[str, int], ...] = ()  # (scope, memories there mentioning it)
 
 
 @dataclass(frozen=True, slots=True)

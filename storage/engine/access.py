@@ -145,6 +145,8 @@ class _Access(_State):
             for known in self.graph.known_entities(conn):
                 fresh.add(known.name, known.aliases)
                 fresh.mentioned(known.name, known.mentions)
+                for scope, n in known.mentions_in:
+                    fresh.mentioned_in(known.name, scope, n)
                 fresh.related(known.name, known.relations)
             for p in self.graph.same_as(conn):
                 fresh.paired(p.a, p.b, p.scopes, add=True)
@@ -182,6 +184,6 @@ class _Access(_State):
         """Names into the lexicon once committed (relations are counted by ``_insert``, in the writer)."""
         for e in entities:
             self.lexicon.add(e.name, e.aliases)
-            self.lexicon.mentioned(e.name)
+            self.lexicon.mentioned(e.name, scopes=scopes)
         if any(s not in self._scopes for s in scopes):
             self._reload_tree()

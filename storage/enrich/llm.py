@@ -259,7 +259,7 @@ def apply(
         if lexicon is not None:
             for e in new_entities.values():
                 lexicon.add(e.name, e.aliases)
-                lexicon.mentioned(e.name)
+                lexicon.mentioned(e.name, scopes=memory.scopes)
     done: set[tuple[str, str, str]] = set()
     for f in facts:
         key = (_norm(f.subject), f.predicate, _norm(f.object))

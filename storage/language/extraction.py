@@ -209,6 +209,8 @@ class EntityLexicon:
         self._by_token: dict[str, set[str]] = {}  # word -> normalised keys containing it
         self._variants: dict[str, set[str]] = {}  # a word and its one-deletion variants -> words (5+ chars)
         self._mentions: dict[str, int] = {}  # normalised name -> memories mentioning it (approximate, grows)
+        # normalised name -> scope -> memories there mentioning it: what a reader's hub status is counted on
+        self._mentions_in: dict[str, dict[str, int]] = {}
         self._relations: dict[str, int] = {}  # normalised name -> relations touching it (approximate, grows)
         self._sounds: dict[str, set[str]] = {}  # sound key (``storage.language.resolve``) -> known words
         # entity name -> (name an accepted SAME_AS proposal joined it to, the scopes where that join holds)
@@ -217,15 +219,33 @@ class EntityLexicon:
         self._version = 0  # bumped whenever counts may have fallen (clear, replace_with): see ``version``
         self._lock = threading.Lock()
 
-    def mentioned(self, name: str, times: int = 1) -> None:
-        """Count memories mentioning ``name`` (at write time; reset with ``clear``). Only bounds query cost."""
+    def mentioned(self, name: str, times: int = 1, scopes: Iterable[str] = ()) -> None:
+        """Count memories mentioning ``name``, over all and in each of ``scopes`` (at write time; reset with
+        ``clear``). Only bounds query cost."""
         key = _norm(name)
         with self._lock:
             self._mentions[key] = self._mentions.get(key, 0) + times
+            if scopes:
+                per = self._mentions_in.setdefault(key, {})
+                for s in scopes:
+                    per[s] = per.get(s, 0) + times
 
-    def mentions(self, name: str) -> int:
+    def mentioned_in(self, name: str, scope: str, times: int) -> None:
+        """Count ``times`` memories in ``scope`` mentioning ``name`` (the store's counts, at a rebuild)."""
+        key = _norm(name)
         with self._lock:
-            return self._mentions.get(_norm(name), 0)
+            per = self._mentions_in.setdefault(key, {})
+            per[scope] = per.get(scope, 0) + times
+
+    def mentions(self, name: str, scopes: Iterable[str] | None = None) -> int:
+        """Memories mentioning ``name``: all of them, or those in ``scopes`` (a memory in two of them counts
+        twice). A reader's hub status is counted in its own scopes, so another team's writes never change it."""
+        key = _norm(name)
+        with self._lock:
+            if scopes is None:
+                return self._mentions.get(key, 0)
+            per = self._mentions_in.get(key)
+            return 0 if per is None else sum(per.get(s, 0) for s in set(scopes))
 
     def related(self, name: str, times: int = 1) -> None:
         """Count relations touching ``name`` (at write time; reset with ``clear``)."""
@@ -276,6 +296,7 @@ class EntityLexicon:
             self._by_token.clear()
             self._variants.clear()
             self._mentions.clear()
+            self._mentions_in.clear()
             self._relations.clear()
             self._sounds.clear()
             self._same.clear()
@@ -287,9 +308,11 @@ class EntityLexicon:
         with other._lock:
             state = (other._names, other._by_token, other._variants, other._mentions, other._relations)
             also, sounds, same, paired = other._also, other._sounds, other._same, other._paired
+            mentions_in = other._mentions_in
         with self._lock:
             self._names, self._by_token, self._variants, self._mentions, self._relations = state
             self._also, self._sounds, self._same, self._paired = also, sounds, same, paired
+            self._mentions_in = mentions_in
             self._version += 1
 
     def join(self, a: str, b: str, scopes: Iterable[str]) -> None:

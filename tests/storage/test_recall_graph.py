@@ -284,6 +284,31 @@ def test_another_scopes_relations_never_crowd_a_hubs_few_edges_out(trip: Engine)
     assert found() == before
 
 
+def test_another_team_naming_an_entity_often_never_changes_a_readers_graph_answers_about_it(
+    trip: Engine, data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """Hub status (named by more than ``max_mentions`` memories: mentions not read, fewer relations followed) is
+    counted in the reader's scopes: Bo writing about Hotel Aria again and again must not change what Ana's graph
+    lane answers about it, nor tell her that many memories somewhere name it. Also after a restart, when the
+    counts come from the store."""
+    rule = trip_recipe(max_mentions=2)  # Hotel Aria: two of Ana's memories name it, not a hub for her
+
+    def found(e: Engine) -> dict[str, tuple[str, ...]]:
+        hits = e.recall("What about Hotel Aria?", ["user:ana"], recipe=rule)  # type: ignore[arg-type]
+        return {h.memory.content: h.paths for h in hits}
+
+    before = found(trip)
+    assert BOOKED in before  # a plain mention: read because Hotel Aria is no hub in Ana's scope
+    for n in range(4):
+        trip.write(f"Bo stayed at Hotel Aria, night {n}.", ["user:bo"], entities=[EntityIn("Hotel Aria")])
+    assert found(trip) == before
+    trip.close()
+    with Engine.open(data_dir, embedder=embedder, warm=False) as again:
+        assert found(again) == before
+        assert again.lexicon.mentions("Hotel Aria") == 6  # over every scope
+        assert again.lexicon.mentions("Hotel Aria", ["user:ana"]) == 2
+
+
 def test_another_scopes_relations_never_crowd_out_a_path_in_an_as_of_view(trip: Engine) -> None:
     """The same in a view at a past instant (``as_of``), where each edge's memory is checked on its record."""
     at = datetime.now(UTC)

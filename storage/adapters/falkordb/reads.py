@@ -128,8 +128,20 @@ class _Reads:
         s = session(conn)
         mentions = dict(s.rows("MATCH (:Memory)-[:MENTIONS]->(e:Entity) RETURN e.id, count(*)"))
         relations = dict(s.rows("MATCH (e:Entity)-[r:RELATES]-(:Entity) RETURN e.id, count(r)"))
+        inside: dict[str, list[tuple[str, int]]] = {}
+        for eid, sid, n in s.rows(
+            "MATCH (s:Scope)-[:CONTAINS]->(:Memory)-[:MENTIONS]->(e:Entity) RETURN e.id, s.id, count(*)"
+        ):
+            inside.setdefault(eid, []).append((sid, int(n)))
         return [
-            KnownEntity(i, n, tuple(a or ()), int(mentions.get(i, 0)), int(relations.get(i, 0)))
+            KnownEntity(
+                i,
+                n,
+                tuple(a or ()),
+                int(mentions.get(i, 0)),
+                int(relations.get(i, 0)),
+                tuple(inside.get(i, ())),
+            )
             for i, n, a in s.rows("MATCH (e:Entity) RETURN e.id, e.name, e.aliases ORDER BY e.id")
         ]
 

@@ -208,8 +208,20 @@ class _Reads:
         """Every entity with how many memories mention it and how many relations touch it."""
         mentions = dict(_rows(conn, "MATCH (:Memory)-[:MENTIONS]->(e:Entity) RETURN e.id, count(*)"))
         relations = dict(_rows(conn, "MATCH (e:Entity)-[r:RELATES]-(:Entity) RETURN e.id, count(r)"))
+        inside: dict[str, list[tuple[str, int]]] = {}
+        for eid, sid, n in _rows(
+            conn, "MATCH (s:Scope)-[:CONTAINS]->(:Memory)-[:MENTIONS]->(e:Entity) RETURN e.id, s.id, count(*)"
+        ):
+            inside.setdefault(eid, []).append((sid, int(n)))
         return [
-            KnownEntity(i, n, tuple(a or ()), int(mentions.get(i, 0)), int(relations.get(i, 0)))
+            KnownEntity(
+                i,
+                n,
+                tuple(a or ()),
+                int(mentions.get(i, 0)),
+                int(relations.get(i, 0)),
+                tuple(inside.get(i, ())),
+            )
             for i, n, a in _rows(conn, "MATCH (e:Entity) RETURN e.id, e.name, e.aliases")
         ]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -156,7 +156,7 @@ class GraphLane:
             """Read the mentions of ``mentioned`` (entity -> distance, limit, path) and the relations of
             ``related`` at once (one walk stage's queries are independent), then rank the mentions."""
             mention_list = list(mentioned)
-            fanout = {e: self._fanout(names[e], rule) for e in related}
+            fanout = {e: self._fanout(names[e], rule, q.scopes) for e in related}
             kept = {e: hit for e in related if (hit := self._window(q, e, fanout[e], stamp)) is not None}
             to_read = [e for e in related if e not in kept]
             items = [(q, rule, e, mentioned[e][1], stamp) for e in mention_list] + [
@@ -179,7 +179,7 @@ class GraphLane:
             {
                 e: (0, rule.per_entity, None)
                 for e, n in seeds.items()
-                if self.lexicon.mentions(n) <= rule.max_mentions
+                if self.lexicon.mentions(n, q.scopes) <= rule.max_mentions
             },
             [e for e, n in seeds.items() if rule.hops and self.lexicon.relations(n)],
         )
@@ -216,7 +216,7 @@ class GraphLane:
                 {
                     e: (hop, max(1, rule.per_entity >> hop), statement)
                     for e, statement in nxt.items()
-                    if hop == 1 and self.lexicon.mentions(names[e]) <= rule.max_mentions
+                    if hop == 1 and self.lexicon.mentions(names[e], q.scopes) <= rule.max_mentions
                 },
                 [e for e in nxt if hop < rule.hops and self.lexicon.relations(names[e])],
             )
@@ -228,15 +228,17 @@ class GraphLane:
             statements={mid: stated[mid] for mid in ordered if mid in stated},
         )
 
-    def _fanout(self, name: str, rule: GraphRule) -> int:
+    def _fanout(self, name: str, rule: GraphRule, scopes: Sequence[str]) -> int:
         """How many of the entity's newest relations to follow: ``fanout``, and a quarter of it from a hub (an
         entity named by more than ``max_mentions`` memories). A hub's mentions are not read, so which of its
         edges the query may see is looked up edge by edge; its newest relations of thousands still lead on
         (Hotel Aria -> Lisbon -> Portugal), but fewer of them keep the lookups cheap."""
-        return max(1, rule.fanout >> 2) if self._hub(name, rule) else rule.fanout
+        return max(1, rule.fanout >> 2) if self._hub(name, rule, scopes) else rule.fanout
 
-    def _hub(self, name: str, rule: GraphRule) -> bool:
-        return self.lexicon.mentions(name) > rule.max_mentions
+    def _hub(self, name: str, rule: GraphRule, scopes: Sequence[str]) -> bool:
+        """Named by more than ``max_mentions`` memories in the query's scopes: counted there only, so another
+        team writing about an entity never changes how the graph lane answers this reader about it."""
+        return self.lexicon.mentions(name, scopes) > rule.max_mentions
 
     def _window(
         self, q: Query, entity: str, limit: int, stamp: tuple[int, int] | None
