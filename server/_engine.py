@@ -38,6 +38,7 @@ class WriteTimeOptions:
     digest_quiet: float = 10.0
     digests: bool = True
     sampling: bool = False  # MCP sampling: writes may bring their client's own model (server._sampling)
+    day_digest_quiet: float = 3600.0
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -48,6 +49,7 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
         if options.functional:
             engine.functional = frozenset(options.functional)
         engine.digest_quiet = options.digest_quiet
+        engine.day_digest_quiet = options.day_digest_quiet
         if not options.digests:
             engine.stop_consolidation()
         if options.sampling:

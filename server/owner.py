@@ -70,6 +70,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             # Always: a stdio front-end configured with MNEMOGRAPH_SAMPLING=on may reach this owner although
             # the client that started it was not (server.app._sampling_for); the worker idles until then.
             True,
+            day_digest_quiet=settings.day_digest_quiet,
         )
     )
 
