@@ -75,6 +75,9 @@ class _Conversations(_Erasure):
     _digester: ClaudeDigester | None = None  # Claude writes the digests (use_llm_digests)
     _digest_ids: dict[str, str]  # digest id -> conversation key (a superset of the stored digests)
     _day_quiet: float = days.DEFAULT_DAY_QUIET_S
+    _day_run: dict[str, list[str]] | None = (
+        None  # day key -> memories of the bulk run being written (writer only)
+    )
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -241,8 +244,23 @@ class _Conversations(_Erasure):
         if p.kind in days.DAY_KINDS and not self.graph.shared:
             day = tx.now.astimezone(UTC).date()
             for scope in p.scopes:
-                self.graph.join_conversation(tx.conn, days.day_key(scope, day), [cur], tx.now)
+                key = days.day_key(scope, day)
+                if self._day_run is not None:  # a bulk write: joined per day at the end of its run
+                    self._day_run.setdefault(key, []).append(cur)
+                else:
+                    self.graph.join_conversation(tx.conn, key, [cur], tx.now)
         return receipt
+
+    def _insert_run(self, tx: Tx, run: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
+        # A bulk write's memories join their days a day at a time (a few statements per run, not per memory).
+        self._day_run = {}
+        try:
+            out = super()._insert_run(tx, run, principal)
+            for key, ids in self._day_run.items():
+                self.graph.join_conversation(tx.conn, key, ids, tx.now)
+            return out
+        finally:
+            self._day_run = None
 
     def _prepare_message(
         self, m: MessageIn, conv: str, key: str, targets: list[str], now: datetime, principal: Principal

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, NotFound
-from storage.domain.models import MessageIn
+from storage.domain.models import MessageIn, WriteItem
 from storage.enrich import days
 from tests.conftest import files_containing
 
@@ -219,3 +219,44 @@ def test_a_conversation_digest_erased_on_its_own_is_rebuilt(engine: Engine) -> N
     engine.rebuild_digests()
     (again,) = digests_of(engine)
     assert "Lisbon" in engine.read(again).memory.content
+
+
+def test_unlinking_a_memory_takes_its_words_out_of_the_day_digest_read_in_that_scope(engine: Engine) -> None:
+    ids = [engine.write(line, ["user:ana", "team:family"]).id for line in ANA]
+    engine.consolidate()
+    family = Principal("sis", client="t", grants=(Grant.parse("team:family=r"),))
+    peanuts = next(i for i in ids if "peanuts" in engine.read(i).memory.content)
+
+    def said_in_family() -> str:
+        hits = engine.recall("peanuts allergy Lisbon", ["team:family"], kinds=["summary"], principal=family)
+        return " ".join(h.memory.content for h in hits)
+
+    assert "peanuts" in said_in_family()
+    engine.unlink(peanuts, "team:family")
+    assert "peanuts" not in said_in_family()  # at once, before any rebuild
+    engine.consolidate()
+    assert "Lisbon" in said_in_family()
+    assert "peanuts" not in said_in_family()
+    ana = {engine.read(d).memory.metadata["scope"]: engine.read(d).memory for d in day_digests(engine)}
+    assert "peanuts" in ana["user:ana"].content  # still in every scope it is in
+
+
+def test_purging_the_scope_leaves_no_day_digest_bytes(engine: Engine, data_dir: Path) -> None:
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    write_all(engine, [*ANA, f"Ana's locker code is {canary}."])
+    write_all(engine, ["The office is on Rua Augusta.", "The office opens at 8.", "Rui has the office keys."],
+              scope="user:other")  # fmt: skip
+    engine.consolidate()
+    assert len(day_digests(engine)) == 2
+    engine.purge("user:ana", confirm="user:ana")
+    assert [engine.read(d).memory.metadata["scope"] for d in day_digests(engine)] == ["user:other"]
+    assert engine.consolidate() == 0
+    assert files_containing(data_dir, canary.encode()) == []
+    assert files_containing(data_dir, b"Ines") == []
+
+
+def test_a_bulk_write_joins_the_day_like_single_writes(engine: Engine) -> None:
+    receipts = engine.write_many([WriteItem(line, ["user:ana"]) for line in ANA])
+    engine.consolidate()
+    d = engine.read(only_day_digest(engine)).memory
+    assert d.metadata["sources"] == sorted(r.id for r in receipts)  # type: ignore[union-attr]
