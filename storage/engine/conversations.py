@@ -136,7 +136,9 @@ class _Conversations(_Erasure):
     def wait_digested(self, timeout: float = 30.0) -> bool:
         """Block until the background consolidator has digested every conversation (True; False on timeout)."""
         if self._consolidator is None or self._consolidator_off:
-            return not self._pending_conversations()
+            now = datetime.now(UTC)  # a day still running is not waiting yet (``storage.enrich.days``)
+            held = [(k, self._day_hold(k, c)) for k, c in self._pending_conversations()]
+            return all(h is not None and h > now for _, h in held)
         return self._consolidator.wait_idle(timeout)
 
     def rebuild_digests(self) -> int:

@@ -260,3 +260,13 @@ def test_a_bulk_write_joins_the_day_like_single_writes(engine: Engine) -> None:
     engine.consolidate()
     d = engine.read(only_day_digest(engine)).memory
     assert d.metadata["sources"] == sorted(r.id for r in receipts)  # type: ignore[union-attr]
+
+
+def test_with_the_consolidator_off_a_running_day_is_not_reported_as_waiting(engine: Engine) -> None:
+    engine.stop_consolidation()
+    write_all(engine, ANA)
+    assert engine.wait_digested(0)  # held until the day is over or the scope is quiet: nothing is due yet
+    engine.day_digest_quiet = 0
+    assert not engine.wait_digested(0)  # due now, and the consolidator is off: it waits in the store
+    assert engine.consolidate() == 1  # `mnemograph digests` builds it
+    assert engine.wait_digested(0)
