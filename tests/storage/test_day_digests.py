@@ -237,6 +237,9 @@ def test_unlinking_a_memory_takes_its_words_out_of_the_day_digest_read_in_that_s
     engine.consolidate()
     assert "Lisbon" in said_in_family()
     assert "peanuts" not in said_in_family()
+    hits = engine.recall("Lisbon sister Ines peanuts", ["team:family"], principal=family)
+    assert hits
+    assert peanuts not in {h.memory.id for h in hits}  # not lifted by a digest into a scope it left
     ana = {engine.read(d).memory.metadata["scope"]: engine.read(d).memory for d in day_digests(engine)}
     assert "peanuts" in ana["user:ana"].content  # still in every scope it is in
 
