@@ -240,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd = sub.add_parser(op, parents=[data_dir, as_json], help=text, description=text)
         cmd.set_defaults(command="admin", op=op, needs_store=True)
 
-    text = "rebuild the digest of every conversation now (they are derived: nothing else changes)"
+    text = "rebuild the digest of every conversation and of every scope's day now (derived: nothing else changes)"
     digests = sub.add_parser("digests", parents=[data_dir, as_json], help=text, description=text)
     digests.set_defaults(command="admin", op="digests", needs_store=True)
 

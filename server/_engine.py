@@ -39,6 +39,7 @@ class WriteTimeOptions:
     digests: bool = True
     sampling: bool = False  # MCP sampling: writes may bring their client's own model (server._sampling)
     llm_reconcile: bool = True  # with an API key: Claude decides what the reconcile rules leave open
+    day_digest_quiet: float = 3600.0
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -50,6 +51,7 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
         if options.functional:
             engine.functional = frozenset(options.functional)
         engine.digest_quiet = options.digest_quiet
+        engine.day_digest_quiet = options.day_digest_quiet
         if not options.digests:
             engine.stop_consolidation()
         if options.sampling:

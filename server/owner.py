@@ -71,6 +71,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             # the client that started it was not (server.app._sampling_for); the worker idles until then.
             True,
             settings.llm_reconcile,
+            day_digest_quiet=settings.day_digest_quiet,
         )
     )
 

@@ -43,7 +43,9 @@ Variables (all optional):
   A stdio front-end's own value decides for its session, whatever the running owner was started with.
 - ``MNEMOGRAPH_DIGESTS``: ``on`` (default) or ``off``: the background consolidator that keeps a digest of each
   conversation handed over with ``conversation_write`` (docs/conversations.md); ``MNEMOGRAPH_DIGEST_QUIET``
-  the seconds a conversation must go without new messages before it is digested (default 10).
+  the seconds a conversation must go without new messages before it is digested (default 10);
+  ``MNEMOGRAPH_DAY_DIGEST_QUIET`` the seconds a scope must go without a new plain memory before the digest of
+  its day is built while the day is still running (default 3600; a day that is over is digested anyway).
 - ``MNEMOGRAPH_CANONICAL`` (``--canonical``): the canonical store, ``kuzu`` (default: embedded, in the data
   directory) or ``falkordb://host:port/graph``, a FalkorDB graph several nodes share (docs/scale-out.md).
 
@@ -118,7 +120,8 @@ class Settings:
     # several nodes (docs/scale-out.md). storage.compose reads it from MNEMOGRAPH_CANONICAL.
     canonical: str = ""
     digest_quiet: float = 10.0  # seconds a conversation must be quiet before its digest is (re)built
-    digests: bool = True  # the background consolidator (conversation digests)
+    digests: bool = True  # the background consolidator (conversation and day digests)
+    day_digest_quiet: float = 3600.0  # seconds a scope must be quiet before its running day is digested
     sampling: bool = False  # MCP sampling: the writing client's own model reads its memories (off by default)
     sampling_timeout: float = 60.0
 
@@ -187,6 +190,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         canonical="" if canonical == "kuzu" else canonical,
         digest_quiet=_number(pick("digest_quiet"), "digest_quiet", float, 0.0, 86_400.0, 10.0),
         digests=_on_off(pick("digests"), "DIGESTS"),
+        day_digest_quiet=_number(pick("day_digest_quiet"), "day_digest_quiet", float, 0.0, 86_400.0, 3600.0),
         sampling=_on_off(pick("sampling") or "off", "SAMPLING"),
         sampling_timeout=_number(pick("sampling_timeout"), "sampling_timeout", float, 1.0, 3_600.0, 60.0),
     )

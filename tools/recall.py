@@ -352,10 +352,15 @@ def reason(hit: Hit, digest: bool = False) -> str:
             f"matched earlier version {short_id(old.id)} ('{_snippet(old.content)}'), now replaced by this"
         )
     if hit.digest:
-        parts.append(f"its conversation's digest {short_id(hit.digest)} matched")
+        whose = "conversation's" if hit.memory.kind == "message" else "day's"  # storage.enrich.days
+        parts.append(f"its {whose} digest {short_id(hit.digest)} matched")
     if digest:  # the engine's own record, not metadata a writer could set
+        meta = hit.memory.metadata
+        count, noun = (
+            (meta.get("messages"), "messages") if "messages" in meta else (meta.get("memories"), "memories")
+        )
         parts.append(
-            f"digest built by Mnemograph from {hit.memory.metadata.get('messages', '?')} messages (the sources "
+            f"digest built by Mnemograph from {count if count is not None else '?'} {noun} (the sources "
             "are in memory_read's metadata; they, not this, are the record)"
         )
     if hit.paths:

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
@@ -48,8 +48,8 @@ from storage.domain.records import NewMemory
 from storage.engine import backup as snapshots
 from storage.engine.erasure import _Erasure
 from storage.engine.state import _now, _Prepared, content_id, log
+from storage.enrich import days, llm
 from storage.enrich import digest as digests
-from storage.enrich import llm
 from storage.enrich.consolidate import DEFAULT_QUIET_S, Consolidator
 from storage.enrich.results import ExtractionFailed
 from storage.ports.canonical import Session
@@ -81,6 +81,10 @@ class _Conversations(_Erasure):
     _consolidator_off = False  # stop_consolidation was called
     _digester: ClaudeDigester | None = None  # Claude writes the digests (use_llm_digests)
     _digest_ids: dict[str, str]  # digest id -> conversation key (a superset of the stored digests)
+    _day_quiet: float = days.DEFAULT_DAY_QUIET_S
+    _day_run: dict[str, list[str]] | None = (
+        None  # day key -> memories of the bulk run being written (writer only)
+    )
 
     # -- keys ----------------------------------------------------------------------------------------
 
@@ -105,7 +109,9 @@ class _Conversations(_Erasure):
         with self.graph.read() as conn:
             self._digest_ids.update(self.graph.all_digests(conn))
         self.digests = self
-        self._consolidator = Consolidator(self._pending_conversations, self._build_digest, quiet=quiet)
+        self._consolidator = Consolidator(
+            self._pending_conversations, self._build_digest, quiet=quiet, hold=self._day_hold
+        )
         self._consolidator.start()  # its first look at the store finds work queued before a stop or a crash
 
     def _stop_consolidator(self) -> None:
@@ -130,6 +136,21 @@ class _Conversations(_Erasure):
             self._consolidator.quiet = max(0.0, float(seconds))
             self._consolidator.wake()
 
+    @property
+    def day_digest_quiet(self) -> float:
+        """Seconds a scope must go without a new plain memory before the digest of its day, not over yet, is
+        (re)built; a day that is over is digested anyway (``storage.enrich.days``)."""
+        return self._day_quiet
+
+    @day_digest_quiet.setter
+    def day_digest_quiet(self, seconds: float) -> None:
+        self._day_quiet = max(0.0, float(seconds))
+        if self._consolidator is not None:
+            self._consolidator.wake()
+
+    def _day_hold(self, key: str, changed: datetime) -> datetime | None:
+        return days.hold(key, changed, self._day_quiet)
+
     def consolidate(self) -> int:
         """Build every pending digest now, without waiting for the quiet time. Returns how many were built."""
         return 0 if self._consolidator is None else self._consolidator.flush()
@@ -137,7 +158,9 @@ class _Conversations(_Erasure):
     def wait_digested(self, timeout: float = 30.0) -> bool:
         """Block until the background consolidator has digested every conversation (True; False on timeout)."""
         if self._consolidator is None or self._consolidator_off:
-            return not self._pending_conversations()
+            now = datetime.now(UTC)  # a day still running is not waiting yet (``storage.enrich.days``)
+            held = [(k, self._day_hold(k, c)) for k, c in self._pending_conversations()]
+            return all(h is not None and h > now for _, h in held)
         return self._consolidator.wait_idle(timeout)
 
     def rebuild_digests(self) -> int:
@@ -239,6 +262,31 @@ class _Conversations(_Erasure):
         shown = tuple(self._shown_write(r, targets, principal) for r in receipts)
         return ConversationReceipt(conv, shown, "off" if self._consolidator_off else "scheduled")
 
+    def _added(self, tx: Tx, p: _Prepared, principal: Principal, cur: str, made: Any = None) -> WriteReceipt:
+        # A plain memory joins its scopes' groups of the day, in its own transaction: the store is the queue of
+        # the day digests, so one due when the process stops is built after the next start.
+        receipt = super()._added(tx, p, principal, cur, made)
+        if p.kind in days.DAY_KINDS and not self.graph.shared:
+            day = tx.now.astimezone(UTC).date()
+            for scope in p.scopes:
+                key = days.day_key(scope, day)
+                if self._day_run is not None:  # a bulk write: joined per day at the end of its run
+                    self._day_run.setdefault(key, []).append(cur)
+                else:
+                    self.graph.join_conversation(tx.conn, key, [cur], tx.now)
+        return receipt
+
+    def _insert_run(self, tx: Tx, run: Sequence[_Prepared], principal: Principal) -> list[WriteReceipt]:
+        # A bulk write's memories join their days a day at a time (a few statements per run, not per memory).
+        self._day_run = {}
+        try:
+            out = super()._insert_run(tx, run, principal)
+            for key, ids in self._day_run.items():
+                self.graph.join_conversation(tx.conn, key, ids, tx.now)
+            return out
+        finally:
+            self._day_run = None
+
     def _prepare_message(
         self, m: MessageIn, conv: str, key: str, targets: list[str], now: datetime, principal: Principal
     ) -> _Prepared:
@@ -266,17 +314,19 @@ class _Conversations(_Erasure):
         with self.graph.read() as conn:
             return self.graph.pending_conversations(conn)
 
-    def _build_digest(self, key: str) -> None:
+    def _build_digest(self, key: str) -> bool:
         """Build the conversation's digest from its current messages and swap it in, in the writer. Nothing is
         committed if the conversation changed meanwhile (it stays pending) or lost a message (an erasure)."""
         with self.graph.read() as conn:
             state = self.graph.conversation_state(conn, key)
             if state is None:
-                return
+                return True
             changed, _ = state
             members = self.graph.conversation_members(conn, key)
             records = self.graph.fetch(conn, members)
         live = [m for m in records.values() if m.status.value == "current"]
+        if days.is_day_key(key):
+            return self._build_day_digest(key, changed, records, live)
         built: digests.Digest | None = None
         by: dict[str, object] = {"digest_by": "offline"}
         scopes: list[str] = []
@@ -309,6 +359,8 @@ class _Conversations(_Erasure):
             if any(self.graph.live_state(tx.conn, mid) is None for mid in records):
                 return  # a message was erased meanwhile: its words must not come back in a digest
             old = now_state[1]
+            if old is not None and self.graph.live_state(tx.conn, old) is None:
+                old = None  # erased on its own: rebuilt with the same words (and id), it must be stored again
             new_id = None
             if built is not None and vector is not None:
                 new_id = content_id(built.text, salt=f"digest:{key}")
@@ -337,6 +389,66 @@ class _Conversations(_Erasure):
             self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
 
         self.reconciler.submit(swap)
+        return True
+
+    def _build_day_digest(
+        self, key: str, changed: datetime | None, records: Mapping[str, Memory], live: Sequence[Memory]
+    ) -> bool:
+        """A scope's day digest: its current plain memories still in that scope, at least ``MIN_DAY_MEMORIES``
+        of them; it lives in that scope alone (every source is readable there). Offline only."""
+        tag = key.rsplit(":", 1)[1]
+        scope = next((s for m in live for s in m.scopes if days.scope_tag(s) == tag), None)
+        kept = [m for m in live if scope in m.scopes and m.kind in days.DAY_KINDS]
+        built: digests.Digest | None = None
+        if scope is not None and len(kept) >= days.MIN_DAY_MEMORIES:
+            said = [
+                digests.Said(
+                    m.id, "user", m.provenance.principal, m.recorded_at, m.content, tuple(m.entities)
+                )
+                for m in kept
+            ]
+            built = digests.build(scope, said, lexicon=self.lexicon, day=days.day_of(key).isoformat())
+        vector = [float(x) for x in self.embedder.embed([built.text])[0]] if built is not None else None
+
+        def swap(tx: Tx) -> bool:
+            now_state = self.graph.conversation_state(tx.conn, key)
+            if now_state is None or now_state[0] != changed:
+                return False  # changed since we read it: still pending, built again
+            if any(self.graph.live_state(tx.conn, mid) is None for mid in records):
+                return False  # a source was erased meanwhile: its words must not come back in a digest
+            old = now_state[1]
+            if old is not None and self.graph.live_state(tx.conn, old) is None:
+                old = None  # erased on its own: stored again
+            had = old is not None
+            new_id = content_id(built.text, salt=f"digest:{key}") if built is not None else None
+            if old is not None and old != new_id and self.graph.live_state(tx.conn, old) is not None:
+                self.graph.delete_memories(tx.conn, [old])
+                tx.record("delete", old)
+                self._digest_ids.pop(old, None)
+            if new_id is not None and new_id == old and self.graph.live_state(tx.conn, old) is not None:
+                self._rescope(tx, old, [scope] if scope else [])
+            if built is not None and vector is not None and scope is not None and new_id != old:
+                day = days.day_of(key).isoformat()
+                meta = {
+                    "digest_of": f"{scope} {day}",
+                    "day": day,
+                    "scope": scope,
+                    "memories": len(kept),
+                    "sources": sorted(m.id for m in kept)[:MAX_SOURCES_LISTED],
+                    "digest_by": "offline",
+                }
+                assert new_id is not None
+                new = NewMemory(
+                    new_id, built.text, MemoryKind.SUMMARY, DIGEST_PRINCIPAL, meta, built.last, "content",
+                    built.first, None, tx.now, vector,
+                )  # fmt: skip
+                self._insert(tx, new, [scope], list(built.entities), [])
+                self._digest_ids[new_id] = key
+            self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
+            return had
+
+        # Counted as built when it stored or withdrew a digest (a day too small for one is not).
+        return bool(self.reconciler.submit(swap)) or built is not None
 
     def _rescope(self, tx: Tx, digest: str, scopes: Sequence[str]) -> None:
         held = self.graph.fetch(tx.conn, [digest])[digest].scopes
@@ -377,6 +489,12 @@ class _Conversations(_Erasure):
                 # Such a file comes from a store made before secrets: its messages' ids were salted by the
                 # unsalted key, so the conversation keeps that key (and re-sent messages stay duplicates).
                 groups.setdefault(conversation_key(conv, m.scopes), []).append(m.id)
+            elif m.kind in days.DAY_KINDS and not self.graph.shared:
+                # A scope's day is derived (not in the file): the memory rejoins the day it was recorded on.
+                for scope in m.scopes:
+                    groups.setdefault(days.day_key(scope, m.recorded_at.astimezone(UTC).date()), []).append(
+                        m.id
+                    )
         if not groups:
             return
 

@@ -6,7 +6,7 @@ import base64
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from scopes import (
     LOCAL_PRINCIPAL,
@@ -25,6 +25,7 @@ from storage.domain.models import (
     Recalled,
     Status,
 )
+from storage.domain.records import RelationState
 from storage.engine.access import _Access
 from storage.engine.state import (
     _PREFIX_CANDIDATES,
@@ -112,7 +113,9 @@ class _Reads(_Access):
         return MemoryRecord(
             next(m for m in shown if m.id == mid),
             tuple(versions),
-            relations=tuple(_relation_line(r, readable) for r in relations),
+            # In a fixed order (valid time, then the words): the store's match order is its layout, which a
+            # restore (or any unrelated edge written meanwhile) changes.
+            relations=tuple(_relation_line(r, readable) for r in sorted(relations, key=_relation_order)),
             contradicts=tuple(i for i in conflicting if i in readable),
             enrichment=llm.describe(enrichment, pending),
         )
@@ -326,3 +329,14 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise InvalidInput(
             "cursor is not one this server issued", hint="start again without a cursor"
         ) from None
+
+
+def _relation_order(r: RelationState) -> tuple[datetime, str, str, str, datetime]:
+    far = datetime.max.replace(tzinfo=UTC)
+    return (
+        r.valid_from or datetime.min.replace(tzinfo=UTC),
+        r.subject,
+        r.predicate,
+        r.object,
+        r.valid_to or far,
+    )

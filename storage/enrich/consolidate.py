@@ -22,16 +22,20 @@ RETRY_AFTER = timedelta(seconds=60)
 
 
 class Consolidator:
-    """Runs ``build(key)`` for every conversation ``pending()`` names, once it has been quiet long enough."""
+    """Runs ``build(key)`` for every conversation ``pending()`` names, once it has been quiet long enough.
+    ``build`` returns False when there was nothing to digest (a day with too few memories): not counted."""
 
     def __init__(
         self,
         pending: Callable[[], list[tuple[str, datetime]]],
-        build: Callable[[str], None],
+        build: Callable[[str], bool | None],
         *,
         quiet: float = DEFAULT_QUIET_S,
+        hold: Callable[[str, datetime], datetime | None] | None = None,
     ) -> None:
         self._pending, self._build = pending, build
+        # key, changed_at -> not built before this time (a day digest waits for its day's end): None, no hold
+        self._hold = hold or (lambda _key, _changed: None)
         self.quiet = quiet
         self._cond = threading.Condition()
         self._lock = threading.Lock()  # one build at a time (the worker's or a flush's)
@@ -78,7 +82,17 @@ class Consolidator:
         """Block until no conversation is pending (True), or ``timeout`` seconds pass (False). Does not hurry the
         quiet time: with a long one, this waits for it."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._pending(), timeout)
+            return self._cond.wait_for(lambda: not self._waiting(), timeout)
+
+    def _waiting(self) -> list[str]:
+        """What is pending and not held back to a later time (a day digest of a day still running)."""
+        now = datetime.now(UTC)
+        out = []
+        for key, changed in self._pending():
+            until = self._hold(key, changed)
+            if until is None or until <= now:
+                out.append(key)
+        return out
 
     def close(self) -> None:
         """Stop after the build in flight; what is still pending stays pending in the store."""
@@ -91,11 +105,13 @@ class Consolidator:
     def _one(self, key: str, changed: datetime | None) -> int:
         with self._lock:
             try:
-                self._build(key)
+                made = self._build(key)
             except Exception:
                 log.exception("building the digest of a conversation failed; retried when it changes")
                 if changed is not None:
                     self._failed[key] = (changed, datetime.now(UTC) + RETRY_AFTER)
+                return 0
+            if made is False:
                 return 0
             self.builds += 1
             return 1
@@ -129,6 +145,9 @@ class Consolidator:
             if self._stopping:
                 return None
             due = changed + quiet
+            until = self._hold(key, changed)
+            if until is not None:
+                due = max(due, until)
             failed = self._failed.get(key)
             if failed is not None and failed[0] == changed:
                 due = max(due, failed[1])

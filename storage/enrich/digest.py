@@ -64,8 +64,11 @@ def _who(m: Said) -> str:
     return m.speaker or m.role
 
 
-def build(conversation: str, messages: Sequence[Said], *, lexicon: EntityLexicon) -> Digest:
-    """The digest of ``messages`` (at least one). Pure apart from reading ``lexicon`` (known names)."""
+def build(
+    conversation: str, messages: Sequence[Said], *, lexicon: EntityLexicon, day: str | None = None
+) -> Digest:
+    """The digest of ``messages`` (at least one). Pure apart from reading ``lexicon`` (known names).
+    ``day``: the memories are a scope's plain memories of that day (``storage.enrich.days``), not messages."""
     ordered = sorted(messages, key=lambda m: (m.time, m.id))
     counts: Counter[str] = Counter()
     names: dict[str, EntityIn] = {}
@@ -120,9 +123,11 @@ def build(conversation: str, messages: Sequence[Said], *, lexicon: EntityLexicon
     first, last = ordered[0].time, ordered[-1].time
     who = sorted({_who(m) for m in ordered})
     span = first.date().isoformat() if first.date() == last.date() else f"{first.date()} to {last.date()}"
-    head = [
-        f"Digest of conversation {conversation!r}: {len(ordered)} messages, {span}, between {', '.join(who)}."
-    ]
+    if day is None:
+        what = f"Digest of conversation {conversation!r}: {len(ordered)} messages"
+    else:
+        what = f"Digest of the memories recorded in {conversation} on {day}: {len(ordered)} memories"
+    head = [f"{what}, {span}, between {', '.join(who)}."]
     if top:
         head.append("Named: " + ", ".join(e.name for e in top) + ".")
     if dates:

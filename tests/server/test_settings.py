@@ -113,11 +113,18 @@ def test_the_canonical_store_is_embedded_kuzu_unless_configured(tmp_path: Path) 
 
 def test_digest_settings_reach_the_engine(engine: Engine) -> None:
     assert (load_settings({}).digests, load_settings({}).digest_quiet) == (True, 10.0)
-    s = load_settings({"MNEMOGRAPH_DIGESTS": "off", "MNEMOGRAPH_DIGEST_QUIET": "2.5"})
+    assert load_settings({}).day_digest_quiet == 3600.0
+    s = load_settings(
+        {"MNEMOGRAPH_DIGESTS": "off", "MNEMOGRAPH_DIGEST_QUIET": "2.5", "MNEMOGRAPH_DAY_DIGEST_QUIET": "60"}
+    )
     with pytest.raises(SettingsError, match="MNEMOGRAPH_DIGESTS must be on or off, got 'maybe'"):
         load_settings({"MNEMOGRAPH_DIGESTS": "maybe"})
-    write_time(WriteTimeOptions(digest_quiet=s.digest_quiet, digests=s.digests))(engine)
+    options = WriteTimeOptions(
+        digest_quiet=s.digest_quiet, digests=s.digests, day_digest_quiet=s.day_digest_quiet
+    )
+    write_time(options)(engine)
     assert engine.digest_quiet == 2.5
+    assert engine.day_digest_quiet == 60.0
     receipt = engine.write_conversation("c", [MessageIn("user", "I live in Porto.")], ["user:ana"])
     assert receipt.digest == "off"
     assert engine.wait_digested(0) is False  # off: the conversation waits, recorded in the store

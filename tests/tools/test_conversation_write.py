@@ -164,3 +164,25 @@ async def test_recall_answers_with_messages_a_digest_led_to_never_the_digest(
     assert lifted
     assert all(short_id(r["id"]) in _ids(out) for r in lifted)  # explain=true gives full ids
     assert all("its conversation's digest" in r["why"] for r in lifted)
+
+
+async def test_recall_answers_with_a_days_memories_its_digest_led_to_never_the_digest(
+    client: Client, engine: Engine
+) -> None:
+    """Plain memory_write memories of one scope and day: the day's digest leads recall to them, and says so."""
+    lines = [
+        "Ana moved to Lisbon in March for a job at Acme Corp.",
+        "Ana's sister Ines visits her on June 3.",
+        "Ana is allergic to peanuts.",
+    ]
+    ids = [(await ok(client, "memory_write", {"content": c, "scopes": ["user:ana"]}))["id"] for c in lines]
+    assert engine.consolidate() == 1
+    query = {"query": "Lisbon Acme sister Ines June peanuts", "scopes": ["user:ana"], "explain": True}
+    results = (await ok(client, "recall", query))["results"]
+    assert {r["kind"] for r in results} == {"note"}
+    assert {short_id(r["id"]) for r in results} <= set(ids)
+    lifted = [r for r in results if "digest" in r["explain"]]
+    assert all("its day's digest" in r["why"] for r in lifted)
+    shown = (await ok(client, "recall", {**query, "kinds": ["summary"]}))["results"]
+    (digest,) = shown
+    assert "built by Mnemograph from 3 memories" in digest["why"]
