@@ -57,6 +57,8 @@ BATCH = [
 
 def _store(data_dir: Path, embedder: CachedEmbedder, chunk: int) -> tuple[Engine, list[Any]]:
     eng = Engine.open(data_dir, embedder=embedder, warm=False)
+    # One id secret for both stores compared: proposal ids (and the export's header) are keyed by it.
+    eng.reconciler.submit(lambda tx: eng.graph.set_id_secret(tx.conn, "5e" * 32))
     eng.bulk_chunk = chunk
     for item in BEFORE:
         eng.write(item.content, item.scopes, kind=item.kind)
