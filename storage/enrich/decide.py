@@ -199,9 +199,9 @@ def _date(value: Any) -> datetime | None:
         return None
     try:
         when = datetime.fromisoformat(value.strip())
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # year 1 or 9999 with an offset leaves the calendar in UTC
         return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)

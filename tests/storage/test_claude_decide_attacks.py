@@ -10,6 +10,8 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from storage import Engine
 from storage.domain.models import MessageIn
 from storage.enrich import decide
@@ -142,3 +144,120 @@ def test_shutdown_with_decisions_queued_asks_nothing_more(engine: Engine, data_d
         for mid in queued:
             assert again.read(mid).memory.status == "current"
             assert "decided by claude" not in (again.read(mid).enrichment or "")
+
+
+def test_an_update_of_a_memory_the_writer_may_only_read_is_a_contradiction(engine: Engine) -> None:
+    b = principal("B", "agent:b=w", "team:z=r")
+    shared = engine.write("Ana likes the blues.", ["agent:b", "team:z"], relations=likes("blues")).id
+    Api(decision({"id": shared[:12], "relation": "updates", "reason": "r"})).switch_on(engine)
+    new = engine.write("Ana likes rock.", ["agent:b"], relations=likes("rock"), principal=b).id
+    assert engine.wait_enriched()
+    kept = engine.read(shared)
+    assert kept.memory.status == "current"
+    assert kept.memory.valid_to is None
+    assert kept.relations == ("Ana —likes→ blues [? → open]",)
+    assert kept.contradicts == (new,)
+
+
+def test_an_effective_date_far_away_keeps_validity_in_order(engine: Engine) -> None:
+    since = datetime(2023, 1, 1, tzinfo=UTC)
+    old = engine.write("Ana likes the blues.", ["user:sam"], relations=likes("blues"), valid_from=since).id
+    far = engine.write("Ana likes polka.", ["user:sam"], relations=likes("polka"), valid_from=since).id
+    Api(
+        decision(
+            {"id": old[:12], "relation": "updates", "reason": "r", "effective": "1066-10-14"},
+            {"id": far[:12], "relation": "updates", "reason": "r", "effective": "9999-12-31"},
+        )
+    ).switch_on(engine)
+    new = engine.write("Ana likes rock.", ["user:sam"], relations=likes("rock")).id
+    assert engine.wait_enriched()
+    before = engine.read(old).memory
+    assert before.superseded_by == new
+    assert before.valid_to == since  # never before it began
+    after = engine.read(far).memory
+    assert after.valid_to is not None
+    assert since <= after.valid_to <= datetime.now(UTC)  # never in the future
+    history = engine.recall(
+        "Ana likes", ["user:sam"], include_history=True, as_of=datetime(2024, 1, 1, tzinfo=UTC)
+    )
+    assert old not in {h.memory.id for h in history}
+
+
+def test_an_effective_date_out_of_range_is_an_invalid_date(engine: Engine) -> None:
+    old = engine.write("Ana likes the blues.", ["user:sam"], relations=likes("blues")).id
+    Api(
+        decision(
+            {"id": old[:12], "relation": "updates", "reason": "r", "effective": "0001-01-01T00:00:00+01:00"}
+        )
+    ).switch_on(engine)
+    new = engine.write("Ana likes rock.", ["user:sam"], relations=likes("rock")).id
+    assert engine.wait_enriched()
+    assert "invalid effective date" in (engine.read(new).enrichment or "")
+    assert engine.read(old).memory.status == "current"
+
+
+def test_a_flood_of_decisions_is_refused_whole(engine: Engine) -> None:
+    old = engine.write("Ana likes the blues.", ["user:sam"], relations=likes("blues")).id
+    flood = [{"id": old[:12], "relation": "updates", "reason": "x" * 100_000}] * 300
+    Api(decision(*flood)).switch_on(engine)
+    new = engine.write("Ana likes rock.", ["user:sam"], relations=likes("rock")).id
+    assert engine.wait_enriched()
+    enrichment = engine.read(new).enrichment or ""
+    assert "'decisions' is not a list of at most 8" in enrichment
+    assert len(enrichment) < 1000
+    assert engine.read(old).memory.status == "current"
+
+
+@pytest.mark.parametrize("meanwhile", ["retire", "amend"])
+def test_a_candidate_retired_or_amended_meanwhile_is_left_alone(engine: Engine, meanwhile: str) -> None:
+    old = engine.write("Ana likes the blues.", ["user:sam"], relations=likes("blues")).id
+    api = Api(decision({"id": old[:12], "relation": "updates", "reason": "r"}))
+    api.release.clear()
+    api.switch_on(engine)
+    new = engine.write("Ana likes rock.", ["user:sam"], relations=likes("rock")).id
+    assert api.asked.wait(30)
+    if meanwhile == "retire":
+        engine.retire(old)
+    else:
+        amended = engine.amend(old, "Ana likes the delta blues.").id
+    api.release.set()
+    assert engine.wait_enriched()
+    gone = engine.read(old).memory
+    assert gone.superseded_by != new
+    if meanwhile == "amend":
+        assert engine.read(amended).memory.status == "current"
+    assert "left alone (no longer current) 1" in (engine.read(new).enrichment or "")
+
+
+@pytest.mark.parametrize("meanwhile", ["erase the candidate", "purge its scope", "erase the new memory"])
+def test_an_erasure_while_the_model_thinks_leaves_no_byte_behind(
+    engine: Engine, data_dir: Path, meanwhile: str
+) -> None:
+    old = engine.write("Ana likes the blues; quokkaphone.", ["team:z"], relations=likes("blues")).id
+    api = Api(decision({"id": old[:12], "relation": "updates", "reason": "ocelotine quokkaphone"}))
+    api.release.clear()
+    api.switch_on(engine)
+    new = engine.write("Ana likes rock; pangolinate.", ["team:z", "user:sam"], relations=likes("rock")).id
+    assert api.asked.wait(30)
+    if meanwhile == "erase the candidate":
+        engine.erase(old, confirm=old)
+    elif meanwhile == "purge its scope":
+        engine.purge("team:z", confirm="team:z")
+    else:
+        engine.erase(new, confirm=new)
+    api.release.set()
+    assert engine.wait_enriched()
+    words = [b"ocelotine", b"quokkaphone", old.encode()]
+    if meanwhile == "erase the new memory":
+        words = [b"ocelotine", b"pangolinate", new.encode()]
+        assert engine.read(old).memory.status == "current"
+    else:
+        record = engine.read(new)
+        assert "nothing changed" in (record.enrichment or "")
+        assert old[:12] not in json.dumps([record.enrichment, record.relations, record.contradicts])
+    engine.close()
+    for path in data_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for word in words:
+                assert word not in data, (path, word)
