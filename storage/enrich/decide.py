@@ -246,6 +246,8 @@ def apply(
             # SUPERSEDES / CONTRADICTS edge, which memory_read shows to whoever may read both), and the model's
             # reason may quote any memory it was shown, so it is kept nowhere.
             counts: collections.Counter[str] = collections.Counter()
+            new = graph.fetch(tx.conn, [job.memory_id])[job.memory_id]
+            began = new.valid_from  # given by the writer, else when it was written
             for v in decided.verdicts:
                 if v.relation == "adds":
                     continue
@@ -254,12 +256,20 @@ def apply(
                     continue
                 if v.relation == "repeats":
                     counts["repeats"] += 1
-                elif v.relation == "contradicts" or not job.access.can_write(held[v.id].scopes):
+                elif (
+                    v.relation == "contradicts"
+                    or not job.access.can_write(held[v.id].scopes)
+                    or held[v.id].valid_from > began
+                ):
+                    # An update of a memory true from a later time than the new one would hide the newer value
+                    # behind the older (and close it before it began): a conflict, as the rules record it.
                     graph.contradict(tx.conn, job.memory_id, v.id, DECIDED_BY, tx.now)
                     counts[
                         "contradicts"
                         if v.relation == "contradicts"
                         else "contradicts (an update you may not make)"
+                        if not job.access.can_write(held[v.id].scopes)
+                        else "contradicts (the stored one is newer)"
                     ] += 1
                 else:
                     at = min(v.effective or job.event_time, tx.now)

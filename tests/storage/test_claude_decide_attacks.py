@@ -261,3 +261,25 @@ def test_an_erasure_while_the_model_thinks_leaves_no_byte_behind(
             data = path.read_bytes()
             for word in words:
                 assert word not in data, (path, word)
+
+
+def test_an_older_statement_never_supersedes_a_newer_one(engine: Engine) -> None:
+    # The model may say a memory true from 2020 "updates" one true from 2023: the newer value would leave
+    # default recall behind the older one (closed the moment it began). It is a conflict, as the rules say.
+    newer = engine.write(
+        "Ana likes the blues.",
+        ["user:sam"],
+        relations=likes("blues"),
+        valid_from=datetime(2023, 1, 1, tzinfo=UTC),
+    ).id
+    Api(decision({"id": newer[:12], "relation": "updates", "reason": "r"})).switch_on(engine)
+    old = engine.write(
+        "Ana likes rock.", ["user:sam"], relations=likes("rock"), valid_from=datetime(2020, 1, 1, tzinfo=UTC)
+    ).id
+    assert engine.wait_enriched()
+    kept = engine.read(newer)
+    assert kept.memory.status == "current"
+    assert kept.memory.valid_to is None
+    assert kept.relations == ("Ana —likes→ blues [? → open]",)
+    assert kept.contradicts == (old,)
+    assert "contradicts (the stored one is newer) 1" in (engine.read(old).enrichment or "")
