@@ -283,3 +283,18 @@ def test_an_older_statement_never_supersedes_a_newer_one(engine: Engine) -> None
     assert kept.relations == ("Ana —likes→ blues [? → open]",)
     assert kept.contradicts == (old,)
     assert "contradicts (the stored one is newer) 1" in (engine.read(old).enrichment or "")
+
+
+def test_a_link_the_model_made_is_not_named_to_a_reader_of_one_end_only(engine: Engine) -> None:
+    b = principal("B", "agent:b=w", "team:z=r")
+    c = principal("C", "team:z=r")
+    shared = engine.write("Ana likes the blues.", ["agent:b", "team:z"], relations=likes("blues")).id
+    Api(decision({"id": shared[:12], "relation": "contradicts", "reason": "r"})).switch_on(engine)
+    new = engine.write("Ana hates the blues.", ["agent:b"], relations=likes("rock"), principal=b).id
+    assert engine.wait_enriched()
+    assert engine.read(shared, principal=b).contradicts == (new,)
+    seen = engine.read(shared, principal=c)
+    assert seen.contradicts == ()
+    assert new not in json.dumps([seen.relations, [m.id for m in seen.versions], seen.enrichment])
+    hits = {h.memory.id: h for h in engine.recall("Ana blues", ["team:z"], principal=c)}
+    assert hits[shared].conflicts == ()
