@@ -36,7 +36,8 @@ Variables (all optional):
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
   ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5). With a key, Claude
   also writes the conversation digests and decides what the reconcile rules leave open, unless
-  ``MNEMOGRAPH_LLM_RECONCILE`` is ``off`` (default ``on``; docs/extraction.md).
+  ``MNEMOGRAPH_LLM_RECONCILE`` is ``off`` (default ``on``; docs/extraction.md). These are the owner's: a stdio
+  front-end attaching to a running owner does not change them.
 - ``MNEMOGRAPH_SAMPLING``: ``off`` (default) or ``on``: MCP sampling, the writing client's own model reads
   each memory it writes after the write is acknowledged, when the client declared the sampling capability
   (docs/extraction.md); ``MNEMOGRAPH_SAMPLING_TIMEOUT`` the seconds the client gets to answer (default 60).

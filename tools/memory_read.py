@@ -56,7 +56,8 @@ class MemoryReadOut(BaseModel):
         description="How the optional background model extraction went for this memory (Claude, or the "
         "writing client's own model through MCP sampling): pending, done, failed or skipped with the reason, "
         "and Claude's token cost; null when none is configured. A failure or a skip changed nothing. With "
-        "Claude, also its reconcile decision ('decided by claude: updates <id> (reason)', contradicts, repeats).",
+        "Claude, also its reconcile decision, as counts ('decided by claude: updates 1, contradicts 1'); which "
+        "memories: superseded_by, versions and contradicts.",
     )
 
 

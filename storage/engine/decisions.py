@@ -34,7 +34,10 @@ class _Decisions(_Writes):
         self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
     ) -> None:
         super()._apply_llm(job, result, error)
-        if self._decider is not None and job.extractor is None:
+        abandoned = (
+            result is None and error is None
+        )  # queued at shutdown (``Engine.close``): ask nothing more
+        if self._decider is not None and job.extractor is None and not abandoned:
             try:
                 self._decide(job, self._decider)
             except Exception:  # a bug here must not cost the worker: the memory stays as it was
@@ -67,9 +70,11 @@ class _Decisions(_Writes):
         """Current memories sharing a scope with ``job``'s that its writer may read and that the rules left
         undecided, at most ``decide.MAX_CANDIDATES``, those sharing a statement first."""
         self.reconciler.wait_fresh()  # the words index holds every memory committed before this one
-        targets = set(job.scopes)
         with self.graph.read() as conn:
             if not self.graph.live_state(conn, job.memory_id):
+                return []
+            targets = decide.scopes_now(self.graph, conn, job.memory_id, job.scopes)
+            if not targets:
                 return []
             settled = {
                 job.memory_id,
@@ -108,6 +113,7 @@ class _Decisions(_Writes):
                 for i, reason in why.items()
                 if (m := held.get(i)) is not None
                 and m.status is Status.CURRENT
+                and m.kind not in decide.NOT_DECIDED
                 and targets & set(m.scopes)
                 and job.access.can_read(m.scopes)
             ]

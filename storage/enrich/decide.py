@@ -19,14 +19,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from storage.domain.models import MemoryKind
 from storage.enrich.reconcile import Access
 from storage.enrich.results import ExtractionFailed, Usage
-from storage.ports.canonical import CanonicalStore
+from storage.ports.canonical import CanonicalStore, Session
 from storage.sync.reconciler import Tx
 
 __all__ = [
     "INSTRUCTIONS",
     "MAX_CANDIDATES",
+    "NOT_DECIDED",
     "SCHEMA",
     "TOOL_NAME",
     "VERDICTS",
@@ -38,12 +40,17 @@ __all__ = [
     "apply",
     "parse_decision",
     "request_text",
+    "scopes_now",
+    "shown_ids",
 ]
 
 VERDICTS = ("adds", "updates", "contradicts", "repeats")
 MAX_CANDIDATES = 8  # stored memories shown to the model per new memory, at most
 MAX_REASON = 200  # characters of a reason kept
 SHORT = 12  # hex characters of an id shown to the model
+NOT_DECIDED = frozenset({MemoryKind.MESSAGE, MemoryKind.SUMMARY})
+"""Kinds never shown as candidates, so never superseded or linked by the model: a conversation message is a
+record of what was said (it cannot stop being true), a digest is rebuilt from its messages."""
 DECIDED_BY = "decided by claude"
 TOOL_NAME = "record_decision"
 TOOL_DESCRIPTION = "Record, for each stored memory shown, how the new memory relates to it."
@@ -94,7 +101,7 @@ class Candidate:
 class Verdict:
     id: str  # the candidate's full id
     relation: str  # one of VERDICTS
-    reason: str
+    reason: str  # the model's; validated, never stored (it may quote any memory it was shown)
     effective: datetime | None = None
 
 
@@ -116,12 +123,28 @@ class Decider(Protocol):
         ...
 
 
+def shown_ids(candidates: Sequence[Candidate]) -> dict[str, str]:
+    """Each candidate's id as shown to the model: its first ``SHORT`` characters, or the whole id when another
+    candidate starts the same way (ids are content hashes: a writer can grind two that share a prefix)."""
+    starts = collections.Counter(c.id[:SHORT] for c in candidates)
+    return {c.id: c.id[:SHORT] if starts[c.id[:SHORT]] == 1 else c.id for c in candidates}
+
+
+def scopes_now(graph: CanonicalStore, conn: Session, memory_id: str, written: Sequence[str]) -> set[str]:
+    """The scopes of ``written`` the new memory is still in: a scope it was taken out of since the write is no
+    longer one where the model may compare it or change anything (its readers would see a memory closed by
+    one they cannot read)."""
+    held = graph.fetch(conn, [memory_id]).get(memory_id)
+    return set(written) & set(held.scopes) if held is not None else set()
+
+
 def request_text(
     content: str, *, written_at: datetime, speaker: str | None, candidates: Sequence[Candidate]
 ) -> str:
     """The per-memory part of the request: the new memory, then each candidate under its short id."""
+    ids = shown_ids(candidates)
     shown = "\n".join(
-        f'<stored id="{c.id[:SHORT]}" written="{c.written_at.date().isoformat()}" why="{c.why}">\n'
+        f'<stored id="{ids[c.id]}" written="{c.written_at.date().isoformat()}" why="{c.why}">\n'
         f"{c.content}\n</stored>"
         for c in candidates
     )
@@ -142,7 +165,7 @@ def parse_decision(
         raise ExtractionFailed(
             f"malformed answer: 'decisions' is not a list of at most {MAX_CANDIDATES}", usage, attempt
         )
-    shown = {c.id[:SHORT]: c.id for c in candidates}
+    shown = shown_ids(candidates)
     out: dict[str, Verdict] = {}
     for n, item in enumerate(raw):
         if (
@@ -153,8 +176,9 @@ def parse_decision(
         ):
             raise ExtractionFailed(f"malformed answer: decision {n} is not a valid decision", usage, attempt)
         given = item["id"].strip().lower()
-        full = shown.get(given[:SHORT]) if len(given) >= SHORT else None
-        if full is None or not full.startswith(given):
+        named = [full for full, short in shown.items() if given.startswith(short) and full.startswith(given)]
+        full = named[0] if len(named) == 1 else None
+        if full is None:
             raise ExtractionFailed(
                 f"malformed answer: decision {n} names a memory it was not shown", usage, attempt
             )
@@ -175,9 +199,9 @@ def _date(value: Any) -> datetime | None:
         return None
     try:
         when = datetime.fromisoformat(value.strip())
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # year 1 or 9999 with an offset leaves the calendar in UTC
         return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +232,10 @@ def apply(
         note = f"reconcile decision failed ({why}); nothing changed"
     else:
         held = graph.fetch(tx.conn, [v.id for v in decided.verdicts])
-        targets = set(job.scopes)
+        targets = scopes_now(graph, tx.conn, job.memory_id, job.scopes)
         if any(
             v.id not in held
+            or held[v.id].kind in NOT_DECIDED
             or not targets & set(held[v.id].scopes)
             or not job.access.can_read(held[v.id].scopes)
             for v in decided.verdicts
@@ -219,8 +244,10 @@ def apply(
         else:
             # Counts only: the record outlives the memories it would name (an erase of one of them takes the
             # SUPERSEDES / CONTRADICTS edge, which memory_read shows to whoever may read both), and the model's
-            # reason may quote them, so it is kept only on the SUPERSEDES edge, erased with either end.
+            # reason may quote any memory it was shown, so it is kept nowhere.
             counts: collections.Counter[str] = collections.Counter()
+            new = graph.fetch(tx.conn, [job.memory_id])[job.memory_id]
+            began = new.valid_from  # given by the writer, else when it was written
             for v in decided.verdicts:
                 if v.relation == "adds":
                     continue
@@ -229,12 +256,20 @@ def apply(
                     continue
                 if v.relation == "repeats":
                     counts["repeats"] += 1
-                elif v.relation == "contradicts" or not job.access.can_write(held[v.id].scopes):
+                elif (
+                    v.relation == "contradicts"
+                    or not job.access.can_write(held[v.id].scopes)
+                    or held[v.id].valid_from > began
+                ):
+                    # An update of a memory true from a later time than the new one would hide the newer value
+                    # behind the older (and close it before it began): a conflict, as the rules record it.
                     graph.contradict(tx.conn, job.memory_id, v.id, DECIDED_BY, tx.now)
                     counts[
                         "contradicts"
                         if v.relation == "contradicts"
                         else "contradicts (an update you may not make)"
+                        if not job.access.can_write(held[v.id].scopes)
+                        else "contradicts (the stored one is newer)"
                     ] += 1
                 else:
                     at = min(v.effective or job.event_time, tx.now)
@@ -249,11 +284,13 @@ def apply(
                                 valid_to=at,
                                 ended_by=job.memory_id,
                             )
+                    # Never the model's own words: it may quote any memory it was shown, from a scope neither
+                    # end is in, and the edge goes wherever these two go (an export of their scope).
                     graph.supersede(
                         tx.conn,
                         v.id,
                         job.memory_id,
-                        reason=f"{DECIDED_BY}: {v.reason}",
+                        reason=f"{DECIDED_BY}: updates",
                         at=tx.now,
                         close_valid_to=at,
                     )
