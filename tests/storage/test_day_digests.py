@@ -4,6 +4,8 @@ them changes, erased with them, never readable by someone who cannot read their 
 
 from __future__ import annotations
 
+import io
+import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -273,3 +275,30 @@ def test_with_the_consolidator_off_a_running_day_is_not_reported_as_waiting(engi
     assert not engine.wait_digested(0)  # due now, and the consolidator is off: it waits in the store
     assert engine.consolidate() == 1  # `mnemograph digests` builds it
     assert engine.wait_digested(0)
+
+
+def test_an_imported_memory_recorded_on_the_last_day_there_is_stops_no_digest(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # An export (hostile or from a broken clock) may say a memory was recorded on 9999-12-31: its day had no
+    # next day, so working out when it ends raised, and the consolidator built no digest for any scope or
+    # conversation again (and wait_digested raised too).
+    src = Engine.open(tmp_path / "src", warm=False)
+    try:
+        write_all(src, ["Zed keeps bees in Sintra.", "Zed sells honey on Saturdays.", "Zed's hives are blue."],
+                  scope="user:zed")  # fmt: skip
+        buf = io.StringIO()
+        src.export(buf)
+    finally:
+        src.close()
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    for rec in lines:
+        if rec.get("type") == "memory":
+            rec["recorded_at"] = "9999-12-31T12:00:00+00:00"
+    engine.merge_export(io.StringIO("".join(json.dumps(r) + "\n" for r in lines)))
+    write_all(engine, ANA)
+    engine.digest_quiet = 0
+    engine.day_digest_quiet = 0
+    assert engine.wait_digested(30)
+    scopes = sorted(engine.read(d).memory.metadata["scope"] for d in day_digests(engine))
+    assert scopes == ["user:ana", "user:zed"]
