@@ -175,6 +175,11 @@ class _Conversations(_Erasure):
     def is_digest(self, memory_id: str) -> bool:
         return memory_id in self._digest_ids
 
+    def is_day_digest(self, memory_id: str) -> bool:
+        """A scope's day digest (``storage.enrich.days``), not a conversation's."""
+        key = self._digest_ids.get(memory_id)
+        return key is not None and days.is_day_key(key)
+
     def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None:
         """The messages a digest was built from (its conversation's), or None if ``memory_id`` is no digest."""
         key = self._digest_ids.get(memory_id)

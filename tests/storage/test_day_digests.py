@@ -277,6 +277,46 @@ def test_with_the_consolidator_off_a_running_day_is_not_reported_as_waiting(engi
     assert engine.wait_digested(0)
 
 
+DAY = [
+    "Ana moved to Lisbon in March for a job at Acme Corp.",
+    "Ana's sister Ines visits her on June 3.",
+    "Ana is allergic to peanuts.",
+    "Ana prefers window seats on long flights.",
+    "Ana's dentist is Dr. Sousa on Rua Augusta.",
+    "Ana runs 10 km every Sunday morning.",
+    "Ana's laptop is a ThinkPad X1 bought in 2023.",
+    "Ana is learning Japanese on Duolingo.",
+    "Ana's cat is called Miso.",
+    "Ana's manager at Acme Corp is Pedro.",
+    "Ana drinks oat milk flat whites.",
+    "Ana wants to visit Kyoto next spring.",
+]
+
+
+def test_a_day_digest_brings_no_memory_the_query_did_not_find_itself(engine: Engine) -> None:
+    # A day is no topic: a question matching only the digest's own framing ("memories recorded ... between
+    # local") or the blend of a day's unrelated memories got two arbitrary memories of that day, and a precise
+    # question got an unrelated memory beside its answer (recall without the digest left both out).
+    write_all(engine, DAY)
+
+    def ask(q: str) -> list[str]:
+        return [h.memory.content for h in engine.recall(q, ["user:ana"], k=5)]
+
+    framing = "memories recorded between local"
+    assert ask(framing) == []
+    alone = ask("computer")
+    assert alone == ["Ana's laptop is a ThinkPad X1 bought in 2023."]
+    engine.consolidate()
+    digest = engine.read(only_day_digest(engine)).memory
+    assert "memories recorded" in digest.content
+    assert "between local" in digest.content
+    assert ask(framing) == []
+    assert ask("computer") == alone
+    # Its sources the lanes did find are still lifted by it.
+    hits = engine.recall("Lisbon sister Ines peanuts", ["user:ana"])
+    assert [h for h in hits if h.digest == digest.id]
+
+
 def test_an_imported_memory_recorded_on_the_last_day_there_is_stops_no_digest(
     engine: Engine, tmp_path: Path
 ) -> None:
