@@ -342,3 +342,33 @@ def test_an_imported_memory_recorded_on_the_last_day_there_is_stops_no_digest(
     assert engine.wait_digested(30)
     scopes = sorted(engine.read(d).memory.metadata["scope"] for d in day_digests(engine))
     assert scopes == ["user:ana", "user:zed"]
+
+
+def test_a_day_digest_amended_by_hand_goes_when_it_is_rebuilt_so_erasing_a_source_leaves_no_word(
+    engine: Engine, data_dir: Path
+) -> None:
+    # A hand-made version of a digest quotes its sources. The rebuild after the next memory of the day deleted
+    # the digest it amended, so nothing tied it to them any more: erasing a source left the source's words in
+    # it (recall showed them, and they stayed on disk).
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    ids = write_all(engine, [*ANA[:3], f"Ana's door code is {canary}."])
+    engine.consolidate()
+    digest = engine.read(only_day_digest(engine)).memory
+    mine = engine.amend(digest.id, digest.content + "\nChecked by Ana.", reason="checked").id
+    write_all(engine, [ANA[3]])
+    engine.consolidate()
+    rebuilt = only_day_digest(engine)
+    secret = ids[-1]
+    engine.erase(secret, confirm=secret)
+    engine.consolidate()
+    hits = engine.recall("door code", ["user:ana"], kinds=["summary", "fact"], include_history=True)
+    assert all(canary not in h.memory.content for h in hits)
+    for gone in (digest.id, mine, rebuilt):
+        try:
+            engine.read(gone)
+        except NotFound:
+            pass
+        else:
+            raise AssertionError(f"{gone} still reads after its source was erased")
+    assert canary not in engine.read(only_day_digest(engine)).memory.content
+    assert files_containing(data_dir, canary.encode()) == []
