@@ -175,6 +175,11 @@ class _Conversations(_Erasure):
     def is_digest(self, memory_id: str) -> bool:
         return memory_id in self._digest_ids
 
+    def is_day_digest(self, memory_id: str) -> bool:
+        """A scope's day digest (``storage.enrich.days``), not a conversation's."""
+        key = self._digest_ids.get(memory_id)
+        return key is not None and days.is_day_key(key)
+
     def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None:
         """The messages a digest was built from (its conversation's), or None if ``memory_id`` is no digest."""
         key = self._digest_ids.get(memory_id)
@@ -365,9 +370,7 @@ class _Conversations(_Erasure):
             if built is not None and vector is not None:
                 new_id = content_id(built.text, salt=f"digest:{key}")
             if old is not None and old != new_id and self.graph.live_state(tx.conn, old) is not None:
-                self.graph.delete_memories(tx.conn, [old])
-                tx.record("delete", old)
-                self._digest_ids.pop(old, None)
+                self._drop_digest(tx, old)
             if new_id is not None and new_id == old and self.graph.live_state(tx.conn, old) is not None:
                 # The same words as before, but its messages may be in other scopes now (a link): so is it.
                 self._rescope(tx, old, scopes)
@@ -422,9 +425,7 @@ class _Conversations(_Erasure):
             had = old is not None
             new_id = content_id(built.text, salt=f"digest:{key}") if built is not None else None
             if old is not None and old != new_id and self.graph.live_state(tx.conn, old) is not None:
-                self.graph.delete_memories(tx.conn, [old])
-                tx.record("delete", old)
-                self._digest_ids.pop(old, None)
+                self._drop_digest(tx, old)
             if new_id is not None and new_id == old and self.graph.live_state(tx.conn, old) is not None:
                 self._rescope(tx, old, [scope] if scope else [])
             if built is not None and vector is not None and scope is not None and new_id != old:
@@ -449,6 +450,22 @@ class _Conversations(_Erasure):
 
         # Counted as built when it stored or withdrew a digest (a day too small for one is not).
         return bool(self.reconciler.submit(swap)) or built is not None
+
+    def _drop_digest(self, tx: Tx, digest: str) -> None:
+        """Delete a digest being replaced or withdrawn, with the versions amended from it by hand: once the
+        digest is gone they are tied to its sources by nothing, so erasing a source could no longer find them,
+        and they quote its words (an erased memory's words stayed readable, and on disk)."""
+        chain, at = [digest], digest
+        while True:
+            nxt = self.graph.fetch(tx.conn, [at]).get(at)
+            if nxt is None or nxt.superseded_by is None or nxt.superseded_by in chain:
+                break
+            at = nxt.superseded_by
+            chain.append(at)
+        self.graph.delete_memories(tx.conn, chain)
+        for mid in chain:
+            tx.record("delete", mid)
+            self._digest_ids.pop(mid, None)
 
     def _rescope(self, tx: Tx, digest: str, scopes: Sequence[str]) -> None:
         held = self.graph.fetch(tx.conn, [digest])[digest].scopes
@@ -591,8 +608,7 @@ class _Conversations(_Erasure):
         for key, digest in found.items():
             if withdraw and digest is not None:
                 if self.graph.live_state(tx.conn, digest) is not None:
-                    self.graph.delete_memories(tx.conn, [digest])
-                    tx.record("delete", digest)
+                    self._drop_digest(tx, digest)
                 self._digest_ids.pop(digest, None)
                 # Digested as of the last change before this one, so the touch below leaves it pending.
                 state = self.graph.conversation_state(tx.conn, key)

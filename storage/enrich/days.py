@@ -46,7 +46,10 @@ def hold(key: str, changed: datetime, day_quiet: float) -> datetime | None:
     a day already over (a source amended later, say) is rebuilt after the usual quiet time."""
     if not is_day_key(key):
         return None
-    end = datetime.combine(day_of(key) + timedelta(days=1), time(0), tzinfo=UTC)
+    day = day_of(key)
+    if day >= date.max:  # 9999-12-31 (an imported recorded_at) has no next day: it goes by quiet time alone
+        return changed + timedelta(seconds=day_quiet)
+    end = datetime.combine(day + timedelta(days=1), time(0), tzinfo=UTC)
     if changed >= end:
         return None
     return min(end, changed + timedelta(seconds=day_quiet))

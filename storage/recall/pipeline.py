@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,6 +52,8 @@ class DigestSource(Protocol):
     def is_digest(self, memory_id: str) -> bool: ...
 
     def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None: ...
+
+    def is_day_digest(self, memory_id: str) -> bool: ...
 
 
 CHARS_PER_TOKEN = (
@@ -126,7 +129,7 @@ def run(
     # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
     want = max(q.k, recipe.time.window) if timed else q.k
     with graph.read() as conn:
-        fused, lifted, stand_in = _lift(fused, q, graph, conn, digests)
+        fused, lifted, stand_in, day_digests = _lift(fused, q, graph, conn, digests)
         if recipe.group.key is not None:
             via: dict[str, list[Memory]] = {}
             records = graph.fetch(conn, [m for m, _, _ in fused], executor)
@@ -139,7 +142,7 @@ def run(
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only and q.known_at is None:
                 kept = _chains(kept, q, graph, conn)
-            return _finish(kept, q, recipe, vectors)
+            return _finish(kept, q, recipe, vectors, day_digests)
         pool = _Pool(q, graph, conn, fused, paths, vectors, executor, recipe.follow_versions, lifted)
         cands = pool.take(want)
         if timed:
@@ -149,17 +152,25 @@ def run(
         kept = _dedup(cands, q, recipe, pool)
         if not q.live_only and q.known_at is None:
             kept = _chains(kept, q, graph, conn)
-    return _finish(kept, q, recipe, vectors)
+    return _finish(kept, q, recipe, vectors, day_digests)
 
 
 def _finish(
-    kept: list[_Candidate], q: Query, recipe: Recipe, vectors: Mapping[str, np.ndarray] | None = None
+    kept: list[_Candidate],
+    q: Query,
+    recipe: Recipe,
+    vectors: Mapping[str, np.ndarray] | None = None,
+    day_digests: AbstractSet[str] = frozenset(),
 ) -> list[Hit]:
     """The relevance rules (``Recipe.min_similarity``, ``Recipe.relevance_floor``), then ``k``, then the token
     budget."""
     if recipe.min_similarity is not None and q.vector is not None:
         seen = vectors or {}
-        kept = [c for c in kept if not _vector_only_and_weak(c, q.vector, recipe.min_similarity, seen)]
+        kept = [
+            c
+            for c in kept
+            if not _vector_only_and_weak(c, q.vector, recipe.min_similarity, seen, day_digests)
+        ]
     if kept and recipe.relevance_floor > 0:
         floor = recipe.relevance_floor * max(c.score for c in kept)
         kept = [c for c in kept if c.score >= floor]
@@ -172,13 +183,17 @@ _Entry = tuple[str, float, dict[str, int]]
 
 def _lift(
     fused: list[_Entry], q: Query, graph: CanonicalStore, conn: Session, digests: DigestSource | None
-) -> tuple[list[_Entry], dict[str, str], dict[str, str]]:
+) -> tuple[list[_Entry], dict[str, str], dict[str, str], set[str]]:
     """A digest's place in the fused list goes to its conversation's best messages: those the lanes found,
     best first, then those closest to the query by meaning, ``LIFT`` in all. The digest itself is shown only
     when the query asks for summaries (``kinds``). Returns the new list, message id -> the digest that lifted
-    it, and digest id -> the first message standing in for it (for grouping)."""
+    it, digest id -> the first message standing in for it (for grouping), and the day digests among them.
+
+    A scope's day digest (``storage.enrich.days``) lifts only the memories the lanes found themselves: a day is
+    no topic, so its other memories are no closer to the query for sharing it, and its digest's match on its own
+    framing words ("memories recorded ... between ana") or on a blend of unrelated memories is no evidence."""
     if digests is None or not any(digests.is_digest(m) for m, _, _ in fused):
-        return fused, {}, {}
+        return fused, {}, {}, set()
     show = q.kinds is not None and "summary" in q.kinds
     where = {m: i for i, (m, _, _) in enumerate(fused)}
     own = {m: lanes for m, _, lanes in fused}
@@ -186,6 +201,7 @@ def _lift(
     placed: set[str] = set()
     lifted: dict[str, str] = {}
     stand_in: dict[str, str] = {}
+    day_digests: set[str] = set()
     for mid, score, lanes in fused:
         if mid in placed:
             continue
@@ -194,9 +210,12 @@ def _lift(
             out.append((mid, score, lanes))
             placed.add(mid)
             continue
+        day = digests.is_day_digest(mid)
+        if day:
+            day_digests.add(mid)
         found = sorted((s for s in sources if s in where), key=where.__getitem__)
         chosen = found[:LIFT]
-        if len(chosen) < LIFT and q.vector is not None:
+        if len(chosen) < LIFT and q.vector is not None and not day:
             rest = [s for s in sources if s not in chosen]
             chosen += _closest(q.vector, rest, LIFT - len(chosen), graph, conn)
         for s in chosen:
@@ -209,7 +228,7 @@ def _lift(
         if show:
             out.append((mid, score, lanes))
             placed.add(mid)
-    return out, lifted, stand_in
+    return out, lifted, stand_in, day_digests
 
 
 def _closest(
@@ -231,13 +250,17 @@ def _closest(
 
 
 def _vector_only_and_weak(
-    c: _Candidate, query: np.ndarray, floor: float, vectors: Mapping[str, np.ndarray]
+    c: _Candidate,
+    query: np.ndarray,
+    floor: float,
+    vectors: Mapping[str, np.ndarray],
+    day_digests: AbstractSet[str] = frozenset(),
 ) -> bool:
     """Found by the vector lane alone, and less similar to the query than ``floor``. A hit that stands for its
     chain's current version is judged by the versions the lane matched (try14 F7: "quantum chromodynamics
-    lecture" returned a job fact through a weak match on its earlier version). A path or a digest is other
-    evidence."""
-    if set(c.lanes) != {"vector"} or c.paths or c.digest:
+    lecture" returned a job fact through a weak match on its earlier version). A path or a conversation's digest
+    is other evidence; a day's digest is not (it only repeats its memories' words)."""
+    if set(c.lanes) != {"vector"} or c.paths or (c.digest is not None and c.digest not in day_digests):
         return False
     units = [u for u in (c.unit, *(vectors.get(v.id) for v in c.via)) if u is not None]
     norm = float(np.linalg.norm(query))

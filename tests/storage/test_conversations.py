@@ -379,16 +379,11 @@ def test_erasing_a_message_erases_the_digest_a_user_amended_by_hand(engine: Engi
     assert "Lisbon" in engine.read(only_digest(engine)).memory.content  # rebuilt from the messages left
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a digest amended by hand is an ordinary memory from then on: unlinking, amending or retiring a "
-    "message withdraws the conversation's digest (the superseded version) but not the hand-made version, which "
-    "still quotes the message in the scope it left; erase takes it (every version of the digest). Whether a "
-    "withdraw should delete a user's amendment is a product decision (issue)",
-)
 def test_a_digest_amended_by_hand_does_not_keep_an_unlinked_messages_words_in_the_scope_it_left(
     engine: Engine,
 ) -> None:
+    # Withdrawing the digest takes its hand-made versions with it: they quote the messages, and once the digest
+    # they amended is gone nothing ties them to the messages (an erase could no longer find them either).
     receipt = engine.write_conversation("chat-hu", MOVE, ["user:ana", "team:family"])
     engine.consolidate()
     digest = engine.read(only_digest(engine)).memory

@@ -4,6 +4,8 @@ them changes, erased with them, never readable by someone who cannot read their 
 
 from __future__ import annotations
 
+import io
+import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -273,3 +275,100 @@ def test_with_the_consolidator_off_a_running_day_is_not_reported_as_waiting(engi
     assert not engine.wait_digested(0)  # due now, and the consolidator is off: it waits in the store
     assert engine.consolidate() == 1  # `mnemograph digests` builds it
     assert engine.wait_digested(0)
+
+
+DAY = [
+    "Ana moved to Lisbon in March for a job at Acme Corp.",
+    "Ana's sister Ines visits her on June 3.",
+    "Ana is allergic to peanuts.",
+    "Ana prefers window seats on long flights.",
+    "Ana's dentist is Dr. Sousa on Rua Augusta.",
+    "Ana runs 10 km every Sunday morning.",
+    "Ana's laptop is a ThinkPad X1 bought in 2023.",
+    "Ana is learning Japanese on Duolingo.",
+    "Ana's cat is called Miso.",
+    "Ana's manager at Acme Corp is Pedro.",
+    "Ana drinks oat milk flat whites.",
+    "Ana wants to visit Kyoto next spring.",
+]
+
+
+def test_a_day_digest_brings_no_memory_the_query_did_not_find_itself(engine: Engine) -> None:
+    # A day is no topic: a question matching only the digest's own framing ("memories recorded ... between
+    # local") or the blend of a day's unrelated memories got two arbitrary memories of that day, and a precise
+    # question got an unrelated memory beside its answer (recall without the digest left both out).
+    write_all(engine, DAY)
+
+    def ask(q: str) -> list[str]:
+        return [h.memory.content for h in engine.recall(q, ["user:ana"], k=5)]
+
+    framing = "memories recorded between local"
+    assert ask(framing) == []
+    alone = ask("computer")
+    assert alone == ["Ana's laptop is a ThinkPad X1 bought in 2023."]
+    engine.consolidate()
+    digest = engine.read(only_day_digest(engine)).memory
+    assert "memories recorded" in digest.content
+    assert "between local" in digest.content
+    assert ask(framing) == []
+    assert ask("computer") == alone
+    # Its sources the lanes did find are still lifted by it.
+    hits = engine.recall("Lisbon sister Ines peanuts", ["user:ana"])
+    assert [h for h in hits if h.digest == digest.id]
+
+
+def test_an_imported_memory_recorded_on_the_last_day_there_is_stops_no_digest(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # An export (hostile or from a broken clock) may say a memory was recorded on 9999-12-31: its day had no
+    # next day, so working out when it ends raised, and the consolidator built no digest for any scope or
+    # conversation again (and wait_digested raised too).
+    src = Engine.open(tmp_path / "src", warm=False)
+    try:
+        write_all(src, ["Zed keeps bees in Sintra.", "Zed sells honey on Saturdays.", "Zed's hives are blue."],
+                  scope="user:zed")  # fmt: skip
+        buf = io.StringIO()
+        src.export(buf)
+    finally:
+        src.close()
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    for rec in lines:
+        if rec.get("type") == "memory":
+            rec["recorded_at"] = "9999-12-31T12:00:00+00:00"
+    engine.merge_export(io.StringIO("".join(json.dumps(r) + "\n" for r in lines)))
+    write_all(engine, ANA)
+    engine.digest_quiet = 0
+    engine.day_digest_quiet = 0
+    assert engine.wait_digested(30)
+    scopes = sorted(engine.read(d).memory.metadata["scope"] for d in day_digests(engine))
+    assert scopes == ["user:ana", "user:zed"]
+
+
+def test_a_day_digest_amended_by_hand_goes_when_it_is_rebuilt_so_erasing_a_source_leaves_no_word(
+    engine: Engine, data_dir: Path
+) -> None:
+    # A hand-made version of a digest quotes its sources. The rebuild after the next memory of the day deleted
+    # the digest it amended, so nothing tied it to them any more: erasing a source left the source's words in
+    # it (recall showed them, and they stayed on disk).
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    ids = write_all(engine, [*ANA[:3], f"Ana's door code is {canary}."])
+    engine.consolidate()
+    digest = engine.read(only_day_digest(engine)).memory
+    mine = engine.amend(digest.id, digest.content + "\nChecked by Ana.", reason="checked").id
+    write_all(engine, [ANA[3]])
+    engine.consolidate()
+    rebuilt = only_day_digest(engine)
+    secret = ids[-1]
+    engine.erase(secret, confirm=secret)
+    engine.consolidate()
+    hits = engine.recall("door code", ["user:ana"], kinds=["summary", "fact"], include_history=True)
+    assert all(canary not in h.memory.content for h in hits)
+    for gone in (digest.id, mine, rebuilt):
+        try:
+            engine.read(gone)
+        except NotFound:
+            pass
+        else:
+            raise AssertionError(f"{gone} still reads after its source was erased")
+    assert canary not in engine.read(only_day_digest(engine)).memory.content
+    assert files_containing(data_dir, canary.encode()) == []
