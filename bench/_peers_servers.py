@@ -148,9 +148,11 @@ class Mnemograph(Peer):
         return RuntimePaths.of(settings.runtime_dir, settings.data_dir)
 
     def params(self, data: Path) -> StdioServerParameters:
-        return _logged(
-            str(self.exe), ["serve", "--data-dir", str(data)], self.log, _env(MNEMOGRAPH_IDLE_TIMEOUT="600")
-        )
+        # The checkout this benchmark runs from (PYTHONPATH), not whichever one the venv's editable install names:
+        # without it the server would run another tree's code than the one being measured.
+        path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+        env = _env(MNEMOGRAPH_IDLE_TIMEOUT="600", **path)
+        return _logged(str(self.exe), ["serve", "--data-dir", str(data)], self.log, env)
 
     async def write(self, c: Client, text: str, n: int, when: datetime, session: str) -> str:
         args = {

@@ -112,3 +112,13 @@ def test_the_subset_covers_every_type_in_proportion() -> None:
     # second of its 10, b's 2 are b-0 and b-2 (step 2.5)
     assert [q.id for q in subset(qs, 8)] == ["a-0", "a-2", "a-4", "a-6", "a-8", "b-0", "b-2", "c-0"]
     assert len(subset(qs, 100)) == 17
+
+
+def test_a_run_cut_short_still_covers_every_type() -> None:
+    from peers import interleaved, subset
+
+    qs = subset(_questions({"a": 10, "b": 5, "c": 2}), 8)
+    order = interleaved(qs)
+    # the run order takes one of each type in turn: any first 3 questions cover a, b and c
+    assert [q.id for q in order] == ["a-0", "b-0", "c-0", "a-2", "b-2", "a-4", "a-6", "a-8"]
+    assert sorted(q.id for q in order) == sorted(q.id for q in qs)
