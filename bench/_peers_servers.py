@@ -148,9 +148,11 @@ class Mnemograph(Peer):
         return RuntimePaths.of(settings.runtime_dir, settings.data_dir)
 
     def params(self, data: Path) -> StdioServerParameters:
-        return _logged(
-            str(self.exe), ["serve", "--data-dir", str(data)], self.log, _env(MNEMOGRAPH_IDLE_TIMEOUT="600")
-        )
+        # The checkout this benchmark runs from (PYTHONPATH), not whichever one the venv's editable install names:
+        # without it the server would run another tree's code than the one being measured.
+        path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+        env = _env(MNEMOGRAPH_IDLE_TIMEOUT="600", **path)
+        return _logged(str(self.exe), ["serve", "--data-dir", str(data)], self.log, env)
 
     async def write(self, c: Client, text: str, n: int, when: datetime, session: str) -> str:
         args = {
@@ -306,13 +308,13 @@ class McpMemoryService(Peer):
             named = re.search(r"similar to ([0-9a-f]{64})", said)
             if named:
                 return named.group(1)
-            if text in self.keys:
-                return self.keys[text]
+            if _same_text(text) in self.keys:
+                return self.keys[_same_text(text)]
         _check(result, "memory_store")
         found = re.search(r"hash: ([0-9a-f]{64})", said)
         if not found:
             raise RuntimeError(f"memory_store gave no hash: {said[:300]}")
-        self.keys[text] = found.group(1)
+        self.keys[_same_text(text)] = found.group(1)
         return found.group(1)
 
     async def search(self, c: Client, query: str, k: int, now: datetime, variant: str) -> list[str]:
@@ -320,6 +322,12 @@ class McpMemoryService(Peer):
         result = await c.call_tool("memory_search", {"query": query, "limit": k, "mode": mode})
         _check(result, "memory_search")
         return _HASH.findall(_text(result))
+
+
+def _same_text(text: str) -> str:
+    """What mcp-memory-service counts as the same content: its content hash is of the stripped, lower-cased text,
+    so two turns that differ only in case or surrounding spaces are an "exact match" duplicate."""
+    return text.strip().lower()
 
 
 # -- basic-memory ------------------------------------------------------------------------------------------------

@@ -114,6 +114,18 @@ def subset(questions: Sequence[Question], limit: int) -> list[Question]:
     return [q for q in scored if q.id in picked]
 
 
+def interleaved(questions: Sequence[Question]) -> list[Question]:
+    """The run order: one question of each type in turn (types in order of first appearance), so that a run cut
+    short by ``--max-minutes`` still covers every type instead of dropping the types that come last in the split."""
+    by_type: dict[str, list[Question]] = {}
+    for q in questions:
+        by_type.setdefault(q.type, []).append(q)
+    out: list[Question] = []
+    while any(by_type.values()):
+        out += [qs.pop(0) for qs in by_type.values() if qs]
+    return out
+
+
 @dataclass
 class Result:
     """One server's figures; lists hold one entry per question (or per call, for latencies)."""
@@ -135,6 +147,8 @@ class Result:
     scores: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # variant -> per question
     latency_s: dict[str, list[float]] = field(default_factory=dict)  # variant -> every search call
     returned: dict[str, list[int]] = field(default_factory=dict)  # variant -> results per scored search
+    # variant -> per question, the top 10 sessions of the scored search (to see why a question scored as it did)
+    ranked: dict[str, list[list[str]]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, dict[str, float]]:
         """variant -> the table's figures."""
@@ -210,13 +224,15 @@ async def one_question(
     res.cold_s.append(cold)
     res.cold_same.append(cold_keys == lists[peer.variants[0]])
     for variant, keys in lists.items():
-        res.scores.setdefault(variant, []).append(scores(written.rank(keys), q.answer_sessions))
+        sessions = written.rank(keys)
+        res.scores.setdefault(variant, []).append(scores(sessions, q.answer_sessions))
+        res.ranked.setdefault(variant, []).append(sessions[:10])
         res.latency_s.setdefault(variant, []).extend(lat[variant])
         res.returned.setdefault(variant, []).append(len(keys))
 
 
 def run(args: argparse.Namespace) -> tuple[list[Question], list[Result]]:
-    qs = subset(split(load(Path(args.data)), args.split), args.limit)
+    qs = interleaved(subset(split(load(Path(args.data)), args.split), args.limit))
     types = Counter(q.type for q in qs)
     log(
         f"{len(qs)} questions from the {args.split} split: {dict(types)}; {sum(len(memories(q)) for q in qs):,} memories each server"
@@ -337,7 +353,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "k": args.k,
         "planned": args.limit,
         "max_minutes": args.max_minutes,
-        "questions": [{"id": q.id, "type": q.type, "memories": len(memories(q))} for q in qs],
+        "questions": [
+            {"id": q.id, "type": q.type, "memories": len(memories(q)), "evidence": sorted(q.answer_sessions)}
+            for q in qs
+        ],
     }
     write(info, results, Path(args.out), json_too=True)
     return 0

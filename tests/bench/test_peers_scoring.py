@@ -112,3 +112,52 @@ def test_the_subset_covers_every_type_in_proportion() -> None:
     # second of its 10, b's 2 are b-0 and b-2 (step 2.5)
     assert [q.id for q in subset(qs, 8)] == ["a-0", "a-2", "a-4", "a-6", "a-8", "b-0", "b-2", "c-0"]
     assert len(subset(qs, 100)) == 17
+
+
+def test_a_run_cut_short_still_covers_every_type() -> None:
+    from peers import interleaved, subset
+
+    qs = subset(_questions({"a": 10, "b": 5, "c": 2}), 8)
+    order = interleaved(qs)
+    # the run order takes one of each type in turn: any first 3 questions cover a, b and c
+    assert [q.id for q in order] == ["a-0", "b-0", "c-0", "a-2", "b-2", "a-4", "a-6", "a-8"]
+    assert sorted(q.id for q in order) == sorted(q.id for q in qs)
+
+
+def test_a_case_only_twin_refused_by_mcp_memory_service_scores_as_the_first_copy() -> None:
+    """mcp-memory-service hashes the stripped, lower-cased text and refuses a twin as an "exact match" without
+    naming the memory it matched. The peer is not installed where tests run, so a stand-in answers with its words."""
+    import hashlib
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    import anyio
+    from _peers_servers import McpMemoryService
+
+    class StandIn:
+        def __init__(self) -> None:
+            self.held: set[str] = set()
+
+        async def call_tool(self, name: str, args: dict[str, str]) -> SimpleNamespace:
+            h = hashlib.sha256(args["content"].strip().lower().encode()).hexdigest()
+            refused = h in self.held
+            self.held.add(h)
+            said = (
+                "Error storing memory: Duplicate content detected (exact match)"
+                if refused
+                else f"stored, hash: {h}"
+            )
+            return SimpleNamespace(is_error=refused, content=[SimpleNamespace(text=said)])
+
+    peer = McpMemoryService()
+    peer.keys, peer.refused = {}, 0
+    client, when = StandIn(), datetime(2023, 5, 30, tzinfo=UTC)
+
+    async def both() -> tuple[str, str]:
+        first = await peer.write(client, "was there any incident prior to this?", 0, when, "s1")  # type: ignore[arg-type]
+        twin = await peer.write(client, "Was there any incident prior to this? ", 1, when, "s2")  # type: ignore[arg-type]
+        return first, twin
+
+    first, twin = anyio.run(both)
+    assert twin == first
+    assert peer.refused == 1
