@@ -180,10 +180,19 @@ class _Access(_State):
         if m.status is Status.RETIRED:
             raise Conflict(f"memory {m.id} is retired", hint="write a new memory instead")
 
-    def _after_write(self, scopes: Sequence[str], entities: Sequence[EntityIn]) -> None:
-        """Names into the lexicon once committed (relations are counted by ``_insert``, in the writer)."""
+    def _after_write(
+        self,
+        scopes: Sequence[str],
+        entities: Sequence[EntityIn],
+        per_memory: Sequence[tuple[Sequence[str], Sequence[EntityIn]]] | None = None,
+    ) -> None:
+        """Names into the lexicon once committed (relations are counted by ``_insert``, in the writer).
+        Mentions are counted per memory in each of its scopes: ``per_memory`` (its scopes, its entities) when
+        the memories went to different scopes, else each of ``entities`` once in each of ``scopes``."""
         for e in entities:
             self.lexicon.add(e.name, e.aliases)
-            self.lexicon.mentioned(e.name, scopes=scopes)
+        for where, named in per_memory if per_memory is not None else [(scopes, entities)]:
+            for e in named:
+                self.lexicon.mentioned(e.name, scopes=set(where))
         if any(s not in self._scopes for s in scopes):
             self._reload_tree()

@@ -183,7 +183,11 @@ class _Writes(_Resolution):
         for p, r in zip(prepared, receipts, strict=True):
             if r.status == "added":
                 self.enrich_later(r, p, now, principal, extractor)
-        self._after_write([s for p in prepared for s in p.scopes], [e for p in prepared for e in p.entities])
+        self._after_write(
+            [s for p in prepared for s in p.scopes],
+            [e for p in prepared for e in p.entities],
+            [(p.scopes, p.entities) for p in prepared],
+        )
         changed = [r for r in receipts if r.status != "duplicate"]
         if changed:
             self.audit.record(

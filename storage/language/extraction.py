@@ -227,7 +227,7 @@ class EntityLexicon:
             self._mentions[key] = self._mentions.get(key, 0) + times
             if scopes:
                 per = self._mentions_in.setdefault(key, {})
-                for s in scopes:
+                for s in set(scopes):
                     per[s] = per.get(s, 0) + times
 
     def mentioned_in(self, name: str, scope: str, times: int) -> None:

@@ -10,7 +10,7 @@ import kuzu
 import pytest
 
 from scopes import Grant, Principal
-from storage import CachedEmbedder, Engine, EntityIn, RelationIn
+from storage import CachedEmbedder, Engine, EntityIn, RelationIn, WriteItem
 from storage.engine.explore import neighbourhood
 from storage.language.extraction import EntityLexicon
 
@@ -395,3 +395,25 @@ def test_the_neighbourhood_view_of_a_principal_who_reads_no_scope_yet_is_empty(t
     hood = neighbourhood(trip, entity="Lisbon", principal=cy)
     assert [n.label for n in hood.nodes] == ["Lisbon"]
     assert hood.links == ()
+
+
+def test_mentions_are_counted_per_memory_in_its_own_scopes_live_as_after_a_restart(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """One batch of memories in different scopes: each mention counts once, in its memory's scopes only, the
+    same while the store runs as when the counts are read back from it (a bulk write once counted every
+    mention in every scope of the batch, once per memory, making small stores' entities hubs)."""
+    batch = [
+        WriteItem(f"Hotel Aria, visit {i}.", ["user:ana"], entities=[EntityIn("Hotel Aria")])
+        for i in range(4)
+    ]
+    batch += [
+        WriteItem(f"Hotel Aria for Bo, {i}.", ["user:bo", "team:t"], entities=[EntityIn("Hotel Aria")])
+        for i in range(3)
+    ]
+    with Engine.open(data_dir, embedder=embedder, warm=False) as e:
+        e.write_many(batch)
+        live = [e.lexicon.mentions("Hotel Aria", [s]) for s in ("user:ana", "user:bo", "team:t")]
+    with Engine.open(data_dir, embedder=embedder, warm=False) as e:
+        stored = [e.lexicon.mentions("Hotel Aria", [s]) for s in ("user:ana", "user:bo", "team:t")]
+    assert live == stored == [4, 3, 3]
