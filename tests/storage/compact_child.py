@@ -31,6 +31,17 @@ def _die_at(obj: object, name: str, call: int = 1) -> None:
     setattr(obj, name, wrapper)
 
 
+_SAY = threading.Lock()
+
+
+def say(line: str) -> None:
+    """One whole line per write: two threads print here, and ``print`` writes the text and its newline apart,
+    so their lines could interleave ("ACK <id>REWRITES 1", then a blank line) and the test read a wrong id."""
+    with _SAY:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 def main(data_dir: str, where: str) -> None:
     engine = Engine.open(data_dir, warm=False)
     ids: list[str] = []
@@ -41,7 +52,7 @@ def main(data_dir: str, where: str) -> None:
         engine.graph.checkpoint()
     engine.reconciler.wait_projected()
     for mid in ids:
-        print(f"ACK {mid}", flush=True)
+        say(f"ACK {mid}")
     engine.compactor.min_free, engine.compactor.min_share = 1, 0.0
     graph = engine.graph
     if where == "build":
@@ -57,18 +68,18 @@ def main(data_dir: str, where: str) -> None:
     def traffic() -> None:
         for n in range(100_000):
             r = engine.write(f"Routine note {n} in Faro.", ["user:a", f"project:p{n % 3}"])
-            print(f"ACK {r.id}", flush=True)
+            say(f"ACK {r.id}")
             if n < len(ids) // 2:
                 new = engine.amend(ids[2 * n], f"memory {ids[2 * n][:6]} amended")
-                print(f"AMEND {ids[2 * n]} {new.id}", flush=True)
+                say(f"AMEND {ids[2 * n]} {new.id}")
                 engine.retire(ids[2 * n + 1], reason="done")
-                print(f"RETIRE {ids[2 * n + 1]}", flush=True)
+                say(f"RETIRE {ids[2 * n + 1]}")
 
     threading.Thread(target=traffic, daemon=True).start()
     for _ in range(1000):
         engine.reconciler.on_projector(engine.reconciler._maintain)
         engine.compactor.wait_idle(120)
-        print(f"REWRITES {engine.compactor.rewrites}", flush=True)
+        say(f"REWRITES {engine.compactor.rewrites}")
     time.sleep(60)
 
 
