@@ -40,6 +40,7 @@ class WriteTimeOptions:
     sampling: bool = False  # MCP sampling: writes may bring their client's own model (server._sampling)
     llm_reconcile: bool = True  # with an API key: Claude decides what the reconcile rules leave open
     day_digest_quiet: float = 3600.0
+    llm_timeout: float = 60.0
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -64,7 +65,12 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
             from storage.enrich.digest_claude import ClaudeDigester
 
             client = anthropic.Anthropic(api_key=options.anthropic_api_key)
-            claude = ClaudeExtractor(client, options.anthropic_model, min_interval=options.llm_min_interval)
+            claude = ClaudeExtractor(
+                client,
+                options.anthropic_model,
+                min_interval=options.llm_min_interval,
+                timeout=options.llm_timeout,
+            )
             engine.use_llm(claude)
             engine.use_llm_digests(ClaudeDigester(claude))
             if options.llm_reconcile:

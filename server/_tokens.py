@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scopes import Grant, InvalidGrant
+from scopes import Grant, InvalidGrant, Principal
 
 TOKENS_FILE = "tokens.json"
 PREFIX = "mg_"
@@ -99,6 +99,12 @@ class TokenStore:
             if hmac.compare_digest(_digest(entry.salt, token), entry.digest) and entry.info.revoked is None:
                 found = entry.info
         return found
+
+    def stands(self, principal: Principal) -> bool:
+        """Whether ``principal``'s token was not revoked (True for a name this file does not know: the local
+        user, a principal from an external issuer). Reads the file if it changed. The owner asks it before
+        work that runs after a call acts for its caller (``Engine.principal_live``)."""
+        return not any(e.info.name == principal.name and e.info.revoked is not None for e in self._load())
 
     def all(self) -> list[TokenInfo]:
         return [e.info for e in self._load()]

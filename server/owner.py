@@ -72,11 +72,14 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             True,
             settings.llm_reconcile,
             day_digest_quiet=settings.day_digest_quiet,
+            llm_timeout=settings.llm_timeout,
         )
     )
 
     def configure(engine: Engine) -> None:
         engine.reserve_scopes(holders)
+        # Work that runs after a call (the LLM pass, the reconcile decision) stops acting for a revoked token.
+        engine.principal_live = tokens.stands
         enrich(engine)
 
     holder = EngineHolder(

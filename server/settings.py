@@ -34,7 +34,8 @@ Variables (all optional):
   phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
 - ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
-  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5). With a key, Claude
+  ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5) and
+  ``MNEMOGRAPH_LLM_TIMEOUT`` the seconds one request may take (default 60; 4 attempts). With a key, Claude
   also writes the conversation digests and decides what the reconcile rules leave open, unless
   ``MNEMOGRAPH_LLM_RECONCILE`` is ``off`` (default ``on``; docs/extraction.md). These are the owner's: a stdio
   front-end attaching to a running owner does not change them.
@@ -116,6 +117,9 @@ class Settings:
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
+    llm_timeout: float = (
+        60.0  # seconds one Claude request may take before it counts as timed out (and is retried)
+    )
     llm_reconcile: bool = True  # with an API key: Claude's reconcile decision after the commit
     # The canonical store: "" (embedded Kùzu in the data directory) or falkordb://host:port/graph, shared by
     # several nodes (docs/scale-out.md). storage.compose reads it from MNEMOGRAPH_CANONICAL.
@@ -187,6 +191,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         anthropic_api_key=str(pick("anthropic_api_key") or ""),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
+        llm_timeout=_number(pick("llm_timeout"), "llm_timeout", float, 1.0, 600.0, 60.0),
         llm_reconcile=_on_off(pick("llm_reconcile"), "LLM_RECONCILE"),
         canonical="" if canonical == "kuzu" else canonical,
         digest_quiet=_number(pick("digest_quiet"), "digest_quiet", float, 0.0, 86_400.0, 10.0),

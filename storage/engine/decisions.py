@@ -60,11 +60,25 @@ class _Decisions(_Writes):
             failure = ExtractionFailed(f"unexpected {type(exc).__name__}", Usage(), 0)
         target = decide.Job(job.memory_id, job.scopes, job.event_time, job.access)
 
-        def intent(tx: Tx) -> None:
-            for mid in decide.apply(self.graph, tx, target, decided, failure):
+        def intent(tx: Tx) -> decide.Applied:
+            applied = decide.apply(self.graph, tx, target, decided, failure)
+            for mid in applied.superseded:
                 tx.record("supersede", mid)
+            return applied
 
-        self.reconciler.submit(intent)
+        applied = self.reconciler.submit(intent)
+        if applied.superseded or applied.contradicted:
+            # Changes made on the writer's behalf after its call returned: audited under its name, with the
+            # model that decided them (ids and counts, never the model's reason or any content).
+            self.audit.record(
+                "reconcile",
+                principal=job.principal,
+                client=job.client,
+                ids=[job.memory_id, *applied.superseded, *applied.contradicted],
+                by=decided.model if decided is not None else "",
+                superseded=len(applied.superseded),
+                contradicted=len(applied.contradicted),
+            )
 
     def _candidates(self, job: llm.Job) -> list[decide.Candidate]:
         """Current memories sharing a scope with ``job``'s that its writer may read and that the rules left

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from scopes import (
+    Principal,
     ScopeId,
 )
 from storage.domain.models import (
@@ -121,6 +122,10 @@ class _State:
         self.sampler: llm.Enricher | None = None  # the writing clients' own models (use_sampling)
         self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
+        # Whether a restricted principal still stands (its token not revoked): asked by work that runs after the
+        # call that authorised it (the LLM pass, the reconcile decision), which otherwise acts on grants a
+        # revoke took back. The owner process wires it to its token file (``server.owner``).
+        self.principal_live: Callable[[Principal], bool] = lambda _principal: True
         self._tree_lock = threading.Lock()
         # Every CONTRADICTS link of the store, by memory, as of a commit (``_Reads._contradiction_links``).
         self._links_at: tuple[int, dict[str, tuple[str, ...]]] | None = None

@@ -699,13 +699,23 @@ class _Writes(_Resolution):
 
     def _llm_job(self, r: WriteReceipt, p: _Prepared, now: datetime, principal: Principal) -> llm.Job:
         speaker = speaker_of(p.metadata, p.scopes, principal.name)
-        return llm.Job(r.id, p.content, now, p.event_time, tuple(p.scopes), speaker, self._access(principal))
+        return llm.Job(
+            r.id,
+            p.content,
+            now,
+            p.event_time,
+            tuple(p.scopes),
+            speaker,
+            self._access(principal),
+            principal=principal.name,
+            client=principal.client,
+        )
 
     def _apply_llm(
         self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
     ) -> None:
         model = self.enricher.extractor.model if self.enricher is not None and self.enricher.extractor else ""
-        self.reconciler.submit(
+        out = self.reconciler.submit(
             lambda tx: llm.apply(
                 self.graph,
                 tx,
@@ -717,15 +727,30 @@ class _Writes(_Resolution):
                 lexicon=self.lexicon,
             )
         )
+        if out is not None and (out.supersedes or out.contradicts):
+            # Other memories changed on the writer's behalf, after the call that wrote: in the audit log as the
+            # write's own changes are, under the writer's name, with the model that decided (never content).
+            self.audit.record(
+                "enrich",
+                principal=job.principal,
+                client=job.client,
+                ids=[job.memory_id, *out.supersedes, *out.contradicts],
+                by=(job.extractor.model if job.extractor is not None else model) or "llm",
+                superseded=len(out.supersedes),
+                contradicted=len(out.contradicts),
+            )
 
     def _access(self, principal: Principal, tree: Mapping[ScopeId, ScopeId] | None = None) -> Access:
         """What reconciliation may see and change on ``principal``'s behalf: in ``tree``, else in the scope
-        tree as it is at each check (a background job runs later, after scopes may have moved)."""
+        tree as it is at each check (a background job runs later, after scopes may have moved, or after the
+        principal's token was revoked: then it may see and change nothing)."""
 
         def may(level: Level) -> Callable[[Sequence[str]], bool]:
             def check(scopes: Sequence[str]) -> bool:
                 if principal.unrestricted:
                     return True
+                if tree is None and not self.principal_live(principal):
+                    return False  # a background job's writer whose token was revoked since: nothing
                 parents = self._tree() if tree is None else tree
                 test = any if level is Level.READ else all
                 return test(principal.may(level, ScopeId.parse(s), parents) for s in scopes)

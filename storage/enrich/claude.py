@@ -48,12 +48,17 @@ class ClaudeExtractor:
         max_delay: float = 20.0,
         min_interval: float = 0.0,
         max_tokens: int = 2048,
-        sleep: Callable[[float], None] = time.sleep,
+        timeout: float = 60.0,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
-        self._client = client.with_options(max_retries=0)
+        # The SDK's own default is 600 s a request: with 4 attempts a hung API would hold the worker (and a
+        # shutdown waiting for the request in flight) for 40 minutes.
+        self._client = client.with_options(max_retries=0, timeout=timeout)
+        self._stopping = threading.Event()
         self.model = model
         self._max_attempts, self._base, self._cap = max_attempts, base_delay, max_delay
-        self._min_interval, self._max_tokens, self._sleep = min_interval, max_tokens, sleep
+        self._min_interval, self._max_tokens = min_interval, max_tokens
+        self._sleep: Callable[[float], object] = sleep if sleep is not None else self._stopping.wait
         self._lock = threading.Lock()
         self._last = 0.0
 
@@ -97,10 +102,17 @@ class ClaudeExtractor:
             return response.content, usage, response.model, attempt
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def stop(self) -> None:
+        """The server is stopping: the request in flight is the last (no retry, no wait for a retry)."""
+        self._stopping.set()
+
     def _retry_or_fail(self, reason: str, headers: Any, usage: Usage, attempt: int) -> None:
         if attempt >= self._max_attempts:
             raise ExtractionFailed(f"{reason} after {attempt} attempts", usage, attempt)
-        self._sleep(self.backoff(attempt, headers))
+        if not self._stopping.is_set():
+            self._sleep(self.backoff(attempt, headers))
+        if self._stopping.is_set():
+            raise ExtractionFailed(f"{reason}; not retried: the server is stopping", usage, attempt)
 
     def backoff(self, attempt: int, headers: Any = None) -> float:
         """Seconds before attempt ``attempt + 1``: the server's ``retry-after`` when given, else exponential

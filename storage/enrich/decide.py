@@ -17,7 +17,7 @@ import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from storage.domain.models import MemoryKind
 from storage.enrich.reconcile import Access
@@ -204,6 +204,11 @@ def _date(value: Any) -> datetime | None:
         return None
 
 
+class Applied(NamedTuple):
+    superseded: list[str]
+    contradicted: list[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """What ``apply`` needs of the new memory: its id, scopes, when it says it happened, and its writer's
@@ -217,15 +222,16 @@ class Job:
 
 def apply(
     graph: CanonicalStore, tx: Tx, job: Job, decided: Decided | None, error: ExtractionFailed | None
-) -> list[str]:
+) -> Applied:
     """In the writer: apply the verdicts for ``job``'s memory, or record why there are none. Returns the ids
-    whose state changed (superseded). Every named memory is checked again here: gone from the new memory's
+    of the memories it superseded and of those it linked as contradicted. Every named memory is checked again here: gone from the new memory's
     scopes or from what its writer may read, and the whole decision fails, nothing applied. An update of a
     memory the writer may not change (one of its scopes is not writable) is linked as a contradiction instead,
     as the rules do. The outcome joins the memory's enrichment record (``memory_read``), tokens added."""
     if not graph.live_state(tx.conn, job.memory_id):
-        return []  # erased or no longer current: nothing to say about it
+        return Applied([], [])  # erased or no longer current: nothing to say about it
     changed: list[str] = []
+    contradicted: list[str] = []
     usage = decided.usage if decided is not None else (error.usage if error is not None else Usage())
     if decided is None:
         why = error.reason if error is not None else "not run"
@@ -264,6 +270,7 @@ def apply(
                     # An update of a memory true from a later time than the new one would hide the newer value
                     # behind the older (and close it before it began): a conflict, as the rules record it.
                     graph.contradict(tx.conn, job.memory_id, v.id, DECIDED_BY, tx.now)
+                    contradicted.append(v.id)
                     counts[
                         "contradicts"
                         if v.relation == "contradicts"
@@ -323,4 +330,4 @@ def apply(
     ):
         merged[key] = int(merged.get(key) or 0) + add
     graph.record_enrichment(tx.conn, job.memory_id, merged | {"at": tx.now})
-    return changed
+    return Applied(changed, contradicted)

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from storage.enrich import Fact
 from storage.enrich.results import SAMPLING, ExtractionFailed, ExtractionSkipped, LlmResult, Skip, Usage
@@ -50,6 +50,12 @@ class Extractor(Protocol):
     def extract(self, content: str, *, written_at: datetime, speaker: str | None) -> LlmResult: ...
 
 
+@runtime_checkable
+class Stoppable(Protocol):
+    def stop(self) -> None:
+        """The request in flight is the last: no retry after it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     memory_id: str
@@ -60,6 +66,8 @@ class Job:
     speaker: str | None
     access: Access
     extractor: Extractor | None = None  # this job's own model (the writing client's, through MCP sampling)
+    principal: str = "local"  # who wrote it, and through which client: for the audit log of what it changes
+    client: str = ""
 
 
 class Enricher:
@@ -122,7 +130,10 @@ class Enricher:
             return self._cond.wait_for(lambda: not self._pending, timeout)
 
     def close(self, abandon: Callable[[Job], None]) -> None:
-        """Finish the jobs in flight; ``abandon`` each job still queued (recorded as not run)."""
+        """Finish the jobs in flight, without their retries; ``abandon`` each job still queued (recorded as
+        not run)."""
+        if isinstance(self.extractor, Stoppable):
+            self.extractor.stop()
         with self._cond:
             self._stopping = True
             left = [(owner, job) for owner, jobs in self._queues.items() for job in jobs]

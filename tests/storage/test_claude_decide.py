@@ -66,12 +66,17 @@ class Api:
         self.release = threading.Event()
         self.release.set()
         self.asked = threading.Event()  # a decision request has arrived
+        self.statements: list[dict[str, Any]] = []  # what the extraction pass reads in every memory
+        self.hold_statements = False  # extraction requests wait for ``release`` too (and set ``asked``)
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content)
         self.requests.append(body)
         if body["tool_choice"]["name"] == "record_statements":
-            return tool_answer("record_statements", {"statements": []})
+            if self.hold_statements:
+                self.asked.set()
+                assert self.release.wait(30)
+            return tool_answer("record_statements", {"statements": self.statements})
         self.asked.set()
         assert self.release.wait(30)
         step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
@@ -83,11 +88,11 @@ class Api:
     def decisions(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["tool_choice"]["name"] == "record_decision"]
 
-    def switch_on(self, engine: Engine) -> None:
+    def switch_on(self, engine: Engine, *, real_sleep: bool = False) -> None:
         client = anthropic.Anthropic(
             api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(self))
         )
-        claude = ClaudeExtractor(client, MODEL, sleep=self.sleeps.append)
+        claude = ClaudeExtractor(client, MODEL, sleep=None if real_sleep else self.sleeps.append)
         engine.use_llm(claude)
         engine.use_llm_decisions(ClaudeDecider(claude))
 
