@@ -28,7 +28,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -74,6 +74,7 @@ class Source(Protocol):
 
 FORMAT = 1
 IMPORT_BATCH = 500
+MAX_CLOCK_SKEW = timedelta(days=1)  # how far ahead of this clock an imported system time may be
 NEWER_NOT_EXPORTED = "its newer version is in a scope this export leaves out"
 
 
@@ -394,7 +395,7 @@ def parse(lines: Iterator[str]) -> Parsed:
             elif kind == "scope":
                 sid = str(_scope(rec["id"]))
                 _once(parsed, "scope", sid, n)
-                parsed.scopes.append((sid, _req_time(rec.get("created_at"))))
+                parsed.scopes.append((sid, _learnt(rec.get("created_at"), "created_at")))
                 if rec.get("parent") is not None:
                     parsed.parents.append((sid, str(_scope(rec["parent"]))))
                     if _loops(dict(parsed.parents), sid):
@@ -418,7 +419,12 @@ def parse(lines: Iterator[str]) -> Parsed:
             elif kind == "supersedes":
                 parsed.lines.setdefault(("supersedes", str(len(parsed.supersedes))), n)
                 parsed.supersedes.append(
-                    (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
+                    (
+                        _id(rec["new"]),
+                        _id(rec["old"]),
+                        v.reason(rec.get("reason", "")),
+                        _learnt(rec["at"], "at"),
+                    )
                 )
             elif kind == "relation":
                 parsed.lines.setdefault(("relation", str(len(parsed.relations))), n)
@@ -428,7 +434,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                         str(rec["object"]),
                         _predicate(rec.get("predicate")),
                         _id(rec["memory_id"]),
-                        _req_time(rec["recorded_at"]),
+                        _learnt(rec["recorded_at"], "recorded_at"),
                         # Exports written before these were kept have none: the relation stays open.
                         _opt_time(rec.get("valid_from")),
                         _opt_time(rec.get("valid_to")),
@@ -446,7 +452,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                     _id(rec["new"]),
                     _id(rec["old"]),
                     _predicate(rec.get("predicate")),
-                    _req_time(rec["at"]),
+                    _learnt(rec["at"], "at"),
                 )
                 if link[0] == link[1]:
                     raise InvalidInput(f"memory {link[0]} is said to contradict itself")
@@ -466,7 +472,8 @@ def parse(lines: Iterator[str]) -> Parsed:
             else:
                 raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
     except MnemographError as exc:
-        raise InvalidInput(f"line {n}: {exc.message}", hint="nothing was imported") from None
+        hint = f"nothing was imported; {exc.hint}" if exc.hint else "nothing was imported"
+        raise InvalidInput(f"line {n}: {exc.message}", hint=hint) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"line {n}: malformed record ({exc!r})", hint="nothing was imported") from None
     if parsed is None:
@@ -681,6 +688,22 @@ def _req_time(value: object) -> datetime:
     return parsed
 
 
+def _learnt(value: object, what: str) -> datetime:
+    """A system time (when the store learnt or stopped believing something): never later than now, give or take
+    ``MAX_CLOCK_SKEW`` (the exporting machine's clock may run a little ahead). Valid and event times may be in
+    the future, as ``memory_write`` accepts them; a store cannot have learnt something tomorrow, and a day or week
+    recorded in 9999 would never be over (``storage.enrich.days``)."""
+    at = _req_time(value)
+    now = datetime.now(UTC)
+    if at > now + MAX_CLOCK_SKEW:
+        raise InvalidInput(
+            f"{what} {at.isoformat()} is later than now ({now.isoformat(timespec='seconds')}) by more than "
+            f"{MAX_CLOCK_SKEW}: a system time says when the store learnt something, it cannot be in the future",
+            hint="fix that time in the file (or this machine's clock, if it is behind) and import again",
+        )
+    return at
+
+
 def _proposal(rec: dict[str, Any]) -> SameAs:
     pid = str(rec["id"])
     if not (8 <= len(pid) <= 32 and all(c in "0123456789abcdef" for c in pid)):
@@ -696,8 +719,8 @@ def _proposal(rec: dict[str, Any]) -> SameAs:
         score=_score(rec.get("score")),
         memory_id=_id(rec["memory_id"]),
         status=status,
-        created_at=_req_time(rec["created_at"]),
-        decided_at=_opt_time(rec.get("decided_at")),
+        created_at=_learnt(rec["created_at"], "created_at"),
+        decided_at=_learnt(rec["decided_at"], "decided_at") if rec.get("decided_at") is not None else None,
         decided_by=str(rec.get("decided_by") or "")[:200],
         scopes=_proposal_scopes(rec.get("scopes")),
     )
@@ -733,7 +756,7 @@ def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
         "status": status,
         "detail": str(rec.get("detail") or "")[:2000],
         "model": str(rec.get("model") or "")[:200],
-        "at": _req_time(rec.get("at")),
+        "at": _learnt(rec.get("at"), "at"),
     }
     for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         count = rec.get(key)
@@ -763,7 +786,9 @@ def _proposal_scopes(value: object) -> tuple[str, ...]:
 
 
 def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, datetime], list[str]]:
-    added = {str(_scope(s)): _req_time(at) for s, at in (rec.get("scopes") or {}).items()}
+    added = {
+        str(_scope(s)): _learnt(at, "time it joined a scope") for s, at in (rec.get("scopes") or {}).items()
+    }
     if not added:
         raise InvalidInput(f"memory {str(rec.get('id'))[:40]} belongs to no scope")
     ets = rec.get("event_time_source")
@@ -783,8 +808,8 @@ def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, 
         event_time_source=ets,
         valid_from=_req_time(rec["valid_from"]),
         valid_to=_opt_time(rec.get("valid_to")),
-        recorded_at=_req_time(rec["recorded_at"]),
-        retired_at=_opt_time(rec.get("retired_at")),
+        recorded_at=_learnt(rec["recorded_at"], "recorded_at"),
+        retired_at=_learnt(rec["retired_at"], "retired_at") if rec.get("retired_at") is not None else None,
         retire_reason=v.reason(rec.get("retire_reason") or ""),
         supersedes=_id(rec["supersedes"]) if rec.get("supersedes") else None,
         superseded_by=_id(rec["superseded_by"]) if rec.get("superseded_by") else None,
