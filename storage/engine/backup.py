@@ -37,7 +37,7 @@ from storage.domain import validation as v
 from storage.domain.errors import InvalidInput, MnemographError, StorageUnavailable
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import SameAs, entity_key
-from storage.enrich.days import is_period_key
+from storage.enrich.days import is_period_key, known_zone
 from storage.ports.canonical import CanonicalStore, MentionGiven
 from storage.ports.embedder import Embedder
 from storage.sync.reconciler import Reconciler
@@ -172,12 +172,23 @@ def export(
         )
         all_scopes, parents = graph.scope_parents(conn)
         created = dict(graph.export_scopes(conn))
+        zones = graph.scope_zones(
+            conn
+        )  # a scope's setting: its days and weeks are rebuilt in it after import
         for name in all_scopes:
             if chosen is None or name in chosen:
                 parent = parents.get(name)
                 if chosen is not None and parent not in chosen:
                     parent = None
-                line({"type": "scope", "id": name, "parent": parent, "created_at": _time(created.get(name))})
+                rec: dict[str, Any] = {
+                    "type": "scope",
+                    "id": name,
+                    "parent": parent,
+                    "created_at": _time(created.get(name)),
+                }
+                if name in zones:
+                    rec["time_zone"] = zones[name]
+                line(rec)
                 counts["scopes"] += 1
         memories: list[dict[str, Any]] = []
         for record in graph.export_memories(conn):
@@ -356,6 +367,7 @@ class Parsed:
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     enrichments: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     conversations: list[tuple[str, list[str]]] = field(default_factory=list)
+    zones: dict[str, str] = field(default_factory=dict)  # scope -> its time zone, when it set one
     id_secret: str = ""  # the exported store's (a whole-store export only)
     given: dict[str, dict[str, MentionGiven]] = field(
         default_factory=dict
@@ -396,6 +408,14 @@ def parse(lines: Iterator[str]) -> Parsed:
                 sid = str(_scope(rec["id"]))
                 _once(parsed, "scope", sid, n)
                 parsed.scopes.append((sid, _learnt(rec.get("created_at"), "created_at")))
+                if rec.get("time_zone") is not None:
+                    if not known_zone(rec["time_zone"]):
+                        raise InvalidInput(
+                            f"scope {sid}'s time_zone {str(rec['time_zone'])[:60]!r} is not a time zone this "
+                            "machine knows",
+                            hint="give an IANA name such as Europe/Lisbon, or leave time_zone out (UTC)",
+                        )
+                    parsed.zones[sid] = str(rec["time_zone"])
                 if rec.get("parent") is not None:
                     parsed.parents.append((sid, str(_scope(rec["parent"]))))
                     if _loops(dict(parsed.parents), sid):
@@ -892,6 +912,18 @@ def restore(
         )
     )
     reconciler.submit(lambda tx: graph.restore_entities(tx.conn, parsed.entities))
+    # A scope's time zone comes with it, unless the store has that scope already (its own setting stays).
+    zones = {s: z for s, z in parsed.zones.items() if s not in known_scopes}
+    if zones and not graph.shared:
+
+        def set_zones(tx: Any) -> None:
+            for s, z in zones.items():
+                graph.set_scope_zone(tx.conn, s, z)
+
+        reconciler.submit(set_zones)
+        reload = getattr(engine, "_reload_zones", None)  # storage.engine.conversations, when it is one
+        if callable(reload):
+            reload()
     if parsed.id_secret and not present:
         # A restore of a whole store into an empty one: messages re-sent to it stay duplicates. A merge into a
         # store with memories keeps its own (its conversations are keyed by it).

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import IO, TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
 from storage.domain import validation as v
@@ -165,9 +165,13 @@ class _Conversations(_Erasure):
         if self._zones is None:
             with self.graph.read() as conn:
                 self._zones = {
-                    s: ZoneInfo(z) for s, z in self.graph.scope_zones(conn).items() if _known_zone(z)
+                    s: ZoneInfo(z) for s, z in self.graph.scope_zones(conn).items() if days.known_zone(z)
                 }
         return self._zones
+
+    def _reload_zones(self) -> None:
+        """The store's zones changed under the cache (an import set some): read them again when next needed."""
+        self._zones = None
 
     def _zone(self, scope: str) -> tzinfo:
         return self._zone_map().get(scope, UTC)
@@ -185,7 +189,7 @@ class _Conversations(_Erasure):
         refused and nothing changes. Returns the zone now in force."""
         sid = v.scope(scope)
         name = zone.strip() if isinstance(zone, str) else ""
-        if not _known_zone(name):
+        if not days.known_zone(name):
             raise InvalidInput(
                 f"{str(zone)[:60]!r} is not a time zone this machine knows",
                 hint="give an IANA name such as Europe/Lisbon, America/New_York or Asia/Tokyo (UTC resets it); "
@@ -758,14 +762,3 @@ class _Conversations(_Erasure):
 def _speaker(meta: dict[str, object]) -> str | None:
     s = meta.get("speaker")
     return s if isinstance(s, str) and s else None
-
-
-def _known_zone(name: str) -> bool:
-    """An IANA zone name this machine's zone database holds (no path tricks: zoneinfo refuses those)."""
-    if not name or len(name) > 64:
-        return False
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True

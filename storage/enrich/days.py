@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from storage.domain.models import MemoryKind
 
@@ -72,6 +73,17 @@ def week_of(key: str) -> date:
     """The Monday of a week key's ISO week."""
     year, week = key[len(WEEK_PREFIX) : len(WEEK_PREFIX) + 8].split("-W")
     return date.fromisocalendar(int(year), int(week), 1)
+
+
+def known_zone(name: object) -> bool:
+    """An IANA zone name this machine's zone database holds (zoneinfo refuses paths and other tricks)."""
+    if not isinstance(name, str) or not name or len(name) > 64:
+        return False
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
 
 
 def local_day(at: datetime, zone: tzinfo) -> date:

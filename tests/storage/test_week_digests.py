@@ -297,3 +297,33 @@ def test_a_scopes_time_zone_survives_a_restart_and_goes_with_a_purge(
         engine.write("Ana's plants need water on Thursdays.", ["user:ana"])
         engine.purge("user:ana", confirm="user:ana")
     assert files_containing(data_dir, b"Asia/Tokyo") == []
+
+
+def test_an_export_carries_the_scopes_time_zone_and_the_import_counts_days_in_it(
+    engine: Engine, tmp_path: Path
+) -> None:
+    late = datetime(2026, 11, 8, 23, 30, tzinfo=UTC)  # Monday 08:30 in Tokyo
+    engine.create_scope("user:ana")
+    engine.set_scope_time_zone("user:ana", "Asia/Tokyo")
+    import_recorded(engine, tmp_path, {line: late.isoformat() for line in MONDAY})
+    buf = io.StringIO()
+    engine.export(buf)
+    copy = Engine.open(tmp_path / "copy", warm=False)
+    try:
+        copy.merge_export(io.StringIO(buf.getvalue()))
+        assert copy.scope_time_zone("user:ana") == "Asia/Tokyo"
+        copy.consolidate()
+        (day,) = day_digests(copy)
+        assert copy.read(day).memory.metadata["day"] == "2026-11-09"
+    finally:
+        copy.close()
+    # A zone the machine does not know refuses the whole file, naming it; nothing is imported.
+    bad = buf.getvalue().replace('"time_zone": "Asia/Tokyo"', '"time_zone": "Mars/Olympus"')
+    assert bad != buf.getvalue()
+    other = Engine.open(tmp_path / "other", warm=False)
+    try:
+        with pytest.raises(InvalidInput, match="Mars/Olympus"):
+            other.merge_export(io.StringIO(bad))
+        assert "user:ana" not in {s.id for s in other.list_scopes()}
+    finally:
+        other.close()
