@@ -102,7 +102,10 @@ class Consolidator:
 
     def _held(self, key: str, changed: datetime) -> datetime | None:
         """``hold(key, changed)``; a key it fails on is taken as failed (retried after ``RETRY_AFTER``), so
-        one bad key delays only itself."""
+        one bad key delays only itself (and is not tried, nor logged, again before then)."""
+        failed = self._failed.get(key)
+        if failed is not None and failed[0] == changed and failed[1] > datetime.now(UTC):
+            return failed[1]
         try:
             return self._hold(key, changed)
         except Exception:

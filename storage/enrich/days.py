@@ -17,6 +17,7 @@ Days and weeks are local to the scope's time zone (UTC unless set): a key names 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -32,6 +33,7 @@ DEFAULT_DAY_QUIET_S = 3600.0  # a day not over yet is digested once the scope ha
 DAY_KINDS = frozenset({MemoryKind.FACT, MemoryKind.EVENT, MemoryKind.PREFERENCE, MemoryKind.NOTE})
 
 
+@functools.lru_cache(maxsize=4096)  # a consolidator round looks up each pending key's scope zone by it
 def scope_tag(scope: str) -> str:
     """The scope as the key names it: a hash (a key says nothing a reader of the store could not read)."""
     return hashlib.sha256(b"day-scope\x00" + scope.encode("utf-8")).hexdigest()[:24]
