@@ -44,7 +44,7 @@ def import_recorded(
     src = Engine.open(tmp_path / f"src-{uuid.uuid4().hex[:8]}", warm=False)
     try:
         for line in when:
-            src.write(line, [scope])
+            src.write(line, [scope] if isinstance(scope, str) else scope)
         buf = io.StringIO()
         src.export(buf)
     finally:
@@ -327,3 +327,33 @@ def test_an_export_carries_the_scopes_time_zone_and_the_import_counts_days_in_it
         assert "user:ana" not in {s.id for s in other.list_scopes()}
     finally:
         other.close()
+
+
+def test_unlinking_or_retiring_a_memory_takes_its_words_out_of_the_week_digest_read_in_that_scope(
+    engine: Engine, tmp_path: Path
+) -> None:
+    friday = {"Ana's brother Joao visits on Friday evening.": at(WEEK + timedelta(days=4))}
+    ids = import_recorded(engine, tmp_path, a_week(friday), scope=["user:ana", "team:family"])
+    engine.consolidate()
+    family = Principal("sis", client="t", grants=(Grant.parse("team:family=r"),))
+
+    def week_said_in_family() -> str:
+        hits = engine.recall(
+            "peanuts allergy Lisbon Miso", ["team:family"], kinds=["summary"], principal=family
+        )
+        return " ".join(h.memory.content for h in hits if "in the week" in h.memory.content)
+
+    assert "peanuts" in week_said_in_family()
+    engine.unlink(ids[MONDAY[2]], "team:family")
+    assert "peanuts" not in week_said_in_family()  # at once, before any rebuild
+    engine.retire(ids[WEDNESDAY[2]], reason="the cat moved out")
+    engine.consolidate()
+    said = week_said_in_family()
+    assert "Lisbon" in said
+    assert "peanuts" not in said
+    assert "Miso" not in said
+    by_scope = {engine.read(w).memory.metadata["scope"]: engine.read(w).memory for w in week_digests(engine)}
+    assert "peanuts" in by_scope["user:ana"].content  # still in every scope it is in
+    with pytest.raises(NotFound):
+        engine.read(next(w for w in week_digests(engine) if engine.read(w).memory.metadata["scope"] == "user:ana"),
+                    principal=family)  # fmt: skip
