@@ -99,7 +99,8 @@ def run_scope(paths: RuntimePaths, request: dict[str, Any], *, timeout: float) -
 
 
 def scope_op(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
-    """``{"op": "create"|"move"|"list", "scope": ..., "parent": ..., "principal": ...}`` on ``engine``."""
+    """``{"op": "create"|"move"|"list"|"zone", "scope": ..., "parent": ..., "zone": ..., "principal": ...}`` on
+    ``engine`` (``zone``: the scope's time zone, set when given)."""
     from scopes import Principal
 
     principal = Principal(str(request.get("principal") or "local"))
@@ -110,6 +111,11 @@ def scope_op(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
         infos = [engine.create_scope(str(scope), parent, principal=principal)]
     elif op == "move":
         infos = [engine.move_scope(str(scope), parent, principal=principal)]
+    elif op == "zone":
+        zone = request.get("zone")
+        if zone is None:
+            return {"ok": True, "zone": engine.scope_time_zone(str(scope), principal=principal)}
+        return {"ok": True, "zone": engine.set_scope_time_zone(str(scope), str(zone), principal=principal)}
     else:
         raise AdminError(f"unknown scope operation {op!r}")
     return {"ok": True, "scopes": [_scope_json(s) for s in infos]}

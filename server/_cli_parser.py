@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     scope = sub.add_parser("scope", help="manage the scope tree").add_subparsers(
-        dest="op", required=True, metavar="create|move|list", parser_class=Parser
+        dest="op", required=True, metavar="create|move|list|zone", parser_class=Parser
     )
     for op, text in (
         ("create", "create a scope, under PARENT"),
@@ -332,6 +332,14 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(
             command="scope", needs_store=op == "move"
         )  # scopes may be made before the first serve
+    zone = scope.add_parser(
+        "zone",
+        parents=[data_dir, as_json],
+        help="show, or set, the time zone SCOPE's day and week digests are counted in (default UTC)",
+    )
+    zone.add_argument("scope", help="kind:name, e.g. user:ana")
+    zone.add_argument("zone", nargs="?", help="an IANA name, e.g. Asia/Tokyo (UTC resets); omit to show it")
+    zone.set_defaults(command="scope", needs_store=True)
     listing = scope.add_parser("list", parents=[data_dir, as_json], help="list scopes (the subtree of SCOPE)")
     listing.add_argument("scope", nargs="?", help="list only this scope and what it contains")
     listing.set_defaults(command="scope", needs_store=True)

@@ -8,7 +8,8 @@
 - ``mnemograph erase ID --confirm ID``: forget one memory and every version of it, for real.
 - ``mnemograph export [--scope S] [--vectors] [-o FILE]`` / ``import FILE``: JSON Lines out of a store / into a
   new, empty one. ``mnemograph backup DIR``: a consistent copy of the stores, taken while a server serves.
-- ``mnemograph scope create|move|list``: manage the scope tree (as the local principal), same.
+- ``mnemograph scope create|move|list|zone``: manage the scope tree and a scope's time zone (as the local
+  principal), same.
 - ``mnemograph token create|list|revoke``: bearer tokens for HTTP clients; they work on the token file, so
   with or without a server running, and a revoke reaches a running server at once.
 - ``mnemograph daemon``: the owner process itself; front-ends start it on demand, so you rarely run it.
@@ -261,6 +262,7 @@ def _scope(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         "op": args.op,
         "scope": getattr(args, "scope", None),
         "parent": getattr(args, "parent", None),
+        "zone": getattr(args, "zone", None),
         "principal": settings.principal,
     }
     try:
@@ -268,6 +270,14 @@ def _scope(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     except AdminError as exc:
         print(f"mnemograph scope {args.op}: {exc}", file=sys.stderr)
         return 2
+    if args.op == "zone":
+        if args.json:
+            import json
+
+            print(json.dumps({"scope": args.scope, "zone": result["zone"]}))
+        else:
+            print(f"{args.scope}: days and weeks in {result['zone']}")
+        return 0
     if args.json:
         import json
 

@@ -352,7 +352,7 @@ def reason(hit: Hit, digest: bool = False) -> str:
             f"matched earlier version {short_id(old.id)} ('{_snippet(old.content)}'), now replaced by this"
         )
     if hit.digest:
-        whose = "conversation's" if hit.memory.kind == "message" else "day's"  # storage.enrich.days
+        whose = "conversation's" if hit.memory.kind == "message" else "day's or week's"  # storage.enrich.days
         parts.append(f"its {whose} digest {short_id(hit.digest)} matched")
     if digest:  # the engine's own record, not metadata a writer could set
         meta = hit.memory.metadata

@@ -28,7 +28,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -37,7 +37,7 @@ from storage.domain import validation as v
 from storage.domain.errors import InvalidInput, MnemographError, StorageUnavailable
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import SameAs, entity_key
-from storage.enrich.days import is_day_key
+from storage.enrich.days import is_period_key, known_zone
 from storage.ports.canonical import CanonicalStore, MentionGiven
 from storage.ports.embedder import Embedder
 from storage.sync.reconciler import Reconciler
@@ -74,6 +74,7 @@ class Source(Protocol):
 
 FORMAT = 1
 IMPORT_BATCH = 500
+MAX_CLOCK_SKEW = timedelta(days=1)  # how far ahead of this clock an imported system time may be
 NEWER_NOT_EXPORTED = "its newer version is in a scope this export leaves out"
 
 
@@ -171,12 +172,23 @@ def export(
         )
         all_scopes, parents = graph.scope_parents(conn)
         created = dict(graph.export_scopes(conn))
+        zones = graph.scope_zones(
+            conn
+        )  # a scope's setting: its days and weeks are rebuilt in it after import
         for name in all_scopes:
             if chosen is None or name in chosen:
                 parent = parents.get(name)
                 if chosen is not None and parent not in chosen:
                     parent = None
-                line({"type": "scope", "id": name, "parent": parent, "created_at": _time(created.get(name))})
+                rec: dict[str, Any] = {
+                    "type": "scope",
+                    "id": name,
+                    "parent": parent,
+                    "created_at": _time(created.get(name)),
+                }
+                if name in zones:
+                    rec["time_zone"] = zones[name]
+                line(rec)
                 counts["scopes"] += 1
         memories: list[dict[str, Any]] = []
         for record in graph.export_memories(conn):
@@ -259,8 +271,8 @@ def export(
                 line({"type": "enrichment", "memory_id": mid, **row, "at": _time(row.get("at"))})
                 counts["enrichments"] += 1
         for key, members in graph.export_conversations(conn):
-            if is_day_key(key):
-                continue  # a scope's day is derived from its memories (recorded_at, scopes): the import regroups
+            if is_period_key(key):
+                continue  # a scope's day or week is derived from its memories (recorded_at, scopes): the import regroups
             # Which conversation each message is in: without it an import could only guess from the messages'
             # metadata and scopes, which a link or unlink since may have changed (two conversations, then).
             exported = [mid for mid in members if mid in kept]
@@ -355,6 +367,7 @@ class Parsed:
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     enrichments: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     conversations: list[tuple[str, list[str]]] = field(default_factory=list)
+    zones: dict[str, str] = field(default_factory=dict)  # scope -> its time zone, when it set one
     id_secret: str = ""  # the exported store's (a whole-store export only)
     given: dict[str, dict[str, MentionGiven]] = field(
         default_factory=dict
@@ -394,7 +407,15 @@ def parse(lines: Iterator[str]) -> Parsed:
             elif kind == "scope":
                 sid = str(_scope(rec["id"]))
                 _once(parsed, "scope", sid, n)
-                parsed.scopes.append((sid, _req_time(rec.get("created_at"))))
+                parsed.scopes.append((sid, _learnt(rec.get("created_at"), "created_at")))
+                if rec.get("time_zone") is not None:
+                    if not known_zone(rec["time_zone"]):
+                        raise InvalidInput(
+                            f"scope {sid}'s time_zone {str(rec['time_zone'])[:60]!r} is not a time zone this "
+                            "machine knows",
+                            hint="give an IANA name such as Europe/Lisbon, or leave time_zone out (UTC)",
+                        )
+                    parsed.zones[sid] = str(rec["time_zone"])
                 if rec.get("parent") is not None:
                     parsed.parents.append((sid, str(_scope(rec["parent"]))))
                     if _loops(dict(parsed.parents), sid):
@@ -418,7 +439,12 @@ def parse(lines: Iterator[str]) -> Parsed:
             elif kind == "supersedes":
                 parsed.lines.setdefault(("supersedes", str(len(parsed.supersedes))), n)
                 parsed.supersedes.append(
-                    (_id(rec["new"]), _id(rec["old"]), v.reason(rec.get("reason", "")), _req_time(rec["at"]))
+                    (
+                        _id(rec["new"]),
+                        _id(rec["old"]),
+                        v.reason(rec.get("reason", "")),
+                        _learnt(rec["at"], "at"),
+                    )
                 )
             elif kind == "relation":
                 parsed.lines.setdefault(("relation", str(len(parsed.relations))), n)
@@ -428,7 +454,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                         str(rec["object"]),
                         _predicate(rec.get("predicate")),
                         _id(rec["memory_id"]),
-                        _req_time(rec["recorded_at"]),
+                        _learnt(rec["recorded_at"], "recorded_at"),
                         # Exports written before these were kept have none: the relation stays open.
                         _opt_time(rec.get("valid_from")),
                         _opt_time(rec.get("valid_to")),
@@ -446,7 +472,7 @@ def parse(lines: Iterator[str]) -> Parsed:
                     _id(rec["new"]),
                     _id(rec["old"]),
                     _predicate(rec.get("predicate")),
-                    _req_time(rec["at"]),
+                    _learnt(rec["at"], "at"),
                 )
                 if link[0] == link[1]:
                     raise InvalidInput(f"memory {link[0]} is said to contradict itself")
@@ -466,7 +492,8 @@ def parse(lines: Iterator[str]) -> Parsed:
             else:
                 raise InvalidInput(f"unknown record type {str(kind)[:40]!r}")
     except MnemographError as exc:
-        raise InvalidInput(f"line {n}: {exc.message}", hint="nothing was imported") from None
+        hint = f"nothing was imported; {exc.hint}" if exc.hint else "nothing was imported"
+        raise InvalidInput(f"line {n}: {exc.message}", hint=hint) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"line {n}: malformed record ({exc!r})", hint="nothing was imported") from None
     if parsed is None:
@@ -681,6 +708,22 @@ def _req_time(value: object) -> datetime:
     return parsed
 
 
+def _learnt(value: object, what: str) -> datetime:
+    """A system time (when the store learnt or stopped believing something): never later than now, give or take
+    ``MAX_CLOCK_SKEW`` (the exporting machine's clock may run a little ahead). Valid and event times may be in
+    the future, as ``memory_write`` accepts them; a store cannot have learnt something tomorrow, and a day or week
+    recorded in 9999 would never be over (``storage.enrich.days``)."""
+    at = _req_time(value)
+    now = datetime.now(UTC)
+    if at > now + MAX_CLOCK_SKEW:
+        raise InvalidInput(
+            f"{what} {at.isoformat()} is later than now ({now.isoformat(timespec='seconds')}) by more than "
+            f"{MAX_CLOCK_SKEW}: a system time says when the store learnt something, it cannot be in the future",
+            hint="fix that time in the file (or this machine's clock, if it is behind) and import again",
+        )
+    return at
+
+
 def _proposal(rec: dict[str, Any]) -> SameAs:
     pid = str(rec["id"])
     if not (8 <= len(pid) <= 32 and all(c in "0123456789abcdef" for c in pid)):
@@ -696,8 +739,8 @@ def _proposal(rec: dict[str, Any]) -> SameAs:
         score=_score(rec.get("score")),
         memory_id=_id(rec["memory_id"]),
         status=status,
-        created_at=_req_time(rec["created_at"]),
-        decided_at=_opt_time(rec.get("decided_at")),
+        created_at=_learnt(rec["created_at"], "created_at"),
+        decided_at=_learnt(rec["decided_at"], "decided_at") if rec.get("decided_at") is not None else None,
         decided_by=str(rec.get("decided_by") or "")[:200],
         scopes=_proposal_scopes(rec.get("scopes")),
     )
@@ -733,7 +776,7 @@ def _enrichment(rec: dict[str, Any]) -> dict[str, Any]:
         "status": status,
         "detail": str(rec.get("detail") or "")[:2000],
         "model": str(rec.get("model") or "")[:200],
-        "at": _req_time(rec.get("at")),
+        "at": _learnt(rec.get("at"), "at"),
     }
     for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
         count = rec.get(key)
@@ -763,7 +806,9 @@ def _proposal_scopes(value: object) -> tuple[str, ...]:
 
 
 def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, datetime], list[str]]:
-    added = {str(_scope(s)): _req_time(at) for s, at in (rec.get("scopes") or {}).items()}
+    added = {
+        str(_scope(s)): _learnt(at, "time it joined a scope") for s, at in (rec.get("scopes") or {}).items()
+    }
     if not added:
         raise InvalidInput(f"memory {str(rec.get('id'))[:40]} belongs to no scope")
     ets = rec.get("event_time_source")
@@ -783,8 +828,8 @@ def _memory(rec: dict[str, Any]) -> tuple[Memory, list[float] | None, dict[str, 
         event_time_source=ets,
         valid_from=_req_time(rec["valid_from"]),
         valid_to=_opt_time(rec.get("valid_to")),
-        recorded_at=_req_time(rec["recorded_at"]),
-        retired_at=_opt_time(rec.get("retired_at")),
+        recorded_at=_learnt(rec["recorded_at"], "recorded_at"),
+        retired_at=_learnt(rec["retired_at"], "retired_at") if rec.get("retired_at") is not None else None,
         retire_reason=v.reason(rec.get("retire_reason") or ""),
         supersedes=_id(rec["supersedes"]) if rec.get("supersedes") else None,
         superseded_by=_id(rec["superseded_by"]) if rec.get("superseded_by") else None,
@@ -867,6 +912,18 @@ def restore(
         )
     )
     reconciler.submit(lambda tx: graph.restore_entities(tx.conn, parsed.entities))
+    # A scope's time zone comes with it, unless the store has that scope already (its own setting stays).
+    zones = {s: z for s, z in parsed.zones.items() if s not in known_scopes}
+    if zones and not graph.shared:
+
+        def set_zones(tx: Any) -> None:
+            for s, z in zones.items():
+                graph.set_scope_zone(tx.conn, s, z)
+
+        reconciler.submit(set_zones)
+        reload = getattr(engine, "_reload_zones", None)  # storage.engine.conversations, when it is one
+        if callable(reload):
+            reload()
     if parsed.id_secret and not present:
         # A restore of a whole store into an empty one: messages re-sent to it stay duplicates. A merge into a
         # store with memories keeps its own (its conversations are keyed by it).

@@ -21,8 +21,9 @@ import hashlib
 import hmac
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import IO, TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from scopes import LOCAL_PRINCIPAL, Level, Principal
 from storage.domain import validation as v
@@ -85,6 +86,7 @@ class _Conversations(_Erasure):
     _day_run: dict[str, list[str]] | None = (
         None  # day key -> memories of the bulk run being written (writer only)
     )
+    _zones: dict[str, tzinfo] | None = None  # scope -> its time zone, for those that set one (else UTC)
 
     # -- keys ----------------------------------------------------------------------------------------
 
@@ -149,7 +151,95 @@ class _Conversations(_Erasure):
             self._consolidator.wake()
 
     def _day_hold(self, key: str, changed: datetime) -> datetime | None:
-        return days.hold(key, changed, self._day_quiet)
+        if not days.is_period_key(key):
+            return None
+        tag = days.tag_of(key)
+        zone = next((z for s, z in self._zone_map().items() if days.scope_tag(s) == tag), UTC)
+        return days.hold(key, changed, self._day_quiet, zone)
+
+    # -- a scope's time zone (its days and weeks) -----------------------------------------------------
+
+    def _zone_map(self) -> dict[str, tzinfo]:
+        """Scope -> time zone, read once from the store, then kept by ``set_scope_time_zone`` (a write reads
+        no more than a dict to find its local day)."""
+        if self._zones is None:
+            with self.graph.read() as conn:
+                self._zones = {
+                    s: ZoneInfo(z) for s, z in self.graph.scope_zones(conn).items() if days.known_zone(z)
+                }
+        return self._zones
+
+    def _reload_zones(self) -> None:
+        """The store's zones changed under the cache (an import set some): read them again when next needed."""
+        self._zones = None
+
+    def _zone(self, scope: str) -> tzinfo:
+        return self._zone_map().get(scope, UTC)
+
+    def scope_time_zone(self, scope: str, *, principal: Principal = LOCAL_PRINCIPAL) -> str:
+        """The IANA name of the zone ``scope``'s days and weeks are counted in ("UTC" unless set)."""
+        sid = v.scope(scope)
+        self._authorize(principal, [sid], Level.READ, "read")
+        return str(self._zone(str(sid)))
+
+    def set_scope_time_zone(self, scope: str, zone: str, *, principal: Principal = LOCAL_PRINCIPAL) -> str:
+        """Count ``scope``'s days and weeks in ``zone`` (an IANA name such as ``Asia/Tokyo``; ``UTC`` resets).
+        Needs admin on the scope. Its memories are regrouped by the local day each was recorded on, in the same
+        transaction: the old day and week digests go, and new ones are built by the consolidator. A bad zone is
+        refused and nothing changes. Returns the zone now in force."""
+        sid = v.scope(scope)
+        name = zone.strip() if isinstance(zone, str) else ""
+        if not days.known_zone(name):
+            raise InvalidInput(
+                f"{str(zone)[:60]!r} is not a time zone this machine knows",
+                hint="give an IANA name such as Europe/Lisbon, America/New_York or Asia/Tokyo (UTC resets it); "
+                "nothing was changed",
+            )
+        self._authorize(principal, [sid], Level.ADMIN, "set the time zone of")
+        if self.graph.shared:
+            raise InvalidInput(
+                "scope time zones are not available when the canonical store is a shared FalkorDB graph",
+                hint="nothing was changed: day and week digests are not built on a shared graph yet",
+            )
+        self._require_scope(sid)
+        target = ZoneInfo(name)
+        scope_id = str(sid)
+        if str(self._zone(scope_id)) == str(target):
+            return str(target)
+        tag = days.scope_tag(scope_id)
+
+        def regroup(tx: Tx) -> None:
+            groups = [
+                (k, ids) for k, ids in self.graph.export_conversations(tx.conn)
+                if days.is_period_key(k) and days.tag_of(k) == tag
+            ]  # fmt: skip
+            members = sorted({mid for k, ids in groups if days.is_day_key(k) for mid in ids})
+            for key, _ids in groups:
+                state = self.graph.conversation_state(tx.conn, key)
+                if state is not None and state[1] is not None:
+                    if self.graph.live_state(tx.conn, state[1]) is not None:
+                        self._drop_digest(tx, state[1])
+                    self._digest_ids.pop(state[1], None)
+            self.graph.drop_conversations(tx.conn, [k for k, _ in groups])
+            regrouped: dict[str, list[str]] = {}
+            for m in self.graph.fetch(tx.conn, members).values():
+                regrouped.setdefault(
+                    days.day_key(scope_id, days.local_day(m.recorded_at, target)), []
+                ).append(m.id)
+            for key, ids in regrouped.items():
+                self.graph.join_conversation(tx.conn, key, ids, tx.now)
+            self.graph.set_scope_zone(tx.conn, scope_id, None if name == "UTC" else str(target))
+            zones = dict(self._zone_map())
+            if name == "UTC":
+                zones.pop(scope_id, None)
+            else:
+                zones[scope_id] = target
+            self._zones = zones  # in the writer: every later write counts its day in the new zone
+
+        with self._digests_kept_on_failure():
+            self.reconciler.submit(regroup)
+        self._wake_consolidator()
+        return str(target)
 
     def consolidate(self) -> int:
         """Build every pending digest now, without waiting for the quiet time. Returns how many were built."""
@@ -176,9 +266,9 @@ class _Conversations(_Erasure):
         return memory_id in self._digest_ids
 
     def is_day_digest(self, memory_id: str) -> bool:
-        """A scope's day digest (``storage.enrich.days``), not a conversation's."""
+        """A scope's day or week digest (``storage.enrich.days``), not a conversation's."""
         key = self._digest_ids.get(memory_id)
-        return key is not None and days.is_day_key(key)
+        return key is not None and days.is_period_key(key)
 
     def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None:
         """The messages a digest was built from (its conversation's), or None if ``memory_id`` is no digest."""
@@ -272,9 +362,8 @@ class _Conversations(_Erasure):
         # the day digests, so one due when the process stops is built after the next start.
         receipt = super()._added(tx, p, principal, cur, made)
         if p.kind in days.DAY_KINDS and not self.graph.shared:
-            day = tx.now.astimezone(UTC).date()
             for scope in p.scopes:
-                key = days.day_key(scope, day)
+                key = days.day_key(scope, days.local_day(tx.now, self._zone(scope)))
                 if self._day_run is not None:  # a bulk write: joined per day at the end of its run
                     self._day_run.setdefault(key, []).append(cur)
                 else:
@@ -330,7 +419,7 @@ class _Conversations(_Erasure):
             members = self.graph.conversation_members(conn, key)
             records = self.graph.fetch(conn, members)
         live = [m for m in records.values() if m.status.value == "current"]
-        if days.is_day_key(key):
+        if days.is_period_key(key):
             return self._build_day_digest(key, changed, records, live)
         built: digests.Digest | None = None
         by: dict[str, object] = {"digest_by": "offline"}
@@ -397,20 +486,39 @@ class _Conversations(_Erasure):
     def _build_day_digest(
         self, key: str, changed: datetime | None, records: Mapping[str, Memory], live: Sequence[Memory]
     ) -> bool:
-        """A scope's day digest: its current plain memories still in that scope, at least ``MIN_DAY_MEMORIES``
-        of them; it lives in that scope alone (every source is readable there). Offline only."""
-        tag = key.rsplit(":", 1)[1]
+        """A scope's day (or week) digest: its current plain memories still in that scope, at least
+        ``MIN_DAY_MEMORIES`` of them (a week: ``MIN_WEEK_MEMORIES`` over ``MIN_WEEK_DAYS`` local days); it lives
+        in that scope alone (every source is readable there). Offline only. A day, once dealt with, hands its
+        memories to its week (in the same transaction), so weeks cost the write path nothing."""
+        tag = days.tag_of(key)
         scope = next((s for m in live for s in m.scopes if days.scope_tag(s) == tag), None)
         kept = [m for m in live if scope in m.scopes and m.kind in days.DAY_KINDS]
+        weekly = days.is_week_key(key)
+        zone = self._zone(scope) if scope is not None else UTC
+        if weekly:
+            monday = days.week_of(key)
+            year, week, _ = monday.isocalendar()
+            label = f"{year:04d}-W{week:02d}"
+            span = f"{label}, {monday.isoformat()} to {(monday + timedelta(days=6)).isoformat()}"
+            enough = (
+                len(kept) >= days.MIN_WEEK_MEMORIES
+                and len({days.local_day(m.recorded_at, zone) for m in kept}) >= days.MIN_WEEK_DAYS
+            )
+        else:
+            label = span = days.day_of(key).isoformat()
+            enough = len(kept) >= days.MIN_DAY_MEMORIES
         built: digests.Digest | None = None
-        if scope is not None and len(kept) >= days.MIN_DAY_MEMORIES:
+        if scope is not None and enough:
             said = [
                 digests.Said(
                     m.id, "user", m.provenance.principal, m.recorded_at, m.content, tuple(m.entities)
                 )
                 for m in kept
             ]
-            built = digests.build(scope, said, lexicon=self.lexicon, day=days.day_of(key).isoformat())
+            if weekly:
+                built = digests.build(scope, said, lexicon=self.lexicon, week=span)
+            else:
+                built = digests.build(scope, said, lexicon=self.lexicon, day=label)
         vector = [float(x) for x in self.embedder.embed([built.text])[0]] if built is not None else None
 
         def swap(tx: Tx) -> bool:
@@ -429,10 +537,9 @@ class _Conversations(_Erasure):
             if new_id is not None and new_id == old and self.graph.live_state(tx.conn, old) is not None:
                 self._rescope(tx, old, [scope] if scope else [])
             if built is not None and vector is not None and scope is not None and new_id != old:
-                day = days.day_of(key).isoformat()
                 meta = {
-                    "digest_of": f"{scope} {day}",
-                    "day": day,
+                    "digest_of": f"{scope} {label}",
+                    ("week" if weekly else "day"): label,
                     "scope": scope,
                     "memories": len(kept),
                     "sources": sorted(m.id for m in kept)[:MAX_SOURCES_LISTED],
@@ -446,10 +553,18 @@ class _Conversations(_Erasure):
                 self._insert(tx, new, [scope], list(built.entities), [])
                 self._digest_ids[new_id] = key
             self.graph.set_digest(tx.conn, key, new_id, changed or tx.now)
+            if not weekly and scope is not None and records:
+                # The day's memories join its week, which is digested after the day (``storage.enrich.days``).
+                self.graph.join_conversation(
+                    tx.conn, days.week_key(scope, days.day_of(key)), list(records), tx.now
+                )
             return had
 
         # Counted as built when it stored or withdrew a digest (a day too small for one is not).
-        return bool(self.reconciler.submit(swap)) or built is not None
+        made = bool(self.reconciler.submit(swap)) or built is not None
+        if not weekly:
+            self._wake_consolidator()  # its week may be pending now: the round that built this day read the list
+        return made
 
     def _drop_digest(self, tx: Tx, digest: str) -> None:
         """Delete a digest being replaced or withdrawn, with the versions amended from it by hand: once the
@@ -509,9 +624,8 @@ class _Conversations(_Erasure):
             elif m.kind in days.DAY_KINDS and not self.graph.shared:
                 # A scope's day is derived (not in the file): the memory rejoins the day it was recorded on.
                 for scope in m.scopes:
-                    groups.setdefault(days.day_key(scope, m.recorded_at.astimezone(UTC).date()), []).append(
-                        m.id
-                    )
+                    day = days.local_day(m.recorded_at, self._zone(scope))
+                    groups.setdefault(days.day_key(scope, day), []).append(m.id)
         if not groups:
             return
 
@@ -617,6 +731,12 @@ class _Conversations(_Erasure):
                 self.graph.join_conversation(tx.conn, key, [successor], tx.now)
         if found:
             self.graph.touch_conversations(tx.conn, list(found), tx.now)
+
+    def _scope_purged(self, tx: Tx, scope: str) -> None:
+        # The scope is gone, so is its time zone, in the purge's transaction (its bytes go with the rewrite).
+        if scope in self._zone_map():
+            self.graph.set_scope_zone(tx.conn, scope, None)
+            self._zones = {s: z for s, z in self._zone_map().items() if s != scope}
 
     def _wake_consolidator(self) -> None:
         if self._consolidator is not None:

@@ -62,6 +62,7 @@ class _Erasure(_Consistency):
             self._sources_changed(tx, shared, withdraw=False)
             entities = self.graph.delete_scope(tx.conn, str(sid), only)
             self._sources_erased(tx, touched)
+            self._scope_purged(tx, str(sid))
             self._erased_here.update(only)  # before the commit: the projector may see the delete at once
             for mid in only:
                 tx.record("delete", mid)
@@ -160,6 +161,9 @@ class _Erasure(_Consistency):
 
     def _sources_erased(self, tx: Tx, keys: Sequence[str]) -> None:
         """Hook: after ``_derived_from``'s memories were deleted in the same transaction."""
+
+    def _scope_purged(self, tx: Tx, scope: str) -> None:
+        """Hook: ``scope`` is deleted in this transaction (what is kept about it goes too, before the rewrite)."""
 
     def _forget(self, contents: Sequence[str]) -> None:
         """Right after an erasure commits, before the files are rewritten: drop what this process holds in memory

@@ -3,8 +3,10 @@
 Its queue is the store itself (``pending``: conversations changed since their last digest), read again at every
 wake-up, so work queued before a crash is found at the next start and nothing is held only in memory.
 Debounced: a conversation is digested once it has been quiet for ``quiet`` seconds, so one still receiving
-messages is digested after the burst, not on every message. A failing build is logged and retried a minute later
-(or when ``flush`` asks). Never on the write path: writes only ``notify``.
+messages is digested after the burst, not on every message. A failing key (its build, or working out when it is
+due, raises) is logged and retried a minute later (or when ``flush`` asks); the round goes on with the other
+keys, so one poisoned key (a corrupt node, a hostile import) never stops every other digest. Never on the write
+path: writes only ``notify``.
 """
 
 from __future__ import annotations
@@ -85,14 +87,32 @@ class Consolidator:
             return self._cond.wait_for(lambda: not self._waiting(), timeout)
 
     def _waiting(self) -> list[str]:
-        """What is pending and not held back to a later time (a day digest of a day still running)."""
+        """What is pending and not held back to a later time (a day digest of a day still running, a key
+        whose last try failed and waits for its retry)."""
         now = datetime.now(UTC)
         out = []
         for key, changed in self._pending():
-            until = self._hold(key, changed)
+            failed = self._failed.get(key)
+            if failed is not None and failed[0] == changed and failed[1] > now:
+                continue
+            until = self._held(key, changed)
             if until is None or until <= now:
                 out.append(key)
         return out
+
+    def _held(self, key: str, changed: datetime) -> datetime | None:
+        """``hold(key, changed)``; a key it fails on is taken as failed (retried after ``RETRY_AFTER``), so
+        one bad key delays only itself (and is not tried, nor logged, again before then)."""
+        failed = self._failed.get(key)
+        if failed is not None and failed[0] == changed and failed[1] > datetime.now(UTC):
+            return failed[1]
+        try:
+            return self._hold(key, changed)
+        except Exception:
+            log.exception("working out when a digest is due failed; retried later")
+            retry = datetime.now(UTC) + RETRY_AFTER
+            self._failed[key] = (changed, retry)
+            return retry
 
     def close(self) -> None:
         """Stop after the build in flight; what is still pending stays pending in the store."""
@@ -145,7 +165,7 @@ class Consolidator:
             if self._stopping:
                 return None
             due = changed + quiet
-            until = self._hold(key, changed)
+            until = self._held(key, changed)
             if until is not None:
                 due = max(due, until)
             failed = self._failed.get(key)

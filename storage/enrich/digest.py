@@ -65,10 +65,16 @@ def _who(m: Said) -> str:
 
 
 def build(
-    conversation: str, messages: Sequence[Said], *, lexicon: EntityLexicon, day: str | None = None
+    conversation: str,
+    messages: Sequence[Said],
+    *,
+    lexicon: EntityLexicon,
+    day: str | None = None,
+    week: str | None = None,
 ) -> Digest:
     """The digest of ``messages`` (at least one). Pure apart from reading ``lexicon`` (known names).
-    ``day``: the memories are a scope's plain memories of that day (``storage.enrich.days``), not messages."""
+    ``day``: the memories are a scope's plain memories of that day (``storage.enrich.days``), not messages;
+    ``week`` likewise, of that week ("2026-W48, 2026-11-23 to 2026-11-29")."""
     ordered = sorted(messages, key=lambda m: (m.time, m.id))
     counts: Counter[str] = Counter()
     names: dict[str, EntityIn] = {}
@@ -123,7 +129,11 @@ def build(
     first, last = ordered[0].time, ordered[-1].time
     who = sorted({_who(m) for m in ordered})
     span = first.date().isoformat() if first.date() == last.date() else f"{first.date()} to {last.date()}"
-    if day is None:
+    if week is not None:
+        what = (
+            f"Digest of the memories recorded in {conversation} in the week {week}: {len(ordered)} memories"
+        )
+    elif day is None:
         what = f"Digest of conversation {conversation!r}: {len(ordered)} messages"
     else:
         what = f"Digest of the memories recorded in {conversation} on {day}: {len(ordered)} memories"

@@ -504,6 +504,18 @@ class CanonicalConversations(Protocol):
         """Every conversation's key and the ids of its messages (sorted), by key: what a backup carries."""
         ...
 
+    def drop_conversations(self, conn: Session, keys: Sequence[str]) -> None:
+        """Delete these groups (their memberships; not their memories, nor their digests: drop those first)."""
+        ...
+
+    def scope_zones(self, conn: Session) -> dict[str, str]:
+        """Scope -> the IANA time zone its days and weeks are counted in, for the scopes that set one."""
+        ...
+
+    def set_scope_zone(self, conn: Session, scope: str, zone: str | None) -> None:
+        """Set (None: forget, so UTC) the time zone of ``scope``."""
+        ...
+
 
 class CanonicalStore(
     CanonicalLifecycle, CanonicalReads, CanonicalWrites, CanonicalExports, CanonicalConversations, Protocol

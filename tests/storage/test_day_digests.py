@@ -10,8 +10,10 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from scopes import Grant, Principal
-from storage import CachedEmbedder, Engine, NotFound
+from storage import CachedEmbedder, Engine, InvalidInput, NotFound
 from storage.domain.models import MessageIn, WriteItem
 from storage.enrich import days
 from tests.conftest import files_containing
@@ -317,12 +319,7 @@ def test_a_day_digest_brings_no_memory_the_query_did_not_find_itself(engine: Eng
     assert [h for h in hits if h.digest == digest.id]
 
 
-def test_an_imported_memory_recorded_on_the_last_day_there_is_stops_no_digest(
-    engine: Engine, tmp_path: Path
-) -> None:
-    # An export (hostile or from a broken clock) may say a memory was recorded on 9999-12-31: its day had no
-    # next day, so working out when it ends raised, and the consolidator built no digest for any scope or
-    # conversation again (and wait_digested raised too).
+def zed_export(tmp_path: Path) -> list[dict[str, object]]:
     src = Engine.open(tmp_path / "src", warm=False)
     try:
         write_all(src, ["Zed keeps bees in Sintra.", "Zed sells honey on Saturdays.", "Zed's hives are blue."],
@@ -331,17 +328,62 @@ def test_an_imported_memory_recorded_on_the_last_day_there_is_stops_no_digest(
         src.export(buf)
     finally:
         src.close()
-    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    return [json.loads(line) for line in buf.getvalue().splitlines()]
+
+
+def test_an_import_saying_a_memory_was_recorded_in_the_future_is_refused_whole(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # An export (hostile or from a broken clock) may say a memory was recorded on 9999-12-31: its day never
+    # ends, and once it stopped every digest. A store cannot have learnt something tomorrow: refused, with the
+    # line, the field and what to do; nothing imported. Valid times may lie ahead, as memory_write allows.
+    lines = zed_export(tmp_path)
     for rec in lines:
         if rec.get("type") == "memory":
             rec["recorded_at"] = "9999-12-31T12:00:00+00:00"
+            rec["valid_from"] = "2999-01-01T00:00:00+00:00"
+    with pytest.raises(InvalidInput) as refused:
+        engine.merge_export(io.StringIO("".join(json.dumps(r) + "\n" for r in lines)))
+    assert refused.value.message.startswith("line ")
+    assert "recorded_at 9999-12-31" in refused.value.message
+    assert "future" in refused.value.message
+    assert "nothing was imported" in (refused.value.hint or "")
+    assert "fix that time" in (refused.value.hint or "")
+    assert engine.list_scopes() == [] or "user:zed" not in {s.id for s in engine.list_scopes()}
+    # A clock a few hours ahead is within the skew; a valid time far ahead is a valid time.
+    ahead = (datetime.now(UTC) + timedelta(hours=3)).isoformat()
+    for rec in lines:
+        if rec.get("type") == "memory":
+            rec["recorded_at"] = ahead
     engine.merge_export(io.StringIO("".join(json.dumps(r) + "\n" for r in lines)))
+    ids = [str(r["id"]) for r in lines if r.get("type") == "memory"]
+    assert [engine.read(i).memory.valid_from.year for i in ids] == [2999] * 3
+
+
+def test_one_poisoned_digest_key_does_not_stop_the_other_scopes_digests(engine: Engine) -> None:
+    # A corrupt day node (left by a hostile import an older version accepted, or a damaged store) whose day
+    # cannot be read: working out when it was due raised, the consolidator's round stopped there every time,
+    # and no other scope's day digest or conversation's digest was built again; wait_digested raised.
+    zed = write_all(engine, ["Zed keeps bees in Sintra.", "Zed sells honey on Saturdays.", "Zed's hives are blue."],
+                    scope="user:zed")  # fmt: skip
+    poisoned = f"{days.DAY_PREFIX}not-a-date:{days.scope_tag('user:zed')}"
+    engine.reconciler.submit(lambda tx: engine.graph.join_conversation(tx.conn, poisoned, zed, tx.now))
     write_all(engine, ANA)
+    write_all(
+        engine, ["Bo plays the cello.", "Bo lives in Braga.", "Bo's cello teacher is Marta."], scope="user:bo"
+    )
+    engine.write_conversation("chat-p", [MessageIn("user", "I booked the flight to Porto.")], ["user:ana"])
     engine.digest_quiet = 0
     engine.day_digest_quiet = 0
     assert engine.wait_digested(30)
     scopes = sorted(engine.read(d).memory.metadata["scope"] for d in day_digests(engine))
-    assert scopes == ["user:ana", "user:zed"]
+    assert scopes == ["user:ana", "user:bo", "user:zed"]
+    assert any(not days.is_day_key(k) for k in digests_of(engine).values())  # the conversation's too
+    hits = engine.recall("cello teacher", ["user:bo"])
+    assert hits
+    assert "Marta" in hits[0].memory.content
+    # `mnemograph digests` (a flush) builds the rest as well and reports the poisoned key as not built.
+    assert engine.rebuild_digests() >= 3
 
 
 def test_a_day_digest_amended_by_hand_goes_when_it_is_rebuilt_so_erasing_a_source_leaves_no_word(

@@ -3,6 +3,7 @@ idempotent, all-or-nothing, with the access rules of memory_write; and the diges
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from scopes import Grant, Level, Principal, ScopeId
 from storage import Engine
 from storage.domain.errors import NotFound, ScopeDenied
 from storage.domain.models import MessageIn
+from tests.storage.test_week_digests import a_week, import_recorded, week_digests
 from tests.tools.conftest import fails, ok
 from tools._wire import short_id
 
@@ -182,7 +184,30 @@ async def test_recall_answers_with_a_days_memories_its_digest_led_to_never_the_d
     assert {r["kind"] for r in results} == {"note"}
     assert {short_id(r["id"]) for r in results} <= set(ids)
     lifted = [r for r in results if "digest" in r["explain"]]
-    assert all("its day's digest" in r["why"] for r in lifted)
+    assert all("its day's or week's digest" in r["why"] for r in lifted)
     shown = (await ok(client, "recall", {**query, "kinds": ["summary"]}))["results"]
     (digest,) = shown
     assert "built by Mnemograph from 3 memories" in digest["why"]
+
+
+async def test_a_scopes_week_digest_leads_recall_over_mcp_only_to_memories_the_query_found(
+    client: Client, engine: Engine, tmp_path: Path
+) -> None:
+    """Memories of one scope over two days of a past week: its week digest's match lifts only memories the
+    lanes found, says so in ``why``, and is shown itself only when summaries are asked for."""
+    ids = import_recorded(engine, tmp_path, a_week())
+    query = {"query": "Lisbon Acme cat Miso", "scopes": ["user:ana"], "explain": True, "k": 5}
+    before = {r["id"] for r in (await ok(client, "recall", query))["results"]}
+    engine.consolidate()
+    (week,) = week_digests(engine)
+    results = (await ok(client, "recall", query))["results"]
+    assert {r["kind"] for r in results} <= {"note"}
+    assert {r["id"] for r in results} <= before
+    assert {r["id"] for r in results} <= set(ids.values())
+    lifted = [r for r in results if "digest" in r["explain"]]
+    assert lifted
+    assert all("its day's or week's digest" in r["why"] for r in lifted)
+    shown = (await ok(client, "recall", {**query, "kinds": ["summary"]}))["results"]
+    weekly = [r for r in shown if r["id"] == week]
+    assert weekly
+    assert "built by Mnemograph from 6 memories" in weekly[0]["why"]

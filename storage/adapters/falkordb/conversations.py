@@ -25,6 +25,19 @@ class _Conversations(_Exports):
     def set_id_secret(self, conn: Session, secret: str) -> None:
         session(conn).add("MATCH (m:Meta {key: 'id_secret'}) SET m.value = $v", {"v": secret})
 
+    def drop_conversations(self, conn: Session, keys: Sequence[str]) -> None:
+        return None  # a shared graph keeps no conversations or days (join_conversation)
+
+    def scope_zones(self, conn: Session) -> dict[str, str]:
+        return {}  # no day or week digests on a shared graph, so no time zones for them
+
+    def set_scope_zone(self, conn: Session, scope: str, zone: str | None) -> None:
+        if zone is not None:
+            raise InvalidInput(
+                "scope time zones are not available when the canonical store is a shared FalkorDB graph",
+                hint="nothing was changed",
+            )
+
     def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
         raise InvalidInput(
             "conversation_write is not available when the canonical store is a shared FalkorDB graph",

@@ -18,6 +18,20 @@ class _Conversations(_Writes):
     def set_id_secret(self, conn: Session, secret: str) -> None:
         _exec(conn, "MERGE (m:Meta {key: 'id_secret'}) SET m.value = $v", {"v": secret})
 
+    def drop_conversations(self, conn: Session, keys: Sequence[str]) -> None:
+        if keys:
+            _exec(conn, "MATCH (c:Conversation) WHERE c.key IN $keys DETACH DELETE c", {"keys": list(keys)})
+
+    def scope_zones(self, conn: Session) -> dict[str, str]:
+        rows = _rows(conn, "MATCH (m:Meta) WHERE m.key STARTS WITH 'tz:' RETURN m.key, m.value")
+        return {str(k)[3:]: str(z) for k, z in rows}
+
+    def set_scope_zone(self, conn: Session, scope: str, zone: str | None) -> None:
+        if zone is None:
+            _exec(conn, "MATCH (m:Meta {key: $k}) DELETE m", {"k": f"tz:{scope}"})
+        else:
+            _exec(conn, "MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": f"tz:{scope}", "v": zone})
+
     def join_conversation(self, conn: Session, key: str, memory_ids: Sequence[str], at: datetime) -> None:
         _exec(conn, "MERGE (c:Conversation {key: $k}) SET c.changed_at = $at", {"k": key, "at": at})
         ids = list(dict.fromkeys(memory_ids))
