@@ -27,12 +27,15 @@ if TYPE_CHECKING:
 
 Operation = Literal[
     "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
-    "export_markdown", "digests", "entities",
+    "export_markdown", "digests", "entities", "sweep",
 ]  # fmt: skip
 OPERATIONS: tuple[Operation, ...] = (
     "verify", "reindex", "erase", "export", "backup", "list", "show", "search", "forget", "import",
-    "export_markdown", "digests", "entities",
+    "export_markdown", "digests", "entities", "sweep",
 )  # fmt: skip
+
+
+SWEEP_ROUNDS = 100  # ``mnemograph sweep``: rounds of at most storage.engine.derived.SWEEP_LIMIT pairs each
 
 
 class AdminError(RuntimeError):
@@ -175,6 +178,14 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
         return report_json(engine.reindex())
     if op == "digests":
         return {"digests_built": engine.rebuild_digests(), "ok": True}
+    if op == "sweep":
+        linked: list[tuple[str, str]] = []
+        for _ in range(SWEEP_ROUNDS):  # each round is bounded; a store with more takes several
+            got = engine.sweep_contradictions()
+            linked += got
+            if not got:
+                break
+        return {"contradictions_linked": len(linked), "pairs": [list(p) for p in linked], "ok": True}
     if op == "entities":
         action = str(args.get("action", "list"))
         if action == "list":

@@ -244,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
     digests = sub.add_parser("digests", parents=[data_dir, as_json], help=text, description=text)
     digests.set_defaults(command="admin", op="digests", needs_store=True)
 
+    text = (
+        "link, as contradictions, current memories that give one subject two values of a functional predicate "
+        "in a scope both are in and that no rule linked yet (written before the rules, imported, or linked)"
+    )
+    sweep = sub.add_parser("sweep", parents=[data_dir, as_json], help=text, description=text)
+    sweep.set_defaults(command="admin", op="sweep", needs_store=True)
+
     erase = sub.add_parser(
         "erase",
         parents=[data_dir, as_json],

@@ -41,6 +41,7 @@ class WriteTimeOptions:
     llm_reconcile: bool = True  # with an API key: Claude decides what the reconcile rules leave open
     day_digest_quiet: float = 3600.0
     llm_timeout: float = 60.0
+    transitive: tuple[str, ...] = ()  # empty: the engine's default (storage.enrich.transitive)
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -51,6 +52,8 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
     def apply(engine: Engine) -> None:
         if options.functional:
             engine.functional = frozenset(options.functional)
+        if options.transitive:
+            engine.transitive = frozenset(options.transitive)
         engine.digest_quiet = options.digest_quiet
         engine.day_digest_quiet = options.day_digest_quiet
         if not options.digests:

@@ -173,7 +173,7 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             target = Path(args.output).expanduser().resolve()
         op_args = {"path": str(target), "scope": args.scope, "vectors": args.vectors}
     try:
-        long_running = args.op in ("export", "export_markdown", "reindex", "backup", "digests")
+        long_running = args.op in ("export", "export_markdown", "reindex", "backup", "digests", "sweep")
         report = run_admin(
             args.op,
             paths,
@@ -205,6 +205,8 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
         print(_format_report(report))
     elif args.op == "digests":
         print(f"{report['digests_built']} conversation digest(s) rebuilt")
+    elif args.op == "sweep":
+        print(f"{report['contradictions_linked']} contradiction(s) linked")
     elif args.op == "entities":
         from server._cli_memory import for_terminal
 

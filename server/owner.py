@@ -73,6 +73,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             settings.llm_reconcile,
             day_digest_quiet=settings.day_digest_quiet,
             llm_timeout=settings.llm_timeout,
+            transitive=settings.transitive_predicates,
         )
     )
 

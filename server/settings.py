@@ -32,6 +32,8 @@ Variables (all optional):
 - ``MNEMOGRAPH_FUNCTIONAL_PREDICATES``: comma-separated relation predicates that hold one current value per
   subject, so a new value supersedes the old one at write time; default ``lives_in, works_at, job_title,
   phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
+- ``MNEMOGRAPH_TRANSITIVE_PREDICATES``: comma-separated containment predicates the consolidator chains
+  (A in B, B in C: A in C); default ``located_in, part_of, belongs_to, based_in, member_of`` (docs/recall.md).
 - ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
   ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5) and
@@ -114,6 +116,7 @@ class Settings:
     owner_timeout: float = 900.0
     embedder: str = "numpy"
     functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
+    transitive_predicates: tuple[str, ...] = ()  # empty: the engine's default list
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
@@ -188,6 +191,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         owner_timeout=_number(pick("owner_timeout"), "owner_timeout", float, 1.0, 86_400.0, 900.0),
         embedder=embedder,
         functional_predicates=_predicates(pick("functional_predicates")),
+        transitive_predicates=_predicates(pick("transitive_predicates"), "TRANSITIVE_PREDICATES"),
         anthropic_api_key=str(pick("anthropic_api_key") or ""),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
@@ -209,14 +213,14 @@ def _on_off(value: object, variable: str) -> bool:
     return text in ("on", "1", "true", "yes")
 
 
-def _predicates(value: object) -> tuple[str, ...]:
+def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple[str, ...]:
     if value is None:
         return ()
     out = tuple(p.strip() for p in str(value).split(",") if p.strip())
     bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]
     if bad:
         raise SettingsError(
-            f"{PREFIX}FUNCTIONAL_PREDICATES takes comma-separated snake_case predicates like lives_in, got {bad[0]!r}"
+            f"{PREFIX}{variable} takes comma-separated snake_case predicates like lives_in, got {bad[0]!r}"
         )
     return out
 

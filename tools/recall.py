@@ -243,9 +243,11 @@ class RecallItem(BaseModel):
         searched: list[str] | None = None,
         digest: bool = False,
         cut: int = CUT_CHARS,
+        derived: str | None = None,
     ) -> RecallItem:
         """``searched``: the scopes the call named (or its session default); a memory only in the one scope
-        searched does not repeat it. ``cut``: content longer than this many characters is cut."""
+        searched does not repeat it. ``cut``: content longer than this many characters is cut. ``derived``: the
+        relation the derived memory that lifted this one here derives (``storage.engine.derived``)."""
         m = hit.memory
         return cls(
             id=m.id if explain else short_id(m.id),
@@ -256,7 +258,7 @@ class RecallItem(BaseModel):
             scopes=None
             if searched is not None and [*m.scopes] == searched and len(searched) == 1
             else [*m.scopes],
-            why=reason(hit, digest),
+            why=reason(hit, digest, derived),
             conflicts_with=[i if explain else short_id(i) for i in hit.conflicts] or None,
             explain=_explanation(hit) if explain else None,
         )
@@ -339,7 +341,7 @@ def _snippet(text: str) -> str:
     return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
 
 
-def reason(hit: Hit, digest: bool = False) -> str:
+def reason(hit: Hit, digest: bool = False, derived: str | None = None) -> str:
     """The one-line reason: lanes with ranks, then the strongest extra evidence."""
     ranks = sorted(hit.lanes.items(), key=lambda x: x[1])
     # A lane that ranked it far down says little: the lanes that ranked it in their first WHY_RANKS are named,
@@ -351,7 +353,9 @@ def reason(hit: Hit, digest: bool = False) -> str:
         parts.append(
             f"matched earlier version {short_id(old.id)} ('{_snippet(old.content)}'), now replaced by this"
         )
-    if hit.digest:
+    if hit.digest and derived:
+        parts.append(f"source of the derived relation {derived} ({short_id(hit.digest)}), which matched")
+    elif hit.digest:
         whose = "conversation's" if hit.memory.kind == "message" else "day's or week's"  # storage.enrich.days
         parts.append(f"its {whose} digest {short_id(hit.digest)} matched")
     if digest:  # the engine's own record, not metadata a writer could set
@@ -395,6 +399,12 @@ def _explanation(hit: Hit) -> Explanation:
     )
 
 
+def _derived(engine: Engine, hit: Hit) -> str | None:
+    """The derived relation whose match lifted ``hit`` here, with the two memories it is derived from."""
+    d = engine.derived_relation(hit.digest) if hit.digest else None
+    return None if d is None else f"{d.statement}, derived from {short_id(d.first)} and {short_id(d.second)}"
+
+
 async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     """Search; current memories only unless ``include_history``, ``as_of`` or ``known_at`` asks for the past."""
     searched = caller.read_scopes(args.scopes)
@@ -422,7 +432,10 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     if args.group_by and hits and not any(args.group_by in h.memory.metadata for h in hits):
         warnings.append(_ungrouped_warning(args.group_by))
     return RecallOut(
-        results=[RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id), cut) for h in hits],
+        results=[
+            RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id), cut, _derived(engine, h))
+            for h in hits
+        ],
         stale=behind > 0,
         warning=" ".join(warnings) or None,
     )

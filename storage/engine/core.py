@@ -16,13 +16,13 @@ from typing import Self
 
 from storage.domain.errors import StorageUnavailable
 from storage.domain.records import Change
-from storage.engine.conversations import _Conversations
+from storage.engine.derived import _Derived
 from storage.engine.state import VACUUM_MARKER, log
 
 LEXICON_EVERY_S = 1.0  # shared store: how often the entity lexicon is rebuilt while other nodes write
 
 
-class EngineCore(_Conversations):
+class EngineCore(_Derived):
     """One data directory's stores, owned by this process until ``close()``."""
 
     # -- lifecycle ---------------------------------------------------------------------------------

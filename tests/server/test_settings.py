@@ -86,15 +86,20 @@ def test_write_time_settings(tmp_path: Path) -> None:
             "MNEMOGRAPH_DATA_DIR": str(tmp_path),
             "MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives_in, works_at,team_of",
             "MNEMOGRAPH_ANTHROPIC_API_KEY": "sk-ant-secret",
+            "MNEMOGRAPH_TRANSITIVE_PREDICATES": "located_in,within",
         }
     )
     assert s.functional_predicates == ("lives_in", "works_at", "team_of")
+    assert s.transitive_predicates == ("located_in", "within")
+    assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).transitive_predicates == ()  # the default
     assert (s.anthropic_model, s.llm_min_interval) == ("claude-sonnet-4-6", 0.5)
     assert s.anthropic_api_key == "sk-ant-secret"
     assert "sk-ant-secret" not in repr(s)  # a secret never reaches a log line through a repr
     assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).anthropic_api_key == ""  # off by default
     with pytest.raises(SettingsError, match="MNEMOGRAPH_FUNCTIONAL_PREDICATES takes comma-separated"):
         load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives in"})
+    with pytest.raises(SettingsError, match="MNEMOGRAPH_TRANSITIVE_PREDICATES takes comma-separated"):
+        load_settings({"MNEMOGRAPH_TRANSITIVE_PREDICATES": "part of"})
 
 
 def test_the_canonical_store_is_embedded_kuzu_unless_configured(tmp_path: Path) -> None:
