@@ -38,6 +38,7 @@ from storage.domain.errors import InvalidInput, MnemographError, StorageUnavaila
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import SameAs, entity_key
 from storage.enrich.days import is_period_key, known_zone
+from storage.enrich.transitive import is_derived_key
 from storage.ports.canonical import CanonicalStore, MentionGiven
 from storage.ports.embedder import Embedder
 from storage.sync.reconciler import Reconciler
@@ -271,8 +272,8 @@ def export(
                 line({"type": "enrichment", "memory_id": mid, **row, "at": _time(row.get("at"))})
                 counts["enrichments"] += 1
         for key, members in graph.export_conversations(conn):
-            if is_period_key(key):
-                continue  # a scope's day or week is derived from its memories (recorded_at, scopes): the import regroups
+            if is_period_key(key) or is_derived_key(key):
+                continue  # a scope's day or week, a derivation's chain: derived from the memories, the import finds them
             # Which conversation each message is in: without it an import could only guess from the messages'
             # metadata and scopes, which a link or unlink since may have changed (two conversations, then).
             exported = [mid for mid in members if mid in kept]

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scopes import Principal
-from storage.domain.models import MemoryKind, Provenance, WriteReceipt
+from storage.domain.models import MemoryKind, Provenance, RelationIn, WriteReceipt
 from storage.domain.records import NewMemory, entity_key
 from storage.engine.conversations import _Conversations
 from storage.engine.state import _Prepared, content_id
@@ -40,6 +40,7 @@ from storage.sync.reconciler import Tx
 DERIVED_PRINCIPAL = Provenance("mnemograph", "consolidator", "transitive")
 SWEEP_LIMIT = 100  # contradictions linked by one sweep call at most (call again for more)
 SWEEP_SUBJECTS = 5000  # subjects with relations one sweep call reads at most
+DISCOVER_SUBJECTS = 20_000  # subjects a full look for chains reads at most (``rebuild_digests``)
 
 
 class _Derived(_Conversations):
@@ -96,7 +97,15 @@ class _Derived(_Conversations):
 
     def _find_chains(self, tx: Tx, cur: str, scopes: Sequence[str], rels: Sequence[Any]) -> None:
         """Join each chain through the new memory's relations to a derivation group (pending for the
-        consolidator). Bounded: ``FANOUT`` relations read per side, ``MAX_PER_WRITE`` chains per memory."""
+        consolidator)."""
+        self._join(tx, self._chains(tx.conn, cur, scopes, rels))
+
+    def _chains(
+        self, conn: Session, cur: str, scopes: Sequence[str], rels: Sequence[Any]
+    ) -> dict[str, list[str]]:
+        """The chains through ``rels`` (relations memory ``cur`` in ``scopes`` states, with ``subject``,
+        ``predicate`` and ``object``), both ways. Bounded: ``FANOUT`` relations read per side, ``MAX_PER_WRITE``
+        chains in all."""
         groups: dict[str, list[str]] = {}
         mine = set(scopes)
         for r in rels:
@@ -104,18 +113,68 @@ class _Derived(_Conversations):
                 break
             start, end = entity_key(r.subject), entity_key(r.object)
             # r.object —p→ C: the new memory's statement comes first
-            for o in self.graph.open_relations(tx.conn, r.object, [r.predicate], newest=tr.FANOUT):
+            for o in self.graph.open_relations(conn, r.object, [r.predicate], newest=tr.FANOUT):
                 if o.memory_id != cur and o.object_id != start and self._source(o.memory_id, o.scopes, mine):
                     groups.setdefault(tr.derived_key(cur, o.memory_id), [cur, o.memory_id])
             # X —p→ r.subject: the new memory's statement comes second
-            for e in self.graph.relations(tx.conn, start, limit=4 * tr.FANOUT, scopes=list(mine)):
+            for e in self.graph.relations(conn, start, limit=4 * tr.FANOUT, scopes=list(mine)):
                 if e.outgoing or e.predicate != r.predicate or e.memory_id == cur or e.other_id == end:
                     continue
                 if self._source(e.memory_id, e.scopes, mine):
                     groups.setdefault(tr.derived_key(e.memory_id, cur), [e.memory_id, cur])
-        for key, ids in list(groups.items())[: tr.MAX_PER_WRITE]:
+        return dict(list(groups.items())[: tr.MAX_PER_WRITE])
+
+    def _join(self, tx: Tx, groups: dict[str, list[str]]) -> None:
+        for key, ids in groups.items():
             if self.graph.conversation_state(tx.conn, key) is None:
                 self.graph.join_conversation(tx.conn, key, ids, tx.now)
+
+    def _discover(self, sources: Sequence[str] | None) -> int:
+        """Chains the write path did not see (an import, memories written before derivations, relations an
+        amend or the LLM pass added): through the open relations of ``sources``, or of every subject with
+        relations when None (at most ``DISCOVER_SUBJECTS``). Returns how many new groups were queued."""
+        if self.graph.shared or not self.transitive:
+            return 0
+        predicates = sorted(self.transitive)
+        groups: dict[str, list[str]] = {}
+        with self.graph.read() as conn:
+            if sources is None:
+                subjects = [e.name for e in self.graph.known_entities(conn) if e.relations > 0]
+                for subject in subjects[:DISCOVER_SUBJECTS]:
+                    for o in self.graph.open_relations(conn, subject, predicates):
+                        if o.memory_id not in self._digest_ids:
+                            rel = RelationIn(subject, o.predicate, o.object_name)
+                            groups.update(self._chains(conn, o.memory_id, o.scopes, [rel]))
+            else:
+                records = self.graph.fetch(conn, sources)
+                states = self.graph.relation_history(conn, list(records))
+                for r in states:
+                    m = records.get(r.memory_id)
+                    if (
+                        r.valid_to is None
+                        and r.predicate in self.transitive
+                        and m is not None
+                        and m.status.value == "current"
+                        and m.id not in self._digest_ids
+                    ):
+                        groups.update(self._chains(conn, m.id, m.scopes, [r]))
+            for key in list(groups):
+                if self.graph.conversation_state(conn, key) is not None:
+                    del groups[key]
+        if groups:
+            self.reconciler.submit(lambda tx: self._join(tx, groups))
+        return len(groups)
+
+    def rebuild_digests(self) -> int:
+        """As ``_Conversations.rebuild_digests``, after looking for every chain a derivation could be built from
+        (``mnemograph digests``: after an import, or on a store written before derivations)."""
+        self._discover(None)
+        return super().rebuild_digests()
+
+    def _rejoin_conversations(self, imported: Sequence[Any], known: Any = None) -> None:
+        super()._rejoin_conversations(imported, known)
+        self._discover([m.id for m in imported])  # derivations are left out of exports: found again here
+        self._wake_consolidator()
 
     def _source(self, memory_id: str, scopes: Sequence[str], mine: set[str]) -> bool:
         """A memory a derivation may start from: not derived itself, sharing a scope with the new memory."""

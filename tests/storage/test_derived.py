@@ -150,6 +150,28 @@ def test_derivations_are_rebuildable_and_left_out_of_exports(engine: Engine) -> 
     assert list(derived(engine)) == [mid]
 
 
+def test_an_imported_store_derives_again_what_the_export_left_out(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    hotel_and_city(engine, ["user:ana"], ["user:ana"])
+    ((_, text),) = derived(engine).items()
+    out = io.StringIO()
+    engine.export(out)
+    Engine.import_export(tmp_path / "copy", io.StringIO(out.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        copy.consolidate()
+        assert list(derived(copy).values()) == [text]
+
+
+def test_mnemograph_digests_derives_chains_the_write_path_never_saw(engine: Engine) -> None:
+    engine.transitive = frozenset()  # written before derivations (or with the predicate not yet listed)
+    hotel_and_city(engine, ["user:ana"], ["user:ana"])
+    assert derived(engine) == {}
+    engine.transitive = frozenset(tr.DEFAULT_TRANSITIVE)
+    engine.rebuild_digests()
+    assert len(derived(engine)) == 1
+
+
 def test_a_hostile_fan_out_is_bounded(engine: Engine) -> None:
     for n in range(3 * tr.FANOUT):
         engine.write(f"Room {n} is part of the Grand Palm.", ["user:ana"], kind="fact",
