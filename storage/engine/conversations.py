@@ -270,6 +270,10 @@ class _Conversations(_Erasure):
         key = self._digest_ids.get(memory_id)
         return key is not None and days.is_period_key(key)
 
+    def is_derived(self, memory_id: str) -> bool:
+        """A derived relation (``storage.engine.derived`` says which)."""
+        return False
+
     def digest_sources(self, conn: Session, memory_id: str) -> list[str] | None:
         """The messages a digest was built from (its conversation's), or None if ``memory_id`` is no digest."""
         key = self._digest_ids.get(memory_id)

@@ -60,6 +60,9 @@ class _Derived(_Conversations):
                     if got is not None:
                         self._derived[mid] = got
 
+    def is_derived(self, memory_id: str) -> bool:
+        return memory_id in getattr(self, "_derived", {})
+
     def derived_relation(self, memory_id: str) -> tr.Derivation | None:
         """What the derived memory ``memory_id`` derives and from which two memories (None: not one)."""
         return getattr(self, "_derived", {}).get(memory_id)

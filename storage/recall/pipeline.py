@@ -55,6 +55,11 @@ class DigestSource(Protocol):
 
     def is_day_digest(self, memory_id: str) -> bool: ...
 
+    def is_derived(self, memory_id: str) -> bool:
+        """A derived relation (``storage.engine.derived``): its sources say what they justify even when the lanes
+        placed them above it."""
+        ...
+
 
 CHARS_PER_TOKEN = (
     4  # token estimate: ceil(characters / 4), the usual rule of thumb for English BPE vocabularies
@@ -211,6 +216,7 @@ def _lift(
             placed.add(mid)
             continue
         day = digests.is_day_digest(mid)
+        derived = digests.is_derived(mid)
         if day:
             day_digests.add(mid)
         found = sorted((s for s in sources if s in where), key=where.__getitem__)
@@ -223,6 +229,8 @@ def _lift(
                 out.append((s, score, dict(own.get(s, {}))))
                 placed.add(s)
                 lifted[s] = mid
+            elif derived and s not in lifted:
+                lifted[s] = mid  # found on its own, above the derivation: it still says what it justifies
         if chosen:
             stand_in[mid] = chosen[0]
         if show:

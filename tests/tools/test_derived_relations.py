@@ -63,3 +63,20 @@ async def test_the_hotels_state_is_found_and_explained_as_derived_from_its_two_s
     assert derived["content"].startswith("Grand Palm located in Rajasthan (derived:")
     assert "from 2 memories" in derived["why"]
     assert short_id(derived["id"]) not in (hotel["id"], city["id"])
+
+
+async def test_a_source_found_on_its_own_still_says_what_it_justifies(client: Client, engine: Engine) -> None:
+    await _write(
+        client, HOTEL, relations=[{"subject": "Grand Palm", "predicate": "located_in", "object": "Udaipur"}]
+    )
+    city = await _write(
+        client, CITY, relations=[{"subject": "Udaipur", "predicate": "located_in", "object": "Rajasthan"}]
+    )
+    for text in OTHERS:
+        await _write(client, text)
+    engine.consolidate()
+    # the words of the city's own statement: it ranks first on its own, above the derivation that also matches
+    out = await ok(client, "recall", {"query": "Udaipur belongs to Rajasthan", "k": 5})
+    first = out["results"][0]
+    assert first["id"] == city["id"], [r["content"] for r in out["results"]]
+    assert "derived relation Grand Palm —located_in→ Rajasthan" in first["why"], first["why"]
