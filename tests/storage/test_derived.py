@@ -138,6 +138,20 @@ def test_erasing_a_source_erases_the_derivation_from_every_file(engine: Engine) 
     assert files_containing(engine.data_dir, canary.encode()) == []
 
 
+def test_purging_a_sources_scope_erases_the_derivation_from_every_file(engine: Engine) -> None:
+    canary = f"Villa{uuid.uuid4().hex[:12]}"
+    engine.write(f"{canary} is part of the Oberoi group.", ["team:a"], kind="fact",
+                 relations=[RelationIn(canary, "part_of", "Oberoi group")])  # fmt: skip
+    engine.write("The Oberoi group is part of EIH.", ["team:a", "team:b"], kind="fact",
+                 relations=[RelationIn("Oberoi group", "part_of", "EIH")])  # fmt: skip
+    engine.consolidate()
+    assert any(canary in t for t in derived(engine).values())
+    engine.purge("team:a", confirm="team:a")
+    engine.consolidate()
+    assert derived(engine) == {}
+    assert files_containing(engine.data_dir, canary.encode()) == []
+
+
 def test_derivations_are_rebuildable_and_left_out_of_exports(engine: Engine) -> None:
     hotel_and_city(engine, ["user:ana"], ["user:ana"])
     (mid,) = derived(engine)
