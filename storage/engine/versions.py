@@ -213,6 +213,8 @@ class _Versions(_Decisions):
             )
             for changed_id in changed:
                 tx.record("supersede", changed_id)
+            if changed:  # the other memories this version ended: their digests go too (as at write time)
+                self._sources_changed(tx, changed, withdraw=True)
             return AmendReceipt(
                 cur,
                 old.id,
