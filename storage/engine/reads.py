@@ -165,6 +165,7 @@ class _Reads(_Access):
         known_at: datetime | None = None,
         cut_chars: int | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
+        salience: bool | None = None,
     ) -> Recalled:
         """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
         ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given,
@@ -193,6 +194,8 @@ class _Reads(_Access):
         """
         text = v.query(query)
         chosen = resolve(recipe)
+        if v.salience(salience, self.salience_default):
+            chosen = chosen.with_(salience={"enabled": True, "half_life_days": self.salience_half_life})
         if group_by is not None:
             chosen = chosen.with_(group={"key": v.group_key(group_by)})
         ref = v.reference_time(now)
@@ -228,6 +231,7 @@ class _Reads(_Access):
             known_at=v.when(known_at, "known_at"),
             cut_chars=cut_chars,
             restricted=not principal.unrestricted,
+            present=ref,
         )
         # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
         if not self.graph.shared:

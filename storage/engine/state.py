@@ -120,6 +120,9 @@ class _State:
         self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
         self.sampler: llm.Enricher | None = None  # the writing clients' own models (use_sampling)
         self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
+        # Salience (Recipe.salience): whether recall applies it when the call does not say, and its half-life.
+        self.salience_default = False
+        self.salience_half_life = 30.0
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         # Every CONTRADICTS link of the store, by memory, as of a commit (``_Reads._contradiction_links``).
