@@ -40,6 +40,9 @@ class WriteTimeOptions:
     sampling: bool = False  # MCP sampling: writes may bring their client's own model (server._sampling)
     llm_reconcile: bool = True  # with an API key: Claude decides what the reconcile rules leave open
     day_digest_quiet: float = 3600.0
+    recall_salience: bool = False  # recall's salience term when a call does not say (docs/recall.md)
+    salience_half_life: float = 30.0
+    access_counts: bool = True
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -52,6 +55,9 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
             engine.functional = frozenset(options.functional)
         engine.digest_quiet = options.digest_quiet
         engine.day_digest_quiet = options.day_digest_quiet
+        engine.salience_default = options.recall_salience
+        engine.salience_half_life = options.salience_half_life
+        engine.count_accesses = options.access_counts
         if not options.digests:
             engine.stop_consolidation()
         if options.sampling:

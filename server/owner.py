@@ -72,6 +72,9 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             True,
             settings.llm_reconcile,
             day_digest_quiet=settings.day_digest_quiet,
+            recall_salience=settings.recall_salience,
+            salience_half_life=settings.salience_half_life,
+            access_counts=settings.access_counts,
         )
     )
 

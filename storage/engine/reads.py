@@ -194,7 +194,7 @@ class _Reads(_Access):
         """
         text = v.query(query)
         chosen = resolve(recipe)
-        if v.salience(salience, self.salience_default):
+        if v.salience(salience, self.salience_default) and not chosen.salience.enabled:
             chosen = chosen.with_(salience={"enabled": True, "half_life_days": self.salience_half_life})
         if group_by is not None:
             chosen = chosen.with_(group={"key": v.group_key(group_by)})
@@ -238,9 +238,15 @@ class _Reads(_Access):
             behind = self.reconciler.wait_fresh()
         if not q.scopes:
             return Recalled(behind=behind)
+        # Salience reads the caller's own access counts from memory; without it nothing is looked up.
+        counts = self.accesses.of(principal.name) if chosen.salience.enabled else None
         hits = self._with_conflicts(
-            run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests), principal, tree
+            run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests, counts),
+            principal,
+            tree,
         )
+        if self.count_accesses and hits:
+            self.accesses.record(principal.name, [h.memory.id for h in hits])
         if principal.unrestricted:
             return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)

@@ -26,6 +26,7 @@ from storage.domain.models import (
 from storage.domain.records import RelationState
 from storage.engine.audit import AUDIT_FILE, AuditLog
 from storage.engine.compaction import Compactor
+from storage.engine.salience import ACCESS_FILE, AccessCounts
 from storage.enrich import Fact, llm
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL
 from storage.language.extraction import EntityLexicon
@@ -123,6 +124,9 @@ class _State:
         # Salience (Recipe.salience): whether recall applies it when the call does not say, and its half-life.
         self.salience_default = False
         self.salience_half_life = 30.0
+        # How often each principal's recalls returned each memory (storage.engine.salience); off: none counted.
+        self.count_accesses = True
+        self.accesses = AccessCounts(data_dir / ACCESS_FILE, self.reconciler.post)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         self._tree_lock = threading.Lock()
         # Every CONTRADICTS link of the store, by memory, as of a commit (``_Reads._contradiction_links``).

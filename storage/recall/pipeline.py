@@ -135,8 +135,6 @@ def run(
     # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
     want = max(q.k, recipe.time.window) if timed else q.k
     salient = recipe.salience.enabled
-    if salient:
-        want = max(want, recipe.salience.window)
     count = accesses or _never
     with graph.read() as conn:
         fused, lifted, stand_in, day_digests = _lift(fused, q, graph, conn, digests)
@@ -160,7 +158,7 @@ def run(
                 _apply_time(c, q, recipe)
             cands.sort(key=lambda c: (-c.score, c.memory.id))
         if salient:
-            _apply_salience(cands, q, recipe, count)
+            cands = _with_salience(cands, pool, q, recipe, count, timed)
         kept = _dedup(cands, q, recipe, pool, count)
         if not q.live_only and q.known_at is None:
             kept = _chains(kept, q, graph, conn)
@@ -342,6 +340,10 @@ class _Pool:
                     break
         return out
 
+    def peek(self) -> float | None:
+        """The fused score of the next candidate not taken yet (None when there is none)."""
+        return self._fused[self._next][1] if self._next < len(self._fused) else None
+
     def _head(self, m: Memory) -> Memory | None:
         return _head(self._graph, self._conn, m)
 
@@ -398,13 +400,34 @@ def _salience_bonus(c: _Candidate, q: Query, recipe: Recipe, accesses: Accesses)
     c.salience = SalienceMatch(round(recency, 4), n, round(bonus, 6))
 
 
-def _apply_salience(cands: list[_Candidate], q: Query, recipe: Recipe, accesses: Accesses) -> None:
-    """Add each candidate's salience bonus, re-sort, and mark those whose place it changed (``moved``)."""
+def _with_salience(
+    cands: list[_Candidate], pool: _Pool, q: Query, recipe: Recipe, accesses: Accesses, timed: bool
+) -> list[_Candidate]:
+    """Salience over the fused candidates: those taken, and further ones only while one could still gain
+    enough to reach the first ``k`` (its fused score plus the largest bonus above the k-th score), at most
+    ``SalienceRule.window`` in all. Each record costs a lookup, so a recall fetches only what can matter.
+    With a time window the candidates were re-scored already (their fused scores no longer bound them)."""
+    rule = recipe.salience
+    most = rule.weight / (recipe.rrf_k + 1)
     before = {c.memory.id: i for i, c in enumerate(cands)}
     for c in cands:
         _salience_bonus(c, q, recipe, accesses)
     cands.sort(key=lambda c: (-c.score, c.memory.id))
+    while not timed and len(cands) < rule.window:
+        nxt = pool.peek()
+        if nxt is None or (cands and nxt + most < recipe.relevance_floor * cands[0].score):
+            break  # it could not even pass the relevance rule
+        if len(cands) >= q.k and nxt + most <= cands[q.k - 1].score:
+            break
+        extra = pool.take(1)
+        if not extra:
+            break
+        for c in extra:
+            before.setdefault(c.memory.id, len(before))
+            _salience_bonus(c, q, recipe, accesses)
+        cands = sorted([*cands, *extra], key=lambda c: (-c.score, c.memory.id))
     _mark_moved(cands, before)
+    return cands
 
 
 def _mark_moved(cands: Sequence[_Candidate], before: Mapping[str, int]) -> None:

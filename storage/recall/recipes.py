@@ -102,7 +102,8 @@ class SalienceRule:
 
     With the default recipe (``rrf_k`` 5) the whole bonus is at most 0.25 / 6 = 0.042, a quarter of a first
     place in one lane: it breaks near-ties and lifts a result a few places, never over a clearly better match.
-    ``window`` is how many fused candidates are re-scored.
+    ``window`` bounds how many fused candidates are re-scored: past the first ``k``, only while the next one's
+    fused score plus the largest bonus could still reach the k-th (each costs a record lookup).
     """
 
     enabled: bool = False
