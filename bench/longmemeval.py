@@ -290,6 +290,9 @@ def ask(
         turns_of.setdefault(mid, []).append(f"{sid}#{u.turn}")
         role_of.setdefault(mid, u.role)
     e = Engine.open(path, embedder=cache, warm=False, ann_threshold=NEVER)
+    # One variant's recall must not count as an access for the next one's salience: the haystack has no earlier
+    # recalls, so salience variants measure recency alone (docs/benchmarks/salience.md).
+    e.count_accesses = False
     lists: dict[str, list[str]] = {}
     spent = [0.0, 0.0, 0.0]
 
