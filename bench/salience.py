@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--out", default=str(DOC))
     args = p.parse_args(argv)
-    cmd = "python bench/salience.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    cmd = " ".join(["python bench/salience.py", *(shlex.quote(a) for a in (argv or sys.argv[1:]))])
     src = Sentences(seed=18)
     model = MiniLMEmbedder()
     times: dict[str, list[float]] = {s: [] for s in STATES}

@@ -340,9 +340,12 @@ class _Pool:
                     break
         return out
 
-    def peek(self) -> float | None:
-        """The fused score of the next candidate not taken yet (None when there is none)."""
-        return self._fused[self._next][1] if self._next < len(self._fused) else None
+    def peek(self) -> tuple[str, float] | None:
+        """The id and fused score of the next candidate not taken yet (None when there is none)."""
+        if self._next >= len(self._fused):
+            return None
+        mid, score, _ = self._fused[self._next]
+        return mid, score
 
     def _head(self, m: Memory) -> Memory | None:
         return _head(self._graph, self._conn, m)
@@ -408,16 +411,22 @@ def _with_salience(
     ``SalienceRule.window`` in all. Each record costs a lookup, so a recall fetches only what can matter.
     With a time window the candidates were re-scored already (their fused scores no longer bound them)."""
     rule = recipe.salience
-    most = rule.weight / (recipe.rrf_k + 1)
+    scale = rule.weight / (recipe.rrf_k + 1)
     before = {c.memory.id: i for i, c in enumerate(cands)}
     for c in cands:
         _salience_bonus(c, q, recipe, accesses)
     cands.sort(key=lambda c: (-c.score, c.memory.id))
     while not timed and len(cands) < rule.window:
         nxt = pool.peek()
-        if nxt is None or (cands and nxt + most < recipe.relevance_floor * cands[0].score):
+        if nxt is None:
+            break
+        # Its accesses are known without its record; its recency is at most 1.
+        mid, fused = nxt
+        used = min(1.0, math.log1p(max(0, accesses(mid))) / math.log1p(rule.saturation))
+        most = fused + scale * (rule.recency_share + (1 - rule.recency_share) * used)
+        if cands and most < recipe.relevance_floor * cands[0].score:
             break  # it could not even pass the relevance rule
-        if len(cands) >= q.k and nxt + most <= cands[q.k - 1].score:
+        if len(cands) >= q.k and most <= cands[q.k - 1].score:
             break
         extra = pool.take(1)
         if not extra:
