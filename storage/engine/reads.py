@@ -185,6 +185,11 @@ class _Reads(_Access):
         time (what the store believed at that instant: memories recorded by then and not yet superseded or
         retired by then). Both may be combined.
 
+        ``salience`` (true or false; None: the recipe's rule, else the server's default) adds a small bonus after
+        fusion for recent memories and those this principal's recalls keep returning (``Recipe.salience``,
+        docs/recall.md); each hit then carries its ``salience``. Every recall counts, for its principal, the
+        memories it returned (``count_accesses``), in memory: nothing is written on this path.
+
         Naming a scope the principal may not read is refused (ScopeDenied); ancestors and descendants it may
         not read are skipped. ``scopes=None`` reads every scope the principal may read.
 
@@ -194,8 +199,12 @@ class _Reads(_Access):
         """
         text = v.query(query)
         chosen = resolve(recipe)
-        if v.salience(salience, self.salience_default) and not chosen.salience.enabled:
+        # Salience: the call says (true or false), else the recipe's rule or the server's default applies.
+        on = v.salience(salience, self.salience_default or chosen.salience.enabled)
+        if on and not chosen.salience.enabled:
             chosen = chosen.with_(salience={"enabled": True, "half_life_days": self.salience_half_life})
+        elif not on and chosen.salience.enabled:
+            chosen = chosen.with_(salience={"enabled": False})
         if group_by is not None:
             chosen = chosen.with_(group={"key": v.group_key(group_by)})
         ref = v.reference_time(now)

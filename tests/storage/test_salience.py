@@ -203,3 +203,13 @@ def test_a_popular_memory_does_not_drown_a_better_match(engine: Engine) -> None:
         any(h.memory.id == popular and h.salience and h.salience.accesses >= 50 for h in hits)
         or len(hits) == 1
     )
+
+
+def test_the_call_decides_over_the_recipe_and_the_server_default(engine: Engine) -> None:
+    seed(engine)
+    on = RECIPES["default"].with_(salience={"enabled": True})
+    assert engine.recall("Sam", ["user:ana"], now=NOW, recipe=on)[0].salience is not None
+    assert engine.recall("Sam", ["user:ana"], now=NOW, recipe=on, salience=False)[0].salience is None
+    engine.salience_default = True
+    assert engine.recall("Sam", ["user:ana"], now=NOW)[0].salience is not None
+    assert engine.recall("Sam", ["user:ana"], now=NOW, salience=False)[0].salience is None
