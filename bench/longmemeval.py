@@ -146,6 +146,24 @@ VARIANTS: dict[str, tuple[str, str | Recipe, str | None]] = {
         GROUP,
     ),
     "full − relevance rule": ("no relevance floor", _DEFAULT.with_(relevance_floor=0.0), GROUP),
+    # salience (docs/benchmarks/salience.md): the haystack has no earlier recalls, so only recency can act;
+    # "engine default" is the same call without salience, the pair to compare it with.
+    "engine default": ("the default recipe through `Engine.recall`, `group_by=session`", _DEFAULT, GROUP),
+    "full + salience": (
+        "the default recipe with salience on (recency; no accesses), `group_by=session`",
+        _DEFAULT.with_(salience={"enabled": True}),
+        GROUP,
+    ),
+    "engine default, no group_by": (
+        "the default recipe through `Engine.recall`, no grouping",
+        _DEFAULT,
+        None,
+    ),
+    "no group_by + salience": (
+        "the default recipe with salience on (recency; no accesses), no grouping",
+        _DEFAULT.with_(salience={"enabled": True}),
+        None,
+    ),
 }
 
 # Extra lists for offline tuning (--save-lists), one lane each. ``s-*`` see the query with its time
@@ -272,6 +290,9 @@ def ask(
         turns_of.setdefault(mid, []).append(f"{sid}#{u.turn}")
         role_of.setdefault(mid, u.role)
     e = Engine.open(path, embedder=cache, warm=False, ann_threshold=NEVER)
+    # One variant's recall must not count as an access for the next one's salience: the haystack has no earlier
+    # recalls, so salience variants measure recency alone (docs/benchmarks/salience.md).
+    e.count_accesses = False
     lists: dict[str, list[str]] = {}
     spent = [0.0, 0.0, 0.0]
 

@@ -42,6 +42,9 @@ class WriteTimeOptions:
     day_digest_quiet: float = 3600.0
     llm_timeout: float = 60.0
     transitive: tuple[str, ...] = ()  # empty: the engine's default (storage.enrich.transitive)
+    recall_salience: bool = False  # recall's salience term when a call does not say (docs/recall.md)
+    salience_half_life: float = 30.0
+    access_counts: bool = True
 
 
 def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
@@ -56,6 +59,9 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
             engine.transitive = frozenset(options.transitive)
         engine.digest_quiet = options.digest_quiet
         engine.day_digest_quiet = options.day_digest_quiet
+        engine.salience_default = options.recall_salience
+        engine.salience_half_life = options.salience_half_life
+        engine.count_accesses = options.access_counts
         if not options.digests:
             engine.stop_consolidation()
         if options.sampling:

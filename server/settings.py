@@ -50,6 +50,10 @@ Variables (all optional):
   the seconds a conversation must go without new messages before it is digested (default 10);
   ``MNEMOGRAPH_DAY_DIGEST_QUIET`` the seconds a scope must go without a new plain memory before the digest of
   its day is built while the day is still running (default 3600; a day that is over is digested anyway).
+- ``MNEMOGRAPH_RECALL_SALIENCE``: ``off`` (default) or ``on``: recall's salience term (recent memories and those
+  the caller keeps recalling get a small lift) for calls that do not pass ``salience``; ``MNEMOGRAPH_SALIENCE_HALF_LIFE``
+  its recency half-life in days (default 30); ``MNEMOGRAPH_ACCESS_COUNTS``: ``on`` (default) or ``off``, whether
+  recalls count, per principal, the memories they return (docs/recall.md, "Salience").
 - ``MNEMOGRAPH_CANONICAL`` (``--canonical``): the canonical store, ``kuzu`` (default: embedded, in the data
   directory) or ``falkordb://host:port/graph``, a FalkorDB graph several nodes share (docs/scale-out.md).
 
@@ -132,6 +136,11 @@ class Settings:
     day_digest_quiet: float = 3600.0  # seconds a scope must be quiet before its running day is digested
     sampling: bool = False  # MCP sampling: the writing client's own model reads its memories (off by default)
     sampling_timeout: float = 60.0
+    # Recall's salience term (docs/recall.md, "Salience"): applied when a call does not say; its half-life in days;
+    # whether recalls count how often they return each memory (per principal, for salience).
+    recall_salience: bool = False
+    salience_half_life: float = 30.0
+    access_counts: bool = True
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -203,6 +212,11 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         day_digest_quiet=_number(pick("day_digest_quiet"), "day_digest_quiet", float, 0.0, 86_400.0, 3600.0),
         sampling=_on_off(pick("sampling") or "off", "SAMPLING"),
         sampling_timeout=_number(pick("sampling_timeout"), "sampling_timeout", float, 1.0, 3_600.0, 60.0),
+        recall_salience=_on_off(pick("recall_salience") or "off", "RECALL_SALIENCE"),
+        salience_half_life=_number(
+            pick("salience_half_life"), "salience_half_life", float, 0.01, 36_500.0, 30.0
+        ),
+        access_counts=_on_off(pick("access_counts"), "ACCESS_COUNTS"),
     )
 
 

@@ -111,6 +111,15 @@ class RecallIn(WireModel):
         description="A metadata key your memories share per conversation (e.g. 'session'): rank each "
         "conversation as a whole and list its best turns together. Omit to rank memories one by one.",
     )
+    salience: bool | None = Field(
+        default=None,
+        strict=True,
+        description="true: give recent memories (by event time, or by validity start for facts; half-life 30 "
+        "days by default) and those your own recalls keep returning a small bonus after ranking: it breaks "
+        "near-ties and lifts a result a few places, never over a clearly better match. false: rank by the "
+        "query alone. Omit for the server's default (off unless MNEMOGRAPH_RECALL_SALIENCE=on). Only your "
+        "own recalls count, and no one else sees them.",
+    )
     explain: bool = Field(
         default=False,
         description="Add the full explanation to each result: score, each search lane's rank, time rule, "
@@ -157,6 +166,21 @@ class TimeRuleView(BaseModel):
         return cls(rule=t.rule, expression=t.expression, interval=list(t.interval), factor=t.factor)
 
 
+class SalienceView(BaseModel):
+    """How salience (``salience=true``) scored this result."""
+
+    recency: float = Field(description="1 for now, 0.5 one half-life ago (event time, else validity start).")
+    accesses: int = Field(description="How often your own earlier recalls returned this memory.")
+    bonus: float = Field(description="What was added to the fused score.")
+    moved: Literal["up", "down"] | None = Field(
+        default=None, description="Whether salience changed its place (absent: it did not)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _ser(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _compact(self, handler)
+
+
 class Explanation(BaseModel):
     """Everything about how a result was found (``explain=true``)."""
 
@@ -180,6 +204,9 @@ class Explanation(BaseModel):
     collapsed: list[str] = Field(
         default_factory=list,
         description="Ids of near-duplicate memories folded into this result; absent when none were.",
+    )
+    salience: SalienceView | None = Field(
+        default=None, description="Present when the recall asked for salience (salience=true)."
     )
     provenance: ProvenanceView = Field(description="Who wrote the memory, and through which client.")
     event_time: datetime | None = Field(
@@ -372,6 +399,10 @@ def reason(hit: Hit, digest: bool = False, derived: str | None = None) -> str:
     if hit.time is not None and hit.time.rule != "outside_interval":
         where = "in" if hit.time.rule == "in_interval" else "near"
         parts.append(f"time {where} '{hit.time.expression}' x{hit.time.factor:g}")
+    if hit.salience is not None and hit.salience.moved == "up":
+        sal = hit.salience
+        used = f", returned by {sal.accesses} of your recalls" if sal.accesses else ""
+        parts.append(f"salience moved it up (recency {sal.recency:.2f}{used})")
     if hit.conflicts:
         parts.append(f"conflicts with {', '.join(short_id(i) for i in hit.conflicts)}")
     text = "; ".join(p for p in parts if p)
@@ -388,6 +419,14 @@ def _explanation(hit: Hit) -> Explanation:
         via=[v.id for v in hit.via],
         digest=hit.digest,
         collapsed=list(hit.collapsed),
+        salience=SalienceView(
+            recency=hit.salience.recency,
+            accesses=hit.salience.accesses,
+            bonus=float(f"{hit.salience.bonus:.4g}"),
+            moved=hit.salience.moved,
+        )
+        if hit.salience
+        else None,
         provenance=ProvenanceView(
             principal=m.provenance.principal, client=m.provenance.client, source=m.provenance.source
         ),
@@ -426,6 +465,7 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
         cut_chars=cut,
         group_by=args.group_by,
         principal=caller.principal,
+        salience=args.salience,
     )
     behind = hits.behind
     warnings = [_stale_warning(behind)] if behind else []
@@ -462,6 +502,8 @@ SPEC = ToolSpec(
         "id, kind, when, a one-line reason, status unless current, scopes unless only the one searched, and "
         "conflicts_with when a current memory contradicts it (weigh both before answering); "
         "explain=true adds the full explanation. "
+        "salience=true gives recent memories and those your recalls keep returning a small lift "
+        "(the reason says when it moved one). "
         "Results far weaker than the best are left out; token_budget (default 2000) caps what you read."
     ),
     input_model=RecallIn,

@@ -233,6 +233,18 @@ class TimeMatch:
 
 
 @dataclass(frozen=True, slots=True)
+class SalienceMatch:
+    """The salience rule applied to a result (``Recipe.salience``): its ``recency`` (1 now, 0.5 one half-life
+    ago), how often the caller's own recalls returned it (``accesses``), the ``bonus`` added to its fused score,
+    and whether that bonus changed its place among the re-scored results (``moved``: ``up`` or ``down``)."""
+
+    recency: float
+    accesses: int
+    bonus: float
+    moved: Literal["up", "down"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One recall result and why it is here.
 
@@ -255,6 +267,7 @@ class Hit:
     via: tuple[Memory, ...] = ()
     digest: str | None = None  # the id of the conversation digest whose match lifted this message here
     conflicts: tuple[str, ...] = ()
+    salience: SalienceMatch | None = None  # set only when the recall asked for salience
 
 
 class Recalled(list[Hit]):

@@ -128,6 +128,17 @@ def reference_time(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
+def salience(value: object, default: bool) -> bool:
+    """Whether a recall applies salience: ``value`` when given (true or false), else ``default``."""
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidInput(
+            f"salience must be true or false (or left out for the server's default), got {value!r}"
+        )
+    return value
+
+
 def token_budget(value: int | None) -> int | None:
     if value is None:
         return None

@@ -86,6 +86,9 @@ class EngineCore(_Derived):
             try:
                 with self._erasure_lock:
                     self._rewrite_projections({})
+                    with self.graph.read() as conn:
+                        present = self.graph.all_ids(conn)
+                    self.accesses.retain(present.__contains__)
                 self._drop_marker()
             except Exception:
                 log.exception(
@@ -107,6 +110,7 @@ class EngineCore(_Derived):
             if enricher is not None:
                 enricher.close(lambda job: self._apply_llm(job, None, None))
         self.reconciler.close()
+        self.accesses.flush()  # the writer has stopped: nothing else writes the file now
         self._lane_pool.shutdown(wait=True)
         for projection in self.stores.projections:
             projection.close()

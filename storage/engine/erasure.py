@@ -285,6 +285,8 @@ class _Erasure(_Consistency):
                 with self.graph.read() as conn:
                     present = self.graph.all_ids(conn)
                 ref = self.audit.redact(present.__contains__)
+                # Access counts name memories by id: the erased ones leave the file (rewritten) now.
+                self.reconciler.on_writer(lambda: self.accesses.retain(present.__contains__))
             except (
                 OSError,
                 RuntimeError,

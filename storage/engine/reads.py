@@ -165,6 +165,7 @@ class _Reads(_Access):
         known_at: datetime | None = None,
         cut_chars: int | None = None,
         principal: Principal = LOCAL_PRINCIPAL,
+        salience: bool | None = None,
     ) -> Recalled:
         """The best ``k`` memories for ``query`` in ``scopes`` and their ancestors (and subtrees with
         ``descendants``). Current memories only, unless ``include_history`` or an ``as_of`` time is given,
@@ -184,6 +185,11 @@ class _Reads(_Access):
         time (what the store believed at that instant: memories recorded by then and not yet superseded or
         retired by then). Both may be combined.
 
+        ``salience`` (true or false; None: the recipe's rule, else the server's default) adds a small bonus after
+        fusion for recent memories and those this principal's recalls keep returning (``Recipe.salience``,
+        docs/recall.md); each hit then carries its ``salience``. Every recall counts, for its principal, the
+        memories it returned (``count_accesses``), in memory: nothing is written on this path.
+
         Naming a scope the principal may not read is refused (ScopeDenied); ancestors and descendants it may
         not read are skipped. ``scopes=None`` reads every scope the principal may read.
 
@@ -193,6 +199,12 @@ class _Reads(_Access):
         """
         text = v.query(query)
         chosen = resolve(recipe)
+        # Salience: the call says (true or false), else the recipe's rule or the server's default applies.
+        on = v.salience(salience, self.salience_default or chosen.salience.enabled)
+        if on and not chosen.salience.enabled:
+            chosen = chosen.with_(salience={"enabled": True, "half_life_days": self.salience_half_life})
+        elif not on and chosen.salience.enabled:
+            chosen = chosen.with_(salience={"enabled": False})
         if group_by is not None:
             chosen = chosen.with_(group={"key": v.group_key(group_by)})
         ref = v.reference_time(now)
@@ -228,15 +240,22 @@ class _Reads(_Access):
             known_at=v.when(known_at, "known_at"),
             cut_chars=cut_chars,
             restricted=not principal.unrestricted,
+            present=ref,
         )
         # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
         if not self.graph.shared:
             behind = self.reconciler.wait_fresh()
         if not q.scopes:
             return Recalled(behind=behind)
+        # Salience reads the caller's own access counts from memory; without it nothing is looked up.
+        counts = self.accesses.of(principal.name) if chosen.salience.enabled else None
         hits = self._with_conflicts(
-            run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests), principal, tree
+            run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests, counts),
+            principal,
+            tree,
         )
+        if self.count_accesses and hits:
+            self.accesses.record(principal.name, [h.memory.id for h in hits])
         if principal.unrestricted:
             return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)

@@ -27,6 +27,7 @@ from storage.domain.models import (
 from storage.domain.records import RelationState
 from storage.engine.audit import AUDIT_FILE, AuditLog
 from storage.engine.compaction import Compactor
+from storage.engine.salience import ACCESS_FILE, AccessCounts
 from storage.enrich import Fact, llm
 from storage.enrich.reconcile import DEFAULT_FUNCTIONAL
 from storage.language.extraction import EntityLexicon
@@ -121,6 +122,12 @@ class _State:
         self.enricher: llm.Enricher | None = None  # the optional LLM pass, after the commit (use_llm)
         self.sampler: llm.Enricher | None = None  # the writing clients' own models (use_sampling)
         self.digests: DigestSource | None = None  # conversation digests, for recall (engine.conversations)
+        # Salience (Recipe.salience): whether recall applies it when the call does not say, and its half-life.
+        self.salience_default = False
+        self.salience_half_life = 30.0
+        # How often each principal's recalls returned each memory (storage.engine.salience); off: none counted.
+        self.count_accesses = True
+        self.accesses = AccessCounts(data_dir / ACCESS_FILE, self.reconciler.post)
         self.audit = AuditLog(data_dir / AUDIT_FILE)
         # Whether a restricted principal still stands (its token not revoked): asked by work that runs after the
         # call that authorised it (the LLM pass, the reconcile decision), which otherwise acts on grants a

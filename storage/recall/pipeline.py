@@ -10,9 +10,10 @@ Every number comes from the ``Recipe`` (``storage.recall.recipes``). No LLM on t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from storage.domain.models import Hit, Memory, TimeMatch
+from storage.domain.models import Hit, Memory, SalienceMatch, TimeMatch
 from storage.ports.canonical import CanonicalStore, Session
 from storage.recall.fusion import _with_paths, fuse
 from storage.recall.query import Found, Lane, Query, admissible, visible
@@ -83,6 +84,7 @@ class _Candidate:
     group: str | None = None  # the recipe's group (GroupRule.key) this memory belongs to, if it has one
     via: list[Memory] = field(default_factory=list)  # earlier versions the lanes matched
     digest: str | None = None  # the digest whose match lifted this message here
+    salience: SalienceMatch | None = None
 
     def hit(self) -> Hit:
         return Hit(
@@ -94,6 +96,7 @@ class _Candidate:
             tuple(self.collapsed),
             tuple(self.via),
             self.digest,
+            salience=self.salience,
         )
 
 
@@ -104,12 +107,15 @@ def run(
     recipe: Recipe,
     executor: Executor | None = None,
     digests: DigestSource | None = None,
+    accesses: Accesses | None = None,
 ) -> list[Hit]:
     """Run every weighted lane, fuse, keep what the canonical records admit, then apply the time rule,
     fold near-duplicates, order version chains (history answers) and fit the token budget.
 
     With an ``executor`` the lanes' searches run concurrently (the stores release the GIL while they search),
     so a recall costs its lanes' preparation (the query embedding) plus its slowest search, not the sum.
+    ``accesses`` says how often the caller's recalls returned a memory (the salience rule, when the recipe
+    turns it on; read from memory, never from the store).
     """
     depth = max(recipe.depth, q.k * 5)
     if not q.live_only or q.since or q.until:
@@ -133,6 +139,8 @@ def run(
     timed = bool(q.intervals) and recipe.time.enabled
     # With a time window, scores change after fusion: re-score a window of candidates, not just the first k.
     want = max(q.k, recipe.time.window) if timed else q.k
+    salient = recipe.salience.enabled
+    count = accesses or _never
     with graph.read() as conn:
         fused, lifted, stand_in, day_digests = _lift(fused, q, graph, conn, digests)
         if recipe.group.key is not None:
@@ -142,7 +150,7 @@ def run(
                 fused, heads, via = _to_heads(fused, graph, conn, records)
                 stand_in = {**heads, **stand_in}
             grouped = _grouped(
-                q, graph, conn, found, fused, recipe, paths, vectors, records, lifted, stand_in, via
+                q, graph, conn, found, fused, recipe, paths, vectors, records, lifted, stand_in, via, count
             )
             kept = _dedup(grouped, q, recipe, _Pool(q, graph, conn, [], paths, vectors))
             if not q.live_only and q.known_at is None:
@@ -154,7 +162,9 @@ def run(
             for c in cands:
                 _apply_time(c, q, recipe)
             cands.sort(key=lambda c: (-c.score, c.memory.id))
-        kept = _dedup(cands, q, recipe, pool)
+        if salient:
+            cands = _with_salience(cands, pool, q, recipe, count, timed)
+        kept = _dedup(cands, q, recipe, pool, count)
         if not q.live_only and q.known_at is None:
             kept = _chains(kept, q, graph, conn)
     return _finish(kept, q, recipe, vectors, day_digests)
@@ -338,6 +348,13 @@ class _Pool:
                     break
         return out
 
+    def peek(self) -> tuple[str, float] | None:
+        """The id and fused score of the next candidate not taken yet (None when there is none)."""
+        if self._next >= len(self._fused):
+            return None
+        mid, score, _ = self._fused[self._next]
+        return mid, score
+
     def _head(self, m: Memory) -> Memory | None:
         return _head(self._graph, self._conn, m)
 
@@ -366,6 +383,75 @@ def _apply_time(c: _Candidate, q: Query, recipe: Recipe) -> None:
     if match is not None:
         c.score *= f
         c.time = match
+
+
+Accesses = Callable[[str], int]
+
+
+def _never(_memory_id: str) -> int:
+    return 0
+
+
+def _salience_of(m: Memory, q: Query, recipe: Recipe, accesses: Accesses) -> tuple[float, int, float]:
+    """``Recipe.salience`` for one memory: (recency, the caller's accesses, the bonus to add)."""
+    rule = recipe.salience
+    since = m.event_time if m.has_event_time else m.valid_from
+    present = q.present or q.now
+    age_days = max(0.0, (present - since).total_seconds() / 86_400)
+    recency = 0.5 ** (age_days / rule.half_life_days)
+    n = max(0, accesses(m.id))
+    used = min(1.0, math.log1p(n) / math.log1p(rule.saturation))
+    part = rule.recency_share * recency + (1 - rule.recency_share) * used
+    return recency, n, rule.weight / (recipe.rrf_k + 1) * part
+
+
+def _salience_bonus(c: _Candidate, q: Query, recipe: Recipe, accesses: Accesses) -> None:
+    recency, n, bonus = _salience_of(c.memory, q, recipe, accesses)
+    c.score += bonus
+    c.salience = SalienceMatch(round(recency, 4), n, round(bonus, 6))
+
+
+def _with_salience(
+    cands: list[_Candidate], pool: _Pool, q: Query, recipe: Recipe, accesses: Accesses, timed: bool
+) -> list[_Candidate]:
+    """Salience over the fused candidates: those taken, and further ones only while one could still gain
+    enough to reach the first ``k`` (its fused score plus the largest bonus above the k-th score), at most
+    ``SalienceRule.window`` in all. Each record costs a lookup, so a recall fetches only what can matter.
+    With a time window the candidates were re-scored already (their fused scores no longer bound them)."""
+    rule = recipe.salience
+    scale = rule.weight / (recipe.rrf_k + 1)
+    before = {c.memory.id: i for i, c in enumerate(cands)}
+    for c in cands:
+        _salience_bonus(c, q, recipe, accesses)
+    cands.sort(key=lambda c: (-c.score, c.memory.id))
+    while not timed and len(cands) < rule.window:
+        nxt = pool.peek()
+        if nxt is None:
+            break
+        # Its accesses are known without its record; its recency is at most 1.
+        mid, fused = nxt
+        used = min(1.0, math.log1p(max(0, accesses(mid))) / math.log1p(rule.saturation))
+        most = fused + scale * (rule.recency_share + (1 - rule.recency_share) * used)
+        if cands and most < recipe.relevance_floor * cands[0].score:
+            break  # it could not even pass the relevance rule
+        if len(cands) >= q.k and most <= cands[q.k - 1].score:
+            break
+        extra = pool.take(1)
+        if not extra:
+            break
+        for c in extra:
+            before.setdefault(c.memory.id, len(before))
+            _salience_bonus(c, q, recipe, accesses)
+        cands = sorted([*cands, *extra], key=lambda c: (-c.score, c.memory.id))
+    _mark_moved(cands, before)
+    return cands
+
+
+def _mark_moved(cands: Sequence[_Candidate], before: Mapping[str, int]) -> None:
+    for i, c in enumerate(cands):
+        was = before.get(c.memory.id)
+        if c.salience is not None and was is not None and was != i:
+            c.salience = dataclasses.replace(c.salience, moved="up" if i < was else "down")
 
 
 def _to_heads(
@@ -426,6 +512,7 @@ def _grouped(
     lifted: Mapping[str, str] | None = None,
     stand_in: Mapping[str, str] | None = None,
     via: Mapping[str, list[Memory]] | None = None,
+    accesses: Accesses | None = None,
 ) -> list[_Candidate]:
     """``recipe.group``: collapse each lane's list to groups, fuse the groups, apply the time rule per group,
     let memory-level fusion pick the first ``head`` groups, and list each group's best members. A digest's
@@ -468,6 +555,25 @@ def _grouped(
         for m in mem:
             if mem[m].has_event_time:
                 unit[m] *= _time_match(mem[m].event_time, q, recipe)[0]
+    place = {g: i for i, g in enumerate(members)}  # ties go to the group memory-level fusion ranks higher
+    sal: dict[str, SalienceMatch] = {}
+    if recipe.salience.enabled:
+        # Each memory's bonus counts for it and, through its best member, for its group.
+        before = {m: i for i, m in enumerate(sorted(mem, key=lambda m: (-unit[m], m)))}
+        g_before = {g: i for i, g in enumerate(sorted(score, key=lambda g: (-score[g], place[g])))}
+        for m in mem:
+            recency, n, bonus = _salience_of(mem[m], q, recipe, accesses or _never)
+            unit[m] += bonus
+            sal[m] = SalienceMatch(round(recency, 4), n, round(bonus, 6))
+        for g in score:
+            score[g] += sal[members[g][0][0]].bonus
+        g_after = {g: i for i, g in enumerate(sorted(score, key=lambda g: (-score[g], place[g])))}
+        after = {m: i for i, m in enumerate(sorted(mem, key=lambda m: (-unit[m], m)))}
+        for m, s in sal.items():
+            g = group_of(m)
+            was, now = (g_before[g], g_after[g]) if g in score else (before[m], after[m])
+            if was != now:
+                sal[m] = dataclasses.replace(s, moved="up" if now < was else "down")
     by_unit = sorted(mem, key=lambda m: (-unit[m], m))  # plain memory-level fusion, time rule applied
     head: list[str] = []
     for m in by_unit:
@@ -475,7 +581,6 @@ def _grouped(
             break
         if group_of(m) not in head:
             head.append(group_of(m))
-    place = {g: i for i, g in enumerate(members)}  # ties go to the group memory-level fusion ranks higher
     order = head + sorted((g for g in score if g not in head), key=lambda g: (-score[g], place[g]))
     top = set(by_unit[: rule.keep_top])
     out = []
@@ -485,6 +590,7 @@ def _grouped(
             c = _Candidate(mem[mid], score[g], lanes, times.get(g), tuple(paths.get(mid, ())))
             c.unit, c.group, c.digest = vectors.get(mid), label(mid), lifted.get(mid)
             c.via = list((via or {}).get(mid, ()))
+            c.salience = sal.get(mid)
             out.append(c)
     return out
 
@@ -518,7 +624,9 @@ def _same_chain(a: Memory, b: Memory) -> bool:
     return a.id in (b.supersedes, b.superseded_by) or b.id in (a.supersedes, a.superseded_by)
 
 
-def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> list[_Candidate]:
+def _dedup(
+    cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool, accesses: Accesses | None = None
+) -> list[_Candidate]:
     """Fold each candidate that repeats a better one (same normalised text, or cosine >= the recipe's
     threshold between the stored vectors the vector lane returned, and the same numbers) into it, or repeats
     one already folded (so which twin ranks first does not change what folds together); refill
@@ -564,6 +672,8 @@ def _dedup(cands: list[_Candidate], q: Query, recipe: Recipe, pool: _Pool) -> li
             for extra in queue:
                 if q.intervals and recipe.time.enabled:
                     _apply_time(extra, q, recipe)
+                if recipe.salience.enabled:
+                    _salience_bonus(extra, q, recipe, accesses or _never)
     return kept
 
 

@@ -33,6 +33,8 @@ class Query:
     cut_chars: int | None = None  # the caller shows at most this many characters of each result
     # A principal with grants: names and aliases resolve only from what its scopes hold (the graph lane).
     restricted: bool = False
+    # The caller's present (its ``now``), against which the salience rule measures a memory's age.
+    present: datetime | None = None
     # The query's embedding, once the vector lane has prepared it.
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 

@@ -84,6 +84,36 @@ class GroupRule:
     keep_top: int = 20
 
 
+MAX_HALF_LIFE_DAYS = 36_500.0
+
+
+@dataclass(frozen=True, slots=True)
+class SalienceRule:
+    """Salience: a small bonus after fusion for memories that are recent or that the caller keeps recalling.
+
+    Off unless asked for (``Engine.recall(salience=True)``, the recall tool's ``salience``, or the setting
+    ``MNEMOGRAPH_RECALL_SALIENCE``): measured on LongMemEval (docs/benchmarks/salience.md) before any default.
+    A candidate gains ``weight / (rrf_k + 1) * (recency_share * recency + (1 - recency_share) * accesses)``:
+
+    - ``recency = 0.5 ** (age_days / half_life_days)``, the age measured from the memory's event time (events,
+      messages, dated notes) or the start of its validity (facts, preferences) to the caller's ``now``;
+    - ``accesses = min(1, log(1 + n) / log(1 + saturation))``, where ``n`` counts how often *this principal's*
+      recalls returned the memory (another principal's recalls never count: docs/recall.md).
+
+    With the default recipe (``rrf_k`` 5) the whole bonus is at most 0.25 / 6 = 0.042, a quarter of a first
+    place in one lane: it breaks near-ties and lifts a result a few places, never over a clearly better match.
+    ``window`` bounds how many fused candidates are re-scored: past the first ``k``, only while the next one's
+    fused score plus the largest bonus could still reach the k-th (each costs a record lookup).
+    """
+
+    enabled: bool = False
+    weight: float = 0.25
+    half_life_days: float = 30.0
+    recency_share: float = 0.5
+    saturation: int = 10
+    window: int = 30
+
+
 @dataclass(frozen=True, slots=True)
 class Recipe:
     """How lanes are weighted and fused, and what happens to the fused list. Named recipes live in RECIPES.
@@ -100,6 +130,7 @@ class Recipe:
     time: TimeRule = field(default_factory=TimeRule)
     graph: GraphRule = field(default_factory=GraphRule)
     group: GroupRule = field(default_factory=GroupRule)
+    salience: SalienceRule = field(default_factory=SalienceRule)
     history_questions: bool = True  # "what did I use before", "used to", ... include superseded versions
     dedup_cosine: float | None = 0.97  # fold results this similar to a better one (None: text equality only)
     # A lane hit on a superseded version counts for the chain's current version (explained in the result).
@@ -137,12 +168,25 @@ class Recipe:
             raise InvalidInput(f"recipe {self.name!r}: min_similarity must be in [-1, 1] or None")
         if self.dedup_cosine is not None and not 0 < self.dedup_cosine <= 1:
             raise InvalidInput(f"recipe {self.name!r}: dedup_cosine must be in (0, 1] or None")
+        sal = self.salience
+        if not (
+            0 <= sal.weight <= 1
+            and 0 < sal.half_life_days <= MAX_HALF_LIFE_DAYS
+            and 0 <= sal.recency_share <= 1
+            and sal.saturation >= 1
+            and sal.window >= 1
+        ):
+            raise InvalidInput(
+                f"recipe {self.name!r}: salience.weight and salience.recency_share must be in [0, 1], "
+                f"salience.half_life_days in (0, {MAX_HALF_LIFE_DAYS}], salience.saturation and "
+                "salience.window >= 1"
+            )
         object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
 
     def with_(self, **changes: Any) -> Recipe:
-        """A copy with some fields changed; ``time``, ``graph`` and ``group`` also accept a dict of their own
-        fields."""
-        for key in ("time", "graph", "group"):
+        """A copy with some fields changed; ``time``, ``graph``, ``group`` and ``salience`` also accept a dict of
+        their own fields."""
+        for key in ("time", "graph", "group", "salience"):
             if isinstance(changes.get(key), Mapping):
                 changes[key] = replace(getattr(self, key), **changes[key])
         return replace(self, **changes)

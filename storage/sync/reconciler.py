@@ -163,6 +163,21 @@ class Reconciler:
         """Run ``fn`` in the writer thread between transactions (store maintenance, e.g. a rebuild)."""
         return self._enqueue(_Intent(lambda _tx: fn(), Future(), maintenance=True))
 
+    def post(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` for the writer thread, between transactions, without waiting for it (a batched
+        bookkeeping write, such as recall's access counts). Raises Closed once the reconciler is closing; an
+        error ``fn`` raises is logged."""
+        if self._closed or self._stopping:
+            raise Closed("the memory store is closed")
+
+        def job(_tx: Tx) -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("a queued job on the writer failed")
+
+        self._queue.put(_Intent(job, Future(), maintenance=True))
+
     def on_projector(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in the projector thread once the projections have caught up with every commit."""
         if self._closed:

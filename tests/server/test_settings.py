@@ -162,3 +162,42 @@ def test_the_claude_reconcile_decision_comes_with_the_key_unless_turned_off(
             assert (engine._decider is not None) is on  # no request is made: nothing is written
         finally:
             engine.close()
+
+
+def test_salience_settings_reach_the_engine(engine: Engine) -> None:
+    s = load_settings({})
+    assert (s.recall_salience, s.salience_half_life, s.access_counts) == (False, 30.0, True)
+    s = load_settings(
+        {
+            "MNEMOGRAPH_RECALL_SALIENCE": "on",
+            "MNEMOGRAPH_SALIENCE_HALF_LIFE": "7",
+            "MNEMOGRAPH_ACCESS_COUNTS": "off",
+        }
+    )
+    write_time(
+        WriteTimeOptions(
+            recall_salience=s.recall_salience,
+            salience_half_life=s.salience_half_life,
+            access_counts=s.access_counts,
+        )
+    )(engine)
+    assert (engine.salience_default, engine.salience_half_life, engine.count_accesses) == (True, 7.0, False)
+    engine.write("The garage door code is 7731.", ["user:ana"])
+    hits = engine.recall("garage door code", ["user:ana"])
+    assert hits[0].salience is not None  # on by default now, and said so in the result
+    assert engine.recall("garage door code", ["user:ana"], salience=False)[0].salience is None
+    assert engine.accesses.total() == 0  # counting off: no record of what was recalled
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("RECALL_SALIENCE", "sometimes", "MNEMOGRAPH_RECALL_SALIENCE must be on or off"),
+        ("ACCESS_COUNTS", "2", "MNEMOGRAPH_ACCESS_COUNTS must be on or off"),
+        ("SALIENCE_HALF_LIFE", "0", "MNEMOGRAPH_SALIENCE_HALF_LIFE must be from 0.01 to 36500"),
+        ("SALIENCE_HALF_LIFE", "a month", "MNEMOGRAPH_SALIENCE_HALF_LIFE must be a number"),
+    ],
+)
+def test_bad_salience_settings_are_refused(variable: str, value: str, message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings({f"MNEMOGRAPH_{variable}": value})

@@ -1,0 +1,143 @@
+"""Access counts for the salience rule: how often each principal's recalls returned each memory.
+
+Counted in memory on the recall path (a dict update under a lock, no store round trip) and written to one small
+file in the data directory by the reconciler's writer thread, in batches (``FLUSH_EVERY`` new accesses, or the
+first recall after ``FLUSH_AFTER_S``), and at close. A crash loses at most the last unflushed batch: counts
+only nudge ranking, so that is the price of keeping every write off the recall path.
+
+Per principal: one principal's recalls never count for another's ranking (docs/recall.md, "Salience"), so
+salience never tells anyone what someone else asked about. The counts are never shown to anyone but in the
+caller's own explanation of its own result.
+
+Erasure: the file is rewritten after an erase or purge keeping only memories still in the canonical store
+(``retain``), through the writer, before the erasure returns; the rewrite replaces the file (new inode), so no
+byte of an erased memory's id or count stays in any file under the data directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+log = logging.getLogger("mnemograph")
+
+ACCESS_FILE = "accesses.json"
+FLUSH_EVERY = 64  # new accesses that make a batch
+FLUSH_AFTER_S = 30.0  # an older unflushed access is flushed by the next recall however few there are
+_VERSION = 1
+
+Post = Callable[[Callable[[], None]], None]  # run a job on the writer thread, without waiting for it
+
+
+class AccessCounts:
+    """principal name -> memory id -> how often a recall by that principal returned the memory."""
+
+    def __init__(self, path: Path, post: Post | None = None) -> None:
+        self._path = path
+        self._post = post
+        self._lock = threading.Lock()
+        self._file_lock = threading.Lock()  # one rewrite of the file at a time, each from a fresh snapshot
+        self._counts: dict[str, dict[str, int]] = _load(path)
+        self._pending = 0  # accesses counted since the last flush
+        self._oldest: float | None = None  # monotonic time of the first unflushed access
+        self._posted = False  # a flush is queued on the writer
+        self._gone: set[str] = (
+            set()
+        )  # erased in this process: a recall that raced the erasure cannot add them
+
+    def of(self, principal: str) -> Callable[[str], int]:
+        """How often ``principal``'s recalls returned a memory (0 when never). Reads memory only."""
+
+        def count(mid: str) -> int:
+            with self._lock:
+                return self._counts.get(principal, {}).get(mid, 0)
+
+        return count
+
+    def record(self, principal: str, ids: Iterable[str]) -> None:
+        """Count one access of each of ``ids`` by ``principal``; queue a flush when a batch is due."""
+        now = time.monotonic()
+        with self._lock:
+            mine = self._counts.setdefault(principal, {})
+            for mid in ids:
+                if mid in self._gone:
+                    continue
+                mine[mid] = mine.get(mid, 0) + 1
+                self._pending += 1
+            if not self._pending:
+                return
+            if self._oldest is None:
+                self._oldest = now
+            due = self._pending >= FLUSH_EVERY or now - self._oldest >= FLUSH_AFTER_S
+            if not due or self._posted or self._post is None:
+                return
+            self._posted = True
+        try:
+            self._post(self.flush)
+        except Exception:  # the store is closing: close() flushes
+            with self._lock:
+                self._posted = False
+
+    def flush(self) -> None:
+        """Write the counts to the file (atomically: a new file renamed over the old) if any changed. Runs
+        on the writer thread (or at close, when no other thread writes)."""
+        with self._file_lock:
+            with self._lock:
+                self._posted = False
+                if not self._pending:
+                    return
+                snapshot = {p: dict(c) for p, c in self._counts.items() if c}
+                self._pending, self._oldest = 0, None
+            _store(self._path, snapshot)
+
+    def retain(self, keep: Callable[[str], bool]) -> None:
+        """Forget every memory ``keep`` rejects (erased ones) and rewrite the file without them, at once."""
+        with self._file_lock:
+            with self._lock:
+                for mine in self._counts.values():
+                    for mid in [m for m in mine if not keep(m)]:
+                        del mine[mid]
+                        self._gone.add(mid)
+                snapshot = {p: dict(c) for p, c in self._counts.items() if c}
+                self._pending, self._oldest = 0, None
+            _store(self._path, snapshot)
+
+    def total(self) -> int:
+        with self._lock:
+            return sum(sum(c.values()) for c in self._counts.values())
+
+
+def _load(path: Path) -> dict[str, dict[str, int]]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        # Counts only nudge ranking: a damaged file costs them, never the store.
+        log.warning("access counts in %s could not be read (%s); salience starts without them", path, exc)
+        return {}
+    counts = raw.get("counts") if isinstance(raw, dict) else None
+    if not isinstance(counts, dict):
+        return {}
+    return {
+        str(p): {str(m): n for m, n in c.items() if isinstance(n, int) and n > 0}
+        for p, c in counts.items()
+        if isinstance(c, dict)
+    }
+
+
+def _store(path: Path, counts: Mapping[str, Mapping[str, int]]) -> None:
+    if not counts:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"version": _VERSION, "counts": counts}, f, separators=(",", ":"), sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

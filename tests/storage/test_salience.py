@@ -1,0 +1,215 @@
+"""Salience (docs/recall.md, "Salience"): recency and the caller's own access counts as a small term after fusion.
+
+Counts are the caller's own, survive a restart, leave no byte behind an erase or a purge, never move another
+principal's ranking, and with salience off a recall ranks exactly as it did without counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scopes import Grant, Principal
+from storage import CachedEmbedder, Engine, InvalidInput
+from storage.engine.salience import ACCESS_FILE
+from storage.recall.recipes import RECIPES
+from tests.conftest import files_containing
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+
+CORPUS = [
+    ("fact", "Ana works at Globex as a tech lead."),
+    ("preference", "Ana prefers oat milk in her coffee."),
+    ("event", "Ana flew to Lisbon for the Web Summit."),
+    ("event", "Ana visited her parents in Porto."),
+    ("note", "The wifi password at the office is larch-ferry-42."),
+    ("note", "The garage door code is 7731."),
+    ("fact", "Ana's dentist is Dr. Okafor on Elm Street."),
+    ("fact", "Ana's sister Mia lives in Madrid."),
+    ("event", "Ana ran the Berlin half marathon in 1:52."),
+    ("message", "I think we should try the Thai place on Friday."),
+    ("fact", "Ana's manager is Sam Rivera."),
+    ("event", "Ana went hiking in the Alps with Sam."),
+]
+QUERIES = ["where does Ana work", "trips Ana took", "wifi password", "Ana's sister", "Sam", "food"]
+
+
+def principal(name: str, *grants: str) -> Principal:
+    return Principal(name, client="tests", grants=tuple(Grant.parse(g) for g in grants))
+
+
+def seed(engine: Engine, scope: str = "user:ana", by: Principal | None = None) -> list[str]:
+    ids = []
+    for i, (kind, text) in enumerate(CORPUS):
+        when = T0 + timedelta(days=7 * i)
+        timed = {"event_time": when} if kind in ("event", "message") else {"valid_from": when}
+        extra = {"principal": by} if by is not None else {}
+        ids.append(
+            engine.write(text, [scope], kind=kind, metadata={"session": f"s{i % 3}"}, **timed, **extra).id
+        )
+    return ids
+
+
+def rankings(engine: Engine, scope: str = "user:ana", **kw: object) -> dict[str, list[tuple[str, float]]]:
+    out = {}
+    for q in QUERIES:
+        for group_by in (None, "session"):
+            hits = engine.recall(q, [scope], k=10, now=NOW, group_by=group_by, **kw)  # type: ignore[arg-type]
+            out[f"{q} | {group_by}"] = [(h.memory.id, h.score) for h in hits]
+    return out
+
+
+def accesses(engine: Engine, query: str, target: str, who: Principal | None = None) -> int:
+    """How many of ``who``'s recalls returned ``target``, as its own explanation reports it."""
+    extra = {"principal": who} if who is not None else {}
+    for h in engine.recall(query, None if who else ["user:ana"], k=20, now=NOW, salience=True, **extra):
+        if h.memory.id == target:
+            assert h.salience is not None
+            return h.salience.accesses
+    raise AssertionError(f"{target} not found for {query!r}")
+
+
+def test_salience_off_ranks_exactly_as_without_counts(engine: Engine) -> None:
+    seed(engine)
+    before = rankings(engine)
+    assert before == rankings(engine, salience=False)  # off, said or not, is the same call
+    for _ in range(5):  # many recalls later (counts recorded), salience off has not moved a place or a score
+        engine.recall("wifi password garage door code", ["user:ana"], k=10, now=NOW)
+    assert engine.accesses.total() > 0
+    assert rankings(engine) == before
+    assert rankings(engine, salience=False) == before
+    assert all(h.salience is None for h in engine.recall("Sam", ["user:ana"], now=NOW))
+
+
+def test_access_counts_survive_a_restart(data_dir: Path, embedder: CachedEmbedder) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        ids = seed(engine)
+        wifi = ids[4]
+        for _ in range(3):
+            assert engine.recall("wifi password", ["user:ana"], k=1, now=NOW)[0].memory.id == wifi
+        assert accesses(engine, "wifi password", wifi) == 3
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        # The fourth recall (above) counted too: closing flushed every count, without a write per recall.
+        assert accesses(engine, "wifi password", wifi) == 4
+    assert (data_dir / ACCESS_FILE).exists()
+
+
+@pytest.mark.parametrize("how", ["erase", "purge"])
+def test_erase_and_purge_leave_no_count_bytes_on_disk(
+    data_dir: Path, embedder: CachedEmbedder, how: str
+) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        secret = engine.write("The vault combination is 31-7-22.", ["run:secret"]).id
+        kept = engine.write("The vault is in the basement.", ["user:ana"]).id
+        for _ in range(3):
+            engine.recall("vault", ["run:secret", "user:ana"], k=5, now=NOW)
+    # Persisted by the close: the erased memory's id is on disk in the counts (and only there, by id).
+    assert data_dir / ACCESS_FILE in files_containing(data_dir, secret.encode())
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        if how == "erase":
+            engine.erase(secret, confirm=secret)
+        else:
+            engine.purge("run:secret", confirm="run:secret")
+        # Before close: the erasure itself rewrote the counts, no later flush needed.
+        assert files_containing(data_dir, secret.encode()) == []
+        assert accesses(engine, "vault basement", kept) == 3  # the other memory's count stays
+    assert files_containing(data_dir, secret.encode()) == []
+
+
+def test_another_principals_recalls_never_move_mine(engine: Engine) -> None:
+    """A and C make the same recalls in a shared scope; between them B keeps asking about the garage code.
+    With counts shared per scope C would see B's interest; per principal, C sees exactly what A saw."""
+    a, b, c = (principal(n, "team:t=w") for n in "ABC")
+    ids = seed(engine, "team:t", by=a)
+    garage = ids[5]
+    seen_by_a = rankings(engine, "team:t", principal=a, salience=True)
+    for _ in range(20):
+        assert engine.recall("garage door code", ["team:t"], k=1, now=NOW, principal=b)[0].memory.id == garage
+    assert rankings(engine, "team:t", principal=c, salience=True) == seen_by_a
+    query = "office wifi password or the garage door code"
+    assert accesses(engine, query, garage, c) == accesses(engine, query, garage, a) < 20
+    assert accesses(engine, query, garage, b) >= 20
+    # The same recalls made by A itself do count for A (the rule above is not idle):
+    for _ in range(20):
+        engine.recall("garage door code", ["team:t"], k=1, now=NOW, principal=a)
+
+    def garage_score(who: Principal) -> float:
+        hits = engine.recall(query, ["team:t"], k=10, now=NOW, principal=who, salience=True)
+        return next(h.score for h in hits if h.memory.id == garage)
+
+    assert garage_score(a) > garage_score(c)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, 0.5, "on"])
+def test_a_bad_salience_value_is_refused_and_counts_nothing(engine: Engine, bad: object) -> None:
+    ids = seed(engine)
+    wifi = ids[4]
+    before = accesses(engine, "wifi password", wifi)
+    with pytest.raises(InvalidInput, match="salience must be true or false"):
+        engine.recall("wifi password", ["user:ana"], now=NOW, salience=bad)  # type: ignore[arg-type]
+    assert accesses(engine, "wifi password", wifi) == before + 1  # only the checking recall itself
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"weight": 2.0}, {"weight": -0.1}, {"half_life_days": 0}, {"recency_share": 1.5}, {"saturation": 0}],
+)
+def test_a_bad_salience_rule_is_refused(change: dict[str, float]) -> None:
+    with pytest.raises(InvalidInput, match="salience"):
+        RECIPES["default"].with_(salience={"enabled": True, **change})
+
+
+def _top(engine: Engine, query: str, k: int = 5, **kw: object) -> Sequence[str]:
+    return [h.memory.id for h in engine.recall(query, ["user:ana"], k=k, now=NOW, **kw)]  # type: ignore[arg-type]
+
+
+def test_the_fact_the_user_keeps_asking_about_beats_a_stale_near_duplicate(engine: Engine) -> None:
+    """Two locker codes answer "which code opens my locker" equally well (each lane ranks a different one
+    first); the user keeps looking up the pool locker it uses now. Written the same day, so recency is even."""
+    year_ago = T0 - timedelta(days=400)
+    old = engine.write("Locker code 1893, old gym.", ["user:ana"], kind="note", valid_from=year_ago).id
+    used = engine.write("My pool locker opens with 4417.", ["user:ana"], kind="note", valid_from=year_ago).id
+    for text in ("Ana's bike lock code is 5521.", "The garage door code is 7731.", "Ana swims on Tuesdays."):
+        engine.write(text, ["user:ana"], kind="note", valid_from=T0)
+    query = "which code opens my locker"
+    plain = _top(engine, query)
+    assert plain[:2] == [old, used], plain  # a tie by the words alone, broken by id: the stale one leads
+    for _ in range(6):
+        assert _top(engine, "pool locker", k=1) == [used]
+    assert _top(engine, query, salience=False)[:2] == [old, used]
+    hits = engine.recall(query, ["user:ana"], k=5, now=NOW, salience=True)
+    assert [h.memory.id for h in hits[:2]] == [used, old]
+    assert hits[0].salience is not None
+    assert hits[0].salience.moved == "up"
+    assert hits[0].salience.accesses >= 6
+
+
+def test_a_popular_memory_does_not_drown_a_better_match(engine: Engine) -> None:
+    popular = engine.write("The office wifi password is larch-ferry-42.", ["user:ana"], kind="note").id
+    asked = engine.write(
+        "The guest wifi network at the cabin is called Pinecone.", ["user:ana"], kind="note"
+    ).id
+    for _ in range(50):
+        engine.recall("office wifi password", ["user:ana"], k=3, now=NOW)
+    hits = engine.recall(
+        "what is the guest wifi network at the cabin called", ["user:ana"], k=5, now=NOW, salience=True
+    )
+    assert hits[0].memory.id == asked
+    assert (
+        any(h.memory.id == popular and h.salience and h.salience.accesses >= 50 for h in hits)
+        or len(hits) == 1
+    )
+
+
+def test_the_call_decides_over_the_recipe_and_the_server_default(engine: Engine) -> None:
+    seed(engine)
+    on = RECIPES["default"].with_(salience={"enabled": True})
+    assert engine.recall("Sam", ["user:ana"], now=NOW, recipe=on)[0].salience is not None
+    assert engine.recall("Sam", ["user:ana"], now=NOW, recipe=on, salience=False)[0].salience is None
+    engine.salience_default = True
+    assert engine.recall("Sam", ["user:ana"], now=NOW)[0].salience is not None
+    assert engine.recall("Sam", ["user:ana"], now=NOW, salience=False)[0].salience is None
