@@ -35,9 +35,6 @@ OPERATIONS: tuple[Operation, ...] = (
 )  # fmt: skip
 
 
-SWEEP_ROUNDS = 100  # ``mnemograph sweep``: rounds of at most storage.engine.derived.SWEEP_LIMIT pairs each
-
-
 class AdminError(RuntimeError):
     """The operation could not run; the message says why."""
 
@@ -179,12 +176,7 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
     if op == "digests":
         return {"digests_built": engine.rebuild_digests(), "ok": True}
     if op == "sweep":
-        linked: list[tuple[str, str]] = []
-        for _ in range(SWEEP_ROUNDS):  # each round is bounded; a store with more takes several
-            got = engine.sweep_contradictions()
-            linked += got
-            if not got:
-                break
+        linked = engine.sweep_all()
         return {"contradictions_linked": len(linked), "pairs": [list(p) for p in linked], "ok": True}
     if op == "entities":
         action = str(args.get("action", "list"))

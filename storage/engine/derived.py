@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scopes import Principal
-from storage.domain.models import MemoryKind, Provenance, RelationIn, WriteReceipt
+from storage.domain.models import LinkReceipt, MemoryKind, Provenance, RelationIn, WriteReceipt
 from storage.domain.records import NewMemory, entity_key
 from storage.engine.conversations import _Conversations
 from storage.engine.state import _Prepared, content_id
@@ -40,6 +40,9 @@ from storage.sync.reconciler import Tx
 DERIVED_PRINCIPAL = Provenance("mnemograph", "consolidator", "transitive")
 SWEEP_LIMIT = 100  # contradictions linked by one sweep call at most (call again for more)
 SWEEP_SUBJECTS = 5000  # subjects with relations one sweep call reads at most
+SWEEP_ROUNDS = (
+    100  # ``sweep_all``: rounds of at most SWEEP_LIMIT pairs each (a store with more takes several)
+)
 DISCOVER_SUBJECTS = 20_000  # subjects a full look for chains reads at most (``rebuild_digests``)
 
 
@@ -177,6 +180,33 @@ class _Derived(_Conversations):
     def _rejoin_conversations(self, imported: Sequence[Any], known: Any = None) -> None:
         super()._rejoin_conversations(imported, known)
         self._discover([m.id for m in imported])  # derivations are left out of exports: found again here
+        self._sweep_around([m.id for m in imported])  # two imported values the file did not link: linked now
+
+    def link(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
+        receipt = super().link(id, scope, **kwargs)
+        if receipt.changed:  # side by side with what the scope holds now: the rules never compared them
+            self._sweep_around([receipt.id])
+        return receipt
+
+    def _sweep_around(self, ids: Sequence[str]) -> None:
+        """The contradiction sweep over the subjects of ``ids``' statements, after their commit: what a link
+        or an import puts side by side in one scope is compared as a write's statements are (linked, never
+        superseded; ``sweep_contradictions``)."""
+        with self.graph.read() as conn:
+            subjects = sorted({r.subject for r in self.graph.relation_history(conn, list(ids))})
+        if subjects:
+            self.sweep_all(subjects)
+
+    def sweep_all(self, subjects: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """``sweep_contradictions`` round after round until one links nothing (``SWEEP_ROUNDS`` at most):
+        every pair linked (``mnemograph sweep``)."""
+        linked: list[tuple[str, str]] = []
+        for _ in range(SWEEP_ROUNDS):
+            got = self.sweep_contradictions(subjects=subjects)
+            linked += got
+            if not got:
+                break
+        return linked
         self._wake_consolidator()
 
     def _source(self, memory_id: str, scopes: Sequence[str], mine: set[str]) -> bool:
@@ -246,14 +276,18 @@ class _Derived(_Conversations):
 
     # -- the contradiction sweep ---------------------------------------------------------------------
 
-    def sweep_contradictions(self, *, limit: int = SWEEP_LIMIT) -> list[tuple[str, str]]:
+    def sweep_contradictions(
+        self, *, limit: int = SWEEP_LIMIT, subjects: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
         """Link, with ``CONTRADICTS``, pairs of current memories that give one subject two values of a
         functional or fixed predicate in a scope both are in, and that no rule linked yet. At most ``limit``
-        pairs per call (call again until it returns none); returns the pairs linked (new, old)."""
+        pairs per call (call again until it returns none); returns the pairs linked (new, old). ``subjects``:
+        only these (a link's or an import's memories' subjects), else every subject with relations."""
         predicates = sorted(self.functional | FIXED)
         with self.graph.read() as conn:
-            subjects = [e.name for e in self.graph.known_entities(conn) if e.relations > 0][:SWEEP_SUBJECTS]
-            pairs = self._conflicts(conn, subjects, predicates, limit)
+            if subjects is None:
+                subjects = [e.name for e in self.graph.known_entities(conn) if e.relations > 0]
+            pairs = self._conflicts(conn, list(subjects)[:SWEEP_SUBJECTS], predicates, limit)
         if not pairs:
             return []
 

@@ -1,5 +1,5 @@
-"""``mnemograph sweep``: contradictions the write-time rules missed (two statements told to different scopes, then
-linked into one), linked by the command as the rules link them, once."""
+"""``mnemograph sweep``: contradictions the write-time rules missed (two values of a predicate that was not functional
+when they were written), linked by the command as the rules link them, once."""
 
 from __future__ import annotations
 
@@ -18,11 +18,15 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 async def test_sweep_links_a_missed_contradiction_once(tmp_path: Path, embedder: CachedEmbedder) -> None:
     data = tmp_path / "data"
     with Engine.open(data, embedder=embedder, warm=False) as engine:
-        porto = engine.write("Ana was born in Porto.", ["team:a"], kind="fact",
-                             relations=[RelationIn("Ana", "born_in", "Porto")]).id  # fmt: skip
-        braga = engine.write("Ana was born in Braga.", ["team:b"], kind="fact",
-                             relations=[RelationIn("Ana", "born_in", "Braga")]).id  # fmt: skip
-        engine.link(braga, "team:a")
+        # Written while lives_in was not a functional predicate (a store older than today's list, or one run
+        # with MNEMOGRAPH_FUNCTIONAL_PREDICATES set otherwise): the rules saw no conflict. The command's owner
+        # uses the default list, where it is one.
+        engine.functional = frozenset()
+        porto = engine.write("Ana lives in Porto.", ["team:a"], kind="fact",
+                             relations=[RelationIn("Ana", "lives_in", "Porto")]).id  # fmt: skip
+        braga = engine.write("Ana lives in Braga.", ["team:a"], kind="fact",
+                             relations=[RelationIn("Ana", "lives_in", "Braga")]).id  # fmt: skip
+        assert engine.read(porto).contradicts == ()
     sweep = [MNEMOGRAPH, "sweep", "--json", "--data-dir", str(data)]
     done = await anyio.run_process(sweep, check=False)
     assert done.returncode == 0, done.stderr
