@@ -83,6 +83,19 @@ class _Derived(_Conversations):
             self._find_chains(tx, cur, p.scopes, rels)
         return receipt
 
+    def _relations_recorded(self, tx: Tx, memory_id: str, scopes: Sequence[str]) -> None:
+        # Relations recorded after the write (Claude's or the client's model): chained now, as a write's own are
+        # in ``_added``, not only by the next ``mnemograph digests``.
+        if self.graph.shared or not self.graph.live_state(tx.conn, memory_id):
+            return
+        rels = [
+            r
+            for r in self.graph.relation_history(tx.conn, [memory_id])
+            if r.valid_to is None and r.predicate in self.transitive
+        ]
+        if rels:
+            self._find_chains(tx, memory_id, scopes, rels)
+
     def _withdraw_derived(self, tx: Tx, sources: Sequence[str]) -> None:
         """Delete the derivations built from ``sources`` in this transaction and mark them to be derived again
         from what is current (as ``_sources_changed`` does when a source is amended, retired or unlinked)."""

@@ -178,6 +178,11 @@ class _State:
             return "llm"
         return None
 
+    def _relations_recorded(self, tx: Tx, memory_id: str, scopes: Sequence[str]) -> None:
+        """Hook (``storage.engine.derived``), inside the transaction that recorded relations of ``memory_id``
+        after its write (the LLM pass: Claude's or the client's model): chains through them are due. (An
+        amend's new version joins its predecessor's chains: ``_sources_changed(successor=...)``.)"""
+
     def _sources_changed(
         self, tx: Tx, ids: Sequence[str], *, withdraw: bool, successor: str | None = None
     ) -> None:

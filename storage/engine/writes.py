@@ -729,6 +729,8 @@ class _Writes(_Resolution):
             )
             if out is not None and out.supersedes:  # as at write time (``_reconcile``)
                 self._sources_changed(tx, out.supersedes, withdraw=True)
+            if result is not None:  # relations the model read: chains through them, as a write's
+                self._relations_recorded(tx, job.memory_id, job.scopes)
             return out
 
         out = self.reconciler.submit(intent)

@@ -60,3 +60,20 @@ def test_a_link_into_a_scope_without_another_value_flags_nothing(engine: Engine)
     porto, _ = two_homes(engine)
     engine.link(porto, "team:work")
     assert engine.read(porto).contradicts == ()
+
+
+def test_a_chain_through_a_relation_claude_read_is_derived_without_a_rebuild(engine: Engine) -> None:
+    """The writer gave no relation; Claude's extraction reads "Udaipur located_in Rajasthan" after the commit."""
+    from tests.storage.test_claude_decide import Api, decision
+    from tests.storage.test_derived import HOTEL, IN_CITY, derived
+
+    engine.write(HOTEL, ["user:ana"], kind="fact", relations=[IN_CITY])
+    api = Api(decision())
+    api.statements = [
+        {"subject": "Udaipur", "predicate": "located_in", "object": "Rajasthan", "status": "asserted"}
+    ]
+    api.switch_on(engine)
+    engine.write("Udaipur is a lovely city in the west of Rajasthan.", ["user:ana"], kind="fact")
+    assert engine.wait_enriched()
+    engine.consolidate()  # the consolidator's usual round, not mnemograph digests' look through every subject
+    assert [t.split(" (")[0] for t in derived(engine).values()] == ["Grand Palm located in Rajasthan"]
