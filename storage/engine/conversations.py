@@ -190,9 +190,11 @@ class _Conversations(_Erasure):
         sid = v.scope(scope)
         name = zone.strip() if isinstance(zone, str) else ""
         if not days.known_zone(name):
+            meant = days.zone_spelled(name)
             raise InvalidInput(
                 f"{str(zone)[:60]!r} is not a time zone this machine knows",
-                hint="give an IANA name such as Europe/Lisbon, America/New_York or Asia/Tokyo (UTC resets it); "
+                hint=(f"did you mean {meant}? " if meant else "")
+                + "give an IANA name such as Europe/Lisbon, America/New_York or Asia/Tokyo (UTC resets it); "
                 "nothing was changed",
             )
         self._authorize(principal, [sid], Level.ADMIN, "set the time zone of")

@@ -357,3 +357,37 @@ def test_unlinking_or_retiring_a_memory_takes_its_words_out_of_the_week_digest_r
     with pytest.raises(NotFound):
         engine.read(next(w for w in week_digests(engine) if engine.read(w).memory.metadata["scope"] == "user:ana"),
                     principal=family)  # fmt: skip
+
+
+def test_a_zone_that_is_no_iana_name_is_refused_and_a_miscased_one_is_named(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # "localtime" follows this machine's /etc/localtime (the scope's days would move with the machine, and an
+    # export would mean another zone elsewhere); "right/..." zones count leap seconds, which Python misreads
+    # (right/Europe/Berlin said UTC+2 in November); "posix/..." and "posixrules" are copies a machine may lack.
+    import_recorded(engine, tmp_path, a_week())
+    engine.consolidate()
+    before = digests_of(engine)
+    for bad in ("localtime", "posixrules", "right/Europe/Berlin", "right/UTC", "posix/Europe/Berlin"):
+        with pytest.raises(InvalidInput) as refused:
+            engine.set_scope_time_zone("user:ana", bad)
+        assert "nothing was changed" in (refused.value.hint or ""), bad
+    assert engine.scope_time_zone("user:ana") == "UTC"
+    assert digests_of(engine) == before
+    with pytest.raises(InvalidInput) as refused:
+        engine.set_scope_time_zone("user:ana", "europe/berlin")
+    assert "Europe/Berlin" in (refused.value.hint or "")
+    # An export naming such a zone is refused too, nothing imported.
+    buf = io.StringIO()
+    engine.export(buf)
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    for rec in lines:
+        if rec.get("type") == "scope" and rec["id"] == "user:ana":
+            rec["time_zone"] = "localtime"
+    other = Engine.open(tmp_path / "other", warm=False)
+    try:
+        with pytest.raises(InvalidInput, match="localtime"):
+            other.merge_export(io.StringIO("".join(json.dumps(r) + "\n" for r in lines)))
+        assert "user:ana" not in {s.id for s in other.list_scopes()}
+    finally:
+        other.close()
