@@ -177,9 +177,11 @@ class _Conversations(_Erasure):
         return self._zone_map().get(scope, UTC)
 
     def scope_time_zone(self, scope: str, *, principal: Principal = LOCAL_PRINCIPAL) -> str:
-        """The IANA name of the zone ``scope``'s days and weeks are counted in ("UTC" unless set)."""
+        """The IANA name of the zone ``scope``'s days and weeks are counted in ("UTC" unless set). NotFound for a
+        scope that does not exist (a typo, a purged scope), after the same authorization as for one that does."""
         sid = v.scope(scope)
         self._authorize(principal, [sid], Level.READ, "read")
+        self._require_scope(sid)
         return str(self._zone(str(sid)))
 
     def set_scope_time_zone(self, scope: str, zone: str, *, principal: Principal = LOCAL_PRINCIPAL) -> str:

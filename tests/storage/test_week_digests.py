@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from scopes import Grant, Principal
-from storage import Engine, InvalidInput, NotFound
+from storage import Engine, InvalidInput, NotFound, ScopeDenied
 from storage.enrich import days
 from tests.conftest import files_containing
 
@@ -391,3 +391,21 @@ def test_a_zone_that_is_no_iana_name_is_refused_and_a_miscased_one_is_named(
         assert "user:ana" not in {s.id for s in other.list_scopes()}
     finally:
         other.close()
+
+
+def test_the_zone_of_a_scope_that_does_not_exist_is_not_said_to_be_utc(engine: Engine) -> None:
+    # A typo ("user:anna") or a purged scope: "days and weeks in UTC" would be a false answer.
+    with pytest.raises(NotFound, match="user:anna"):
+        engine.scope_time_zone("user:anna")
+    engine.create_scope("user:ana")
+    engine.set_scope_time_zone("user:ana", "Asia/Tokyo")
+    engine.purge("user:ana", confirm="user:ana")
+    with pytest.raises(NotFound):
+        engine.scope_time_zone("user:ana")
+    stranger = Principal("rui", client="t", grants=(Grant.parse("project:web=r"),))
+    with pytest.raises(ScopeDenied) as denied:  # the same refusal whether it exists or not
+        engine.scope_time_zone("user:anna", principal=stranger)
+    engine.create_scope("user:anna")
+    with pytest.raises(ScopeDenied) as again:
+        engine.scope_time_zone("user:anna", principal=stranger)
+    assert str(again.value) == str(denied.value)
