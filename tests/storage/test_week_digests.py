@@ -409,3 +409,23 @@ def test_the_zone_of_a_scope_that_does_not_exist_is_not_said_to_be_utc(engine: E
     with pytest.raises(ScopeDenied) as again:
         engine.scope_time_zone("user:anna", principal=stranger)
     assert str(again.value) == str(denied.value)
+
+
+def test_a_digest_scores_a_sentence_by_the_names_in_it_as_a_scan_of_every_name_would() -> None:
+    import random
+
+    from storage.enrich.digest import named_in
+
+    rng = random.Random(7)
+    words = ["ana", "anabela", "bruno", "rua augusta", "acme corp", "lis", "lisbon", "miso", "ines", "sousa"]
+    for _ in range(300):
+        names = rng.sample(words, rng.randint(0, len(words)))
+        by_prefix: dict[str, list[str]] = {}
+        for k in names:
+            if len(k) > 2:
+                by_prefix.setdefault(k[:3], []).append(k)
+        low = " ".join(rng.choice([*words, "the", "cat", "banana", "x"]) for _ in range(rng.randint(0, 12)))
+        assert named_in(low, by_prefix) == min(2, sum(1 for k in names if k in low and len(k) > 2)), (
+            low,
+            names,
+        )
