@@ -737,8 +737,9 @@ class _Conversations(_Erasure):
             self.graph.touch_conversations(tx.conn, list(found), tx.now)
 
     def _scope_purged(self, tx: Tx, scope: str) -> None:
-        # The scope is gone, so is its time zone, in the purge's transaction (its bytes go with the rewrite).
-        if scope in self._zone_map():
+        # The scope is gone, so is its time zone, in the purge's transaction (its bytes go with the rewrite);
+        # the stored one, even a zone this machine no longer takes (which ``_zone_map`` leaves out).
+        if scope in self.graph.scope_zones(tx.conn):
             self.graph.set_scope_zone(tx.conn, scope, None)
             self._zones = {s: z for s, z in self._zone_map().items() if s != scope}
 

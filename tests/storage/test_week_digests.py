@@ -429,3 +429,29 @@ def test_a_digest_scores_a_sentence_by_the_names_in_it_as_a_scan_of_every_name_w
             low,
             names,
         )
+
+
+def test_a_stored_zone_this_machine_no_longer_takes_counts_as_utc_and_is_left_out_of_the_export(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # "localtime" set before such names were refused (or a zone a later zone database dropped): the scope
+    # counts in UTC, says so, and its export still imports elsewhere.
+    engine.create_scope("user:ana")
+    engine.write("Ana's plants need water on Thursdays.", ["user:ana"])
+    engine.reconciler.submit(lambda tx: engine.graph.set_scope_zone(tx.conn, "user:ana", "localtime"))
+    engine._reload_zones()
+    assert engine.scope_time_zone("user:ana") == "UTC"
+    buf = io.StringIO()
+    engine.export(buf)
+    assert "localtime" not in buf.getvalue()
+    copy = Engine.open(tmp_path / "copy", warm=False)
+    try:
+        copy.merge_export(io.StringIO(buf.getvalue()))
+        assert copy.scope_time_zone("user:ana") == "UTC"
+        assert [h.memory.content for h in copy.recall("plants water", ["user:ana"])]
+    finally:
+        copy.close()
+    # A purge forgets it too (the scope's name is kept with it).
+    engine.purge("user:ana", confirm="user:ana")
+    with engine.graph.read() as conn:
+        assert "user:ana" not in engine.graph.scope_zones(conn)
