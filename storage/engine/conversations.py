@@ -742,6 +742,23 @@ class _Conversations(_Erasure):
         if scope in self.graph.scope_zones(tx.conn):
             self.graph.set_scope_zone(tx.conn, scope, None)
             self._zones = {s: z for s, z in self._zone_map().items() if s != scope}
+        # So are its days and weeks: those of memories it shared with other scopes stayed (named by the scope's
+        # tag, a hash of its name), and a scope made again under that name would get them back.
+        if self.graph.shared:
+            return  # a shared graph keeps no days or weeks
+        tag = days.scope_tag(scope)
+        keys = [
+            k
+            for k, _ in self.graph.export_conversations(tx.conn)
+            if days.is_period_key(k) and days.tag_of(k) == tag
+        ]
+        for key in keys:
+            state = self.graph.conversation_state(tx.conn, key)
+            if state is not None and state[1] is not None:
+                if self.graph.live_state(tx.conn, state[1]) is not None:
+                    self._drop_digest(tx, state[1])
+                self._digest_ids.pop(state[1], None)
+        self.graph.drop_conversations(tx.conn, keys)
 
     def _wake_consolidator(self) -> None:
         if self._consolidator is not None:

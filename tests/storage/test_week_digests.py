@@ -455,3 +455,27 @@ def test_a_stored_zone_this_machine_no_longer_takes_counts_as_utc_and_is_left_ou
     engine.purge("user:ana", confirm="user:ana")
     with engine.graph.read() as conn:
         assert "user:ana" not in engine.graph.scope_zones(conn)
+
+
+def test_purging_a_scope_drops_its_days_and_weeks_even_of_memories_shared_with_another(
+    engine: Engine, data_dir: Path, tmp_path: Path
+) -> None:
+    # The memories stay in project:web; user:ana's days and weeks of them went on naming user:ana (by its tag,
+    # a hash anyone can compute from a guessed name) after the purge, and a user:ana made again later got back
+    # days of memories never recorded in it.
+    engine.create_scope("user:ana")
+    engine.create_scope("project:web")
+    ids = import_recorded(engine, tmp_path, a_week(), scope=["user:ana", "project:web"])  # type: ignore[arg-type]
+    engine.consolidate()
+    tag = days.scope_tag("user:ana")
+    engine.purge("user:ana", confirm="user:ana")
+    engine.consolidate()
+    with engine.graph.read() as conn:
+        assert [k for k, _ in engine.graph.export_conversations(conn) if days.tag_of(k) == tag] == []
+    assert files_containing(data_dir, tag.encode()) == []
+    assert len(week_digests(engine)) == 1  # project:web's own
+    engine.create_scope("user:ana")
+    for line in MONDAY:
+        engine.link(ids[line], "user:ana")
+    engine.consolidate()
+    assert [d for d in digests_of(engine) if engine.read(d).memory.scopes == ("user:ana",)] == []
