@@ -187,7 +187,8 @@ def export(
                     "parent": parent,
                     "created_at": _time(created.get(name)),
                 }
-                if name in zones:
+                # A zone this machine no longer takes counts as UTC here: left out, so the file imports anywhere.
+                if name in zones and known_zone(zones[name]):
                     rec["time_zone"] = zones[name]
                 line(rec)
                 counts["scopes"] += 1

@@ -177,9 +177,11 @@ class _Conversations(_Erasure):
         return self._zone_map().get(scope, UTC)
 
     def scope_time_zone(self, scope: str, *, principal: Principal = LOCAL_PRINCIPAL) -> str:
-        """The IANA name of the zone ``scope``'s days and weeks are counted in ("UTC" unless set)."""
+        """The IANA name of the zone ``scope``'s days and weeks are counted in ("UTC" unless set). NotFound for a
+        scope that does not exist (a typo, a purged scope), after the same authorization as for one that does."""
         sid = v.scope(scope)
         self._authorize(principal, [sid], Level.READ, "read")
+        self._require_scope(sid)
         return str(self._zone(str(sid)))
 
     def set_scope_time_zone(self, scope: str, zone: str, *, principal: Principal = LOCAL_PRINCIPAL) -> str:
@@ -190,9 +192,11 @@ class _Conversations(_Erasure):
         sid = v.scope(scope)
         name = zone.strip() if isinstance(zone, str) else ""
         if not days.known_zone(name):
+            meant = days.zone_spelled(name)
             raise InvalidInput(
                 f"{str(zone)[:60]!r} is not a time zone this machine knows",
-                hint="give an IANA name such as Europe/Lisbon, America/New_York or Asia/Tokyo (UTC resets it); "
+                hint=(f"did you mean {meant}? " if meant else "")
+                + "give an IANA name such as Europe/Lisbon, America/New_York or Asia/Tokyo (UTC resets it); "
                 "nothing was changed",
             )
         self._authorize(principal, [sid], Level.ADMIN, "set the time zone of")
@@ -737,10 +741,28 @@ class _Conversations(_Erasure):
             self.graph.touch_conversations(tx.conn, list(found), tx.now)
 
     def _scope_purged(self, tx: Tx, scope: str) -> None:
-        # The scope is gone, so is its time zone, in the purge's transaction (its bytes go with the rewrite).
-        if scope in self._zone_map():
+        # The scope is gone, so is its time zone, in the purge's transaction (its bytes go with the rewrite);
+        # the stored one, even a zone this machine no longer takes (which ``_zone_map`` leaves out).
+        if scope in self.graph.scope_zones(tx.conn):
             self.graph.set_scope_zone(tx.conn, scope, None)
             self._zones = {s: z for s, z in self._zone_map().items() if s != scope}
+        # So are its days and weeks: those of memories it shared with other scopes stayed (named by the scope's
+        # tag, a hash of its name), and a scope made again under that name would get them back.
+        if self.graph.shared:
+            return  # a shared graph keeps no days or weeks
+        tag = days.scope_tag(scope)
+        keys = [
+            k
+            for k, _ in self.graph.export_conversations(tx.conn)
+            if days.is_period_key(k) and days.tag_of(k) == tag
+        ]
+        for key in keys:
+            state = self.graph.conversation_state(tx.conn, key)
+            if state is not None and state[1] is not None:
+                if self.graph.live_state(tx.conn, state[1]) is not None:
+                    self._drop_digest(tx, state[1])
+                self._digest_ids.pop(state[1], None)
+        self.graph.drop_conversations(tx.conn, keys)
 
     def _wake_consolidator(self) -> None:
         if self._consolidator is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from storage.domain.models import MemoryKind
 
@@ -77,15 +77,37 @@ def week_of(key: str) -> date:
     return date.fromisocalendar(int(year), int(week), 1)
 
 
+# Names a zone folder holds that are no IANA zone: ``localtime`` follows this machine's /etc/localtime (a scope's
+# days would move with the machine, and an export would mean another zone elsewhere), ``posixrules`` is a default.
+_NOT_ZONES = frozenset({"localtime", "posixrules"})
+
+
+@functools.lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    # available_timezones() walks the zone folders (tens of ms): once per process. It leaves out "right/..."
+    # (leap-second zones, which zoneinfo misreads: right/Europe/Berlin is UTC+2 in November) and "posix/..."
+    # (copies a machine may lack, so an export naming one would not import elsewhere).
+    return frozenset(available_timezones()) - _NOT_ZONES
+
+
 def known_zone(name: object) -> bool:
-    """An IANA zone name this machine's zone database holds (zoneinfo refuses paths and other tricks)."""
+    """An IANA zone name this machine's zone database holds (zoneinfo refuses paths and other tricks; a name
+    the database lists, so not ``localtime``, ``right/...`` or ``posix/...``)."""
     if not isinstance(name, str) or not name or len(name) > 64:
+        return False
+    if name != "UTC" and name not in _zone_names():
         return False
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         return False
     return True
+
+
+def zone_spelled(name: str) -> str | None:
+    """The zone ``name`` means when only its case is wrong ("europe/berlin": "Europe/Berlin"), else None."""
+    folded = name.strip().casefold()
+    return next((z for z in sorted(_zone_names()) if z.casefold() == folded), None)
 
 
 def local_day(at: datetime, zone: tzinfo) -> date:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,6 +64,20 @@ def _who(m: Said) -> str:
     return m.speaker or m.role
 
 
+def named_in(low: str, by_prefix: Mapping[str, Sequence[str]]) -> int:
+    """How many of the names (indexed by their first three characters) occur in ``low``, counted up to 2. A name
+    can only start where its first three characters do, so a sentence costs its length, not the number of names
+    seen so far (a week of thousands of memories, each naming someone new, took time quadratic in them)."""
+    seen: set[str] = set()
+    for i in range(len(low) - 2):
+        for k in by_prefix.get(low[i : i + 3], ()):
+            if k not in seen and low.startswith(k, i):
+                seen.add(k)
+                if len(seen) == 2:
+                    return 2
+    return len(seen)
+
+
 def build(
     conversation: str,
     messages: Sequence[Said],
@@ -78,6 +92,7 @@ def build(
     ordered = sorted(messages, key=lambda m: (m.time, m.id))
     counts: Counter[str] = Counter()
     names: dict[str, EntityIn] = {}
+    by_prefix: dict[str, list[str]] = {}  # the names longer than 2, by their first three characters
     dates: dict[str, str] = {}
     points: list[_Point] = []
     for m in ordered:
@@ -92,7 +107,10 @@ def build(
             key = _norm(e.name)
             if key and len(key) > 1:
                 counts[key] += 1
-                names.setdefault(key, e)
+                if key not in names:
+                    names[key] = e
+                    if len(key) > 2:
+                        by_prefix.setdefault(key[:3], []).append(key)
         for t in found.times:
             dates.setdefault(t.when.date().isoformat(), t.text)
         asserted = [(s.start, s.end) for s in found.statements if s.status == "asserted"]
@@ -110,7 +128,7 @@ def build(
                 score += 1.5
                 if _FIRST_PERSON.search(text):
                     score += 1
-            score += min(2, sum(1 for k in names if k in low and len(k) > 2))
+            score += named_in(low, by_prefix)
             if any(lo <= t.start < hi for t in found.times):
                 score += 1
             if _DIGIT.search(text):

@@ -36,3 +36,21 @@ async def test_scope_zone_shows_sets_and_refuses_an_unknown_zone(store: Store) -
     assert out.strip() == "user:ana: days and weeks in Asia/Tokyo"
     status, out, _ = await run(store, "scope", "zone", "user:ana", "--json", *d)
     assert json.loads(out)["zone"] == "Asia/Tokyo"
+
+
+async def test_scope_zone_refuses_a_scope_that_does_not_exist_and_a_machine_only_zone(store: Store) -> None:
+    d = ("--data-dir", str(store.data_dir))
+    status, _, err = await run(store, "scope", "create", "user:ana", *d)
+    assert status == 0, err
+    status, out, err = await run(store, "scope", "zone", "user:anna", *d)  # a typo: not "in UTC"
+    assert status == 2
+    assert "no scope user:anna" in err
+    assert "UTC" not in out
+    status, _, err = await run(store, "scope", "zone", "user:ana", "localtime", *d)
+    assert status == 2
+    assert "nothing was changed" in err
+    status, _, err = await run(store, "scope", "zone", "user:ana", "europe/berlin", *d)
+    assert status == 2
+    assert "did you mean Europe/Berlin?" in err
+    status, out, _ = await run(store, "scope", "zone", "user:ana", "--json", *d)
+    assert json.loads(out)["zone"] == "UTC"

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from scopes import Grant, Principal
-from storage import Engine, InvalidInput, NotFound
+from storage import Engine, InvalidInput, NotFound, ScopeDenied
 from storage.enrich import days
 from tests.conftest import files_containing
 
@@ -357,3 +357,125 @@ def test_unlinking_or_retiring_a_memory_takes_its_words_out_of_the_week_digest_r
     with pytest.raises(NotFound):
         engine.read(next(w for w in week_digests(engine) if engine.read(w).memory.metadata["scope"] == "user:ana"),
                     principal=family)  # fmt: skip
+
+
+def test_a_zone_that_is_no_iana_name_is_refused_and_a_miscased_one_is_named(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # "localtime" follows this machine's /etc/localtime (the scope's days would move with the machine, and an
+    # export would mean another zone elsewhere); "right/..." zones count leap seconds, which Python misreads
+    # (right/Europe/Berlin said UTC+2 in November); "posix/..." and "posixrules" are copies a machine may lack.
+    import_recorded(engine, tmp_path, a_week())
+    engine.consolidate()
+    before = digests_of(engine)
+    for bad in ("localtime", "posixrules", "right/Europe/Berlin", "right/UTC", "posix/Europe/Berlin"):
+        with pytest.raises(InvalidInput) as refused:
+            engine.set_scope_time_zone("user:ana", bad)
+        assert "nothing was changed" in (refused.value.hint or ""), bad
+    assert engine.scope_time_zone("user:ana") == "UTC"
+    assert digests_of(engine) == before
+    with pytest.raises(InvalidInput) as refused:
+        engine.set_scope_time_zone("user:ana", "europe/berlin")
+    assert "Europe/Berlin" in (refused.value.hint or "")
+    # An export naming such a zone is refused too, nothing imported.
+    buf = io.StringIO()
+    engine.export(buf)
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    for rec in lines:
+        if rec.get("type") == "scope" and rec["id"] == "user:ana":
+            rec["time_zone"] = "localtime"
+    other = Engine.open(tmp_path / "other", warm=False)
+    try:
+        with pytest.raises(InvalidInput, match="localtime"):
+            other.merge_export(io.StringIO("".join(json.dumps(r) + "\n" for r in lines)))
+        assert "user:ana" not in {s.id for s in other.list_scopes()}
+    finally:
+        other.close()
+
+
+def test_the_zone_of_a_scope_that_does_not_exist_is_not_said_to_be_utc(engine: Engine) -> None:
+    # A typo ("user:anna") or a purged scope: "days and weeks in UTC" would be a false answer.
+    with pytest.raises(NotFound, match="user:anna"):
+        engine.scope_time_zone("user:anna")
+    engine.create_scope("user:ana")
+    engine.set_scope_time_zone("user:ana", "Asia/Tokyo")
+    engine.purge("user:ana", confirm="user:ana")
+    with pytest.raises(NotFound):
+        engine.scope_time_zone("user:ana")
+    stranger = Principal("rui", client="t", grants=(Grant.parse("project:web=r"),))
+    with pytest.raises(ScopeDenied) as denied:  # the same refusal whether it exists or not
+        engine.scope_time_zone("user:anna", principal=stranger)
+    engine.create_scope("user:anna")
+    with pytest.raises(ScopeDenied) as again:
+        engine.scope_time_zone("user:anna", principal=stranger)
+    assert str(again.value) == str(denied.value)
+
+
+def test_a_digest_scores_a_sentence_by_the_names_in_it_as_a_scan_of_every_name_would() -> None:
+    import random
+
+    from storage.enrich.digest import named_in
+
+    rng = random.Random(7)
+    words = ["ana", "anabela", "bruno", "rua augusta", "acme corp", "lis", "lisbon", "miso", "ines", "sousa"]
+    for _ in range(300):
+        names = rng.sample(words, rng.randint(0, len(words)))
+        by_prefix: dict[str, list[str]] = {}
+        for k in names:
+            if len(k) > 2:
+                by_prefix.setdefault(k[:3], []).append(k)
+        low = " ".join(rng.choice([*words, "the", "cat", "banana", "x"]) for _ in range(rng.randint(0, 12)))
+        assert named_in(low, by_prefix) == min(2, sum(1 for k in names if k in low and len(k) > 2)), (
+            low,
+            names,
+        )
+
+
+def test_a_stored_zone_this_machine_no_longer_takes_counts_as_utc_and_is_left_out_of_the_export(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # "localtime" set before such names were refused (or a zone a later zone database dropped): the scope
+    # counts in UTC, says so, and its export still imports elsewhere.
+    engine.create_scope("user:ana")
+    engine.write("Ana's plants need water on Thursdays.", ["user:ana"])
+    engine.reconciler.submit(lambda tx: engine.graph.set_scope_zone(tx.conn, "user:ana", "localtime"))
+    engine._reload_zones()
+    assert engine.scope_time_zone("user:ana") == "UTC"
+    buf = io.StringIO()
+    engine.export(buf)
+    assert "localtime" not in buf.getvalue()
+    copy = Engine.open(tmp_path / "copy", warm=False)
+    try:
+        copy.merge_export(io.StringIO(buf.getvalue()))
+        assert copy.scope_time_zone("user:ana") == "UTC"
+        assert [h.memory.content for h in copy.recall("plants water", ["user:ana"])]
+    finally:
+        copy.close()
+    # A purge forgets it too (the scope's name is kept with it).
+    engine.purge("user:ana", confirm="user:ana")
+    with engine.graph.read() as conn:
+        assert "user:ana" not in engine.graph.scope_zones(conn)
+
+
+def test_purging_a_scope_drops_its_days_and_weeks_even_of_memories_shared_with_another(
+    engine: Engine, data_dir: Path, tmp_path: Path
+) -> None:
+    # The memories stay in project:web; user:ana's days and weeks of them went on naming user:ana (by its tag,
+    # a hash anyone can compute from a guessed name) after the purge, and a user:ana made again later got back
+    # days of memories never recorded in it.
+    engine.create_scope("user:ana")
+    engine.create_scope("project:web")
+    ids = import_recorded(engine, tmp_path, a_week(), scope=["user:ana", "project:web"])  # type: ignore[arg-type]
+    engine.consolidate()
+    tag = days.scope_tag("user:ana")
+    engine.purge("user:ana", confirm="user:ana")
+    engine.consolidate()
+    with engine.graph.read() as conn:
+        assert [k for k, _ in engine.graph.export_conversations(conn) if days.tag_of(k) == tag] == []
+    assert files_containing(data_dir, tag.encode()) == []
+    assert len(week_digests(engine)) == 1  # project:web's own
+    engine.create_scope("user:ana")
+    for line in MONDAY:
+        engine.link(ids[line], "user:ana")
+    engine.consolidate()
+    assert [d for d in digests_of(engine) if engine.read(d).memory.scopes == ("user:ana",)] == []
