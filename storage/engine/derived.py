@@ -116,7 +116,10 @@ class _Derived(_Conversations):
                 break
             start, end = entity_key(r.subject), entity_key(r.object)
             # r.object —p→ C: the new memory's statement comes first
-            for o in self.graph.open_relations(conn, r.object, [r.predicate], newest=tr.FANOUT):
+            # scoped before the cut: another scope's statements about r.object never crowd these out
+            for o in self.graph.open_relations(
+                conn, r.object, [r.predicate], newest=tr.FANOUT, scopes=list(mine)
+            ):
                 if o.memory_id != cur and o.object_id != start and self._source(o.memory_id, o.scopes, mine):
                     groups.setdefault(tr.derived_key(cur, o.memory_id), [cur, o.memory_id])
             # X —p→ r.subject: the new memory's statement comes second
