@@ -186,6 +186,21 @@ class _Derived(_Conversations):
         """A memory a derivation may start from: not derived itself, sharing a scope with the new memory."""
         return memory_id not in self._digest_ids and bool(mine & set(scopes))
 
+    # -- erasure -------------------------------------------------------------------------------------
+
+    def _derived_from(self, tx: Tx, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        derived, keys = super()._derived_from(tx, ids)
+        for d in [*derived, *ids]:
+            self._derived.pop(d, None)  # its words came from the erased sources
+        return derived, keys
+
+    def _sources_erased(self, tx: Tx, keys: Sequence[str]) -> None:
+        # A derivation's group is named by a hash of its two sources' ids (hashes of their content): kept with
+        # the source that stays, the name would confirm the erased words were stored and chained. It goes in
+        # the erasure's transaction, before the rewrite; the source left may start a new chain later.
+        self.graph.drop_conversations(tx.conn, [k for k in keys if tr.is_derived_key(k)])
+        super()._sources_erased(tx, [k for k in keys if not tr.is_derived_key(k)])
+
     # -- the consolidator's build --------------------------------------------------------------------
 
     def _build_digest(self, key: str) -> bool:

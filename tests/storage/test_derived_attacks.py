@@ -3,9 +3,13 @@ writes must not decide what another team's memories derive."""
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 from scopes import Grant, Principal
-from storage import Engine, RelationIn
+from storage import CachedEmbedder, Engine, RelationIn
 from storage.enrich import transitive as tr
+from tests.conftest import files_containing
 from tests.storage.test_derived import derived
 
 
@@ -25,3 +29,28 @@ def test_another_teams_statements_about_a_shared_place_never_crowd_out_a_teams_o
                  relations=[RelationIn("Grand Palm", "located_in", "Udaipur")])  # fmt: skip
     engine.consolidate()
     assert "Grand Palm located in Rajasthan" in " ".join(derived(engine).values())
+
+
+def test_erasing_a_source_leaves_no_trace_of_the_derivation_nor_of_its_group(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    # The derivation's group is named by a hash of its sources' ids (each a hash of its content): left behind
+    # with the source that stays, it would confirm to anyone holding the erased words that they were stored,
+    # and chained with that source; the derived memory's id, kept as the group's digest, likewise.
+    data = tmp_path / "data"
+    canary = f"Villa{uuid.uuid4().hex[:12]}"
+    with Engine.open(data, embedder=embedder, warm=False) as engine:
+        h = engine.write(f"{canary} is located in Udaipur.", ["team:a"], kind="fact",
+                         relations=[RelationIn(canary, "located_in", "Udaipur")]).id  # fmt: skip
+        c = engine.write("Udaipur is in Rajasthan.", ["team:a"], kind="fact",
+                         relations=[RelationIn("Udaipur", "located_in", "Rajasthan")]).id  # fmt: skip
+        engine.consolidate()
+        (mid,) = derived(engine)
+        engine.erase(h, confirm=h)
+        engine.consolidate()
+        assert derived(engine) == {}
+        assert engine.derived_relation(mid) is None  # nor in the process's memory
+        assert engine.read(c).memory.status == "current"
+    key = tr.derived_key(h, c)
+    for needle in (canary, h, mid, key.removeprefix(tr.DERIVED_PREFIX)):
+        assert files_containing(data, needle.encode()) == [], needle
