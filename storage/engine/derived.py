@@ -190,8 +190,9 @@ class _Derived(_Conversations):
 
     def _derived_from(self, tx: Tx, ids: Sequence[str]) -> tuple[list[str], list[str]]:
         derived, keys = super()._derived_from(tx, ids)
+        known = getattr(self, "_derived", {})  # as is_derived: none before the consolidator starts
         for d in [*derived, *ids]:
-            self._derived.pop(d, None)  # its words came from the erased sources
+            known.pop(d, None)  # its words came from the erased sources
         return derived, keys
 
     def _sources_erased(self, tx: Tx, keys: Sequence[str]) -> None:
