@@ -64,6 +64,8 @@ class _Decisions(_Writes):
             applied = decide.apply(self.graph, tx, target, decided, failure)
             for mid in applied.superseded:
                 tx.record("supersede", mid)
+            # what the superseded memories justified (digests, derived relations) goes in this transaction
+            self._sources_changed(tx, applied.superseded, withdraw=True)
             return applied
 
         applied = self.reconciler.submit(intent)

@@ -42,7 +42,7 @@ from storage.engine.state import (
 )
 from storage.enrich import Enriched, Fact, enrich, llm, speaker_of
 from storage.enrich.near import NEAR_K, is_near, same_claim
-from storage.enrich.reconcile import Access, reconcile
+from storage.enrich.reconcile import Access, Outcome, reconcile
 from storage.language.extraction import EntityLexicon, _norm, capitalised_spans, extract, name_key
 from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
@@ -715,8 +715,9 @@ class _Writes(_Resolution):
         self, job: llm.Job, result: llm.LlmResult | None, error: llm.ExtractionFailed | None
     ) -> None:
         model = self.enricher.extractor.model if self.enricher is not None and self.enricher.extractor else ""
-        out = self.reconciler.submit(
-            lambda tx: llm.apply(
+
+        def intent(tx: Tx) -> Outcome | None:
+            out = llm.apply(
                 self.graph,
                 tx,
                 job,
@@ -726,7 +727,12 @@ class _Writes(_Resolution):
                 model=model,
                 lexicon=self.lexicon,
             )
-        )
+            if out is not None and out.supersedes:
+                # what the superseded memories justified (digests, derived relations) goes in this transaction
+                self._sources_changed(tx, out.supersedes, withdraw=True)
+            return out
+
+        out = self.reconciler.submit(intent)
         if out is not None and (out.supersedes or out.contradicts):
             # Other memories changed on the writer's behalf, after the call that wrote: in the audit log as the
             # write's own changes are, under the writer's name, with the model that decided (never content).

@@ -10,6 +10,7 @@ from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, RelationIn
 from storage.enrich import transitive as tr
 from tests.conftest import files_containing
+from tests.storage.test_claude_decide import Api, decision
 from tests.storage.test_derived import derived
 
 
@@ -54,3 +55,48 @@ def test_erasing_a_source_leaves_no_trace_of_the_derivation_nor_of_its_group(
     key = tr.derived_key(h, c)
     for needle in (canary, h, mid, key.removeprefix(tr.DERIVED_PREFIX)):
         assert files_containing(data, needle.encode()) == [], needle
+
+
+def test_a_source_claude_decides_is_updated_takes_its_derivation_with_it(engine: Engine) -> None:
+    # The rules leave located_in open (not functional); Claude's decision that the new statement updates the
+    # old one supersedes it after the write returned. What the old one justified must go then, as it does when
+    # the rules, an amend or a retire supersede a source.
+    h = engine.write("The Grand Palm is in Udaipur.", ["user:ana"], kind="fact",
+                     relations=[RelationIn("Grand Palm", "located_in", "Udaipur")]).id  # fmt: skip
+    c = engine.write("Udaipur is in Rajasthan.", ["user:ana"], kind="fact",
+                     relations=[RelationIn("Udaipur", "located_in", "Rajasthan")]).id  # fmt: skip
+    engine.consolidate()
+    assert "Grand Palm located in Rajasthan" in " ".join(derived(engine).values())
+    api = Api(decision({"id": c[:12], "relation": "updates", "reason": "the district was moved"}))
+    api.switch_on(engine)
+    new = engine.write("Udaipur is now in the new Mewar state.", ["user:ana"], kind="fact",
+                       relations=[RelationIn("Udaipur", "located_in", "Mewar")]).id  # fmt: skip
+    assert engine.wait_enriched()
+    assert engine.read(c).memory.superseded_by == new
+    assert "Rajasthan" not in " ".join(derived(engine).values())  # gone with the decision, not later
+    engine.consolidate()
+    assert list(derived(engine).values()) == [
+        "Grand Palm located in Mewar (derived: Grand Palm located in Udaipur; Udaipur located in Mewar)"
+    ]
+    assert h
+
+
+def test_a_source_the_claude_extraction_pass_supersedes_takes_its_derivation_with_it(engine: Engine) -> None:
+    # A store that keeps one container per thing: the statement Claude reads in a later memory's words
+    # supersedes the source through the rules, after the write returned.
+    engine.functional = engine.functional | {"located_in"}
+    engine.write("The Grand Palm is in Udaipur.", ["user:ana"], kind="fact",
+                 relations=[RelationIn("Grand Palm", "located_in", "Udaipur")])  # fmt: skip
+    c = engine.write("Udaipur is in Rajasthan.", ["user:ana"], kind="fact",
+                     relations=[RelationIn("Udaipur", "located_in", "Rajasthan")]).id  # fmt: skip
+    engine.consolidate()
+    assert "Grand Palm located in Rajasthan" in " ".join(derived(engine).values())
+    api = Api(decision())
+    api.statements = [
+        {"subject": "Udaipur", "predicate": "located_in", "object": "Mewar", "status": "asserted"}
+    ]
+    api.switch_on(engine)
+    new = engine.write("Big news: the district moved to the new Mewar state.", ["user:ana"], kind="fact").id
+    assert engine.wait_enriched()
+    assert engine.read(c).memory.superseded_by == new
+    assert "Rajasthan" not in " ".join(derived(engine).values())  # gone with the pass, not later
