@@ -39,7 +39,7 @@ from storage.sync.reconciler import Tx
 
 DERIVED_PRINCIPAL = Provenance("mnemograph", "consolidator", "transitive")
 SWEEP_LIMIT = 100  # contradictions linked by one sweep call at most (call again for more)
-SWEEP_SUBJECTS = 5000  # subjects with relations one sweep call reads at most
+SWEEP_SUBJECTS = 5000  # subjects with relations one read of a sweep call looks at (then the next window)
 DISCOVER_SUBJECTS = 20_000  # subjects a full look for chains reads at most (``rebuild_digests``)
 
 
@@ -271,8 +271,17 @@ class _Derived(_Conversations):
         pairs per call (call again until it returns none); returns the pairs linked (new, old)."""
         predicates = sorted(self.functional | FIXED)
         with self.graph.read() as conn:
-            subjects = [e.name for e in self.graph.known_entities(conn) if e.relations > 0][:SWEEP_SUBJECTS]
-            pairs = self._conflicts(conn, subjects, predicates, limit)
+            subjects = [e.name for e in self.graph.known_entities(conn) if e.relations > 0]
+        pairs: list[tuple[str, str, str]] = []
+        # A window of subjects per read, on to the next until ``limit`` pairs are found: every subject is reached
+        # (a single window read by every call left the rest of a large store unswept).
+        for start in range(0, len(subjects), SWEEP_SUBJECTS):
+            with self.graph.read() as conn:
+                window = subjects[start : start + SWEEP_SUBJECTS]
+                pairs += self._conflicts(conn, window, predicates, limit - len(pairs))
+            if len(pairs) >= limit:
+                break
+        pairs = list({(new, old): (new, old, p) for new, old, p in pairs}.values())
         if not pairs:
             return []
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, RelationIn
+from storage.engine import derived as derived_engine
 from storage.enrich import transitive as tr
 from tests.conftest import files_containing
 from tests.storage.test_claude_decide import Api, decision
@@ -100,3 +103,21 @@ def test_a_source_the_claude_extraction_pass_supersedes_takes_its_derivation_wit
     assert engine.wait_enriched()
     assert engine.read(c).memory.superseded_by == new
     assert "Rajasthan" not in " ".join(derived(engine).values())  # gone with the pass, not later
+
+
+def test_the_sweep_reaches_every_subject_however_many_there_are(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One call reads a bounded window of subjects; calling again must move on, not read the same window again
+    # (a store with more subjects than the window had the rest never swept).
+    monkeypatch.setattr(derived_engine, "SWEEP_SUBJECTS", 2)
+    for person in ("Ana", "Bruno", "Carla", "Duarte"):
+        engine.write(f"{person} was born in Porto.", ["team:a"], kind="fact",
+                     relations=[RelationIn(person, "born_in", "Porto")])  # fmt: skip
+        other = engine.write(f"{person} was born in Braga.", ["team:b"], kind="fact",
+                             relations=[RelationIn(person, "born_in", "Braga")]).id  # fmt: skip
+        engine.link(other, "team:a")
+    linked = []
+    while got := engine.sweep_contradictions():
+        linked += got
+    assert len(linked) == 4
