@@ -61,17 +61,22 @@ def run_admin(
     timeout: float,
     args: dict[str, Any] | None = None,
     label: str | None = None,
+    setup: Callable[[Engine], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``op`` on ``paths.data_dir`` and return its report as JSON (with an ``ok`` verdict).
 
-    With ``label``, a progress bar is drawn on stderr while it runs, if stderr is a terminal.
+    With ``label``, a progress bar is drawn on stderr while it runs, if stderr is a terminal. ``setup`` is
+    applied to the engine when no owner runs and the command opens the directory itself (``store_options``:
+    the predicate lists the environment sets, which the owner applies to its own engine).
     """
     from server._progress import while_waiting
 
     body = args or {}
 
     def work() -> dict[str, Any]:
-        return _run(paths, f"/-/{op}", body, lambda engine: perform(engine, op, body), timeout=timeout)
+        return _run(
+            paths, f"/-/{op}", body, lambda engine: perform(engine, op, body), timeout=timeout, setup=setup
+        )
 
     if label is None:
         return work()
@@ -132,6 +137,7 @@ def _run(
     direct: Callable[[Engine], dict[str, Any]],
     *,
     timeout: float,
+    setup: Callable[[Engine], None] | None = None,
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
@@ -139,7 +145,7 @@ def _run(
         if report is not None:
             return report
         try:
-            return _direct(paths, direct)
+            return _direct(paths, direct, setup)
         except StorageUnavailable as exc:  # an owner is starting up, or another CLI holds the directory
             if time.monotonic() > deadline:
                 raise AdminError(str(exc)) from exc
@@ -249,10 +255,14 @@ class _Counting:
         return self._out.write(text)
 
 
-def _direct(paths: RuntimePaths, fn: Callable[[Engine], dict[str, Any]]) -> dict[str, Any]:
+def _direct(
+    paths: RuntimePaths, fn: Callable[[Engine], dict[str, Any]], setup: Callable[[Engine], None] | None = None
+) -> dict[str, Any]:
     from storage import Engine, MnemographError  # the store libraries load only on this path
 
     with Engine.open(paths.data_dir, warm=False) as engine:
+        if setup is not None:
+            setup(engine)
         try:
             return fn(engine)
         except StorageUnavailable:

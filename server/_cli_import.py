@@ -61,6 +61,7 @@ def run_import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths
 def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     """An export into a store that already holds memories: merged through its owner (or directly if none runs)."""
     from server._admin import AdminError, run_admin
+    from server._engine import store_options
 
     if args.file == "-":
         print(
@@ -77,7 +78,12 @@ def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePa
     body = {"format": "mnemograph", "path": str(source)}
     try:
         report = run_admin(
-            "import", paths, timeout=settings.spawn_timeout, args=body, label="mnemograph import"
+            "import",
+            paths,
+            timeout=settings.spawn_timeout,
+            args=body,
+            label="mnemograph import",
+            setup=store_options(settings.functional_predicates, settings.transitive_predicates),
         )
     except AdminError as exc:
         print(f"mnemograph import: {exc}", file=sys.stderr)
@@ -94,6 +100,7 @@ def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePa
 
 def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     from server._admin import AdminError, run_admin
+    from server._engine import store_options
     from server.cli import is_store
 
     personal = settings.default_scopes[0]
@@ -102,7 +109,12 @@ def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePa
     try:
         before = _scopes(settings, paths) if is_store(settings.data_dir) else {}
         report = run_admin(
-            "import", paths, timeout=settings.spawn_timeout, args=body, label="mnemograph import"
+            "import",
+            paths,
+            timeout=settings.spawn_timeout,
+            args=body,
+            label="mnemograph import",
+            setup=store_options(settings.functional_predicates, settings.transitive_predicates),
         )
         if not report["read"]:
             print(

@@ -88,6 +88,21 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
     return apply
 
 
+def store_options(functional: tuple[str, ...], transitive: tuple[str, ...]) -> Callable[[Engine], None]:
+    """The predicate lists (``MNEMOGRAPH_FUNCTIONAL_PREDICATES``, ``MNEMOGRAPH_TRANSITIVE_PREDICATES``) for a
+    command that opens the directory itself, as ``write_time`` gives them to the owner's engine: without them
+    ``mnemograph sweep`` would link values of a predicate the user made many-valued, and ``digests`` or an
+    import would derive chains of one the user took off the list."""
+
+    def apply(engine: Engine) -> None:
+        if functional:
+            engine.functional = frozenset(functional)
+        if transitive:
+            engine.transitive = frozenset(transitive)
+
+    return apply
+
+
 def _open_engine(data_dir: Path, runtime: str) -> Engine:
     # Imported here, in the opening thread: the store libraries must stay off the handshake path.
     from storage import CachedEmbedder, Engine, MiniLMEmbedder

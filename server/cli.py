@@ -137,6 +137,7 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     from pathlib import Path
 
     from server._admin import AdminError, run_admin
+    from server._engine import store_options
 
     op_args: dict[str, Any] = {}
     to_stdout = False
@@ -180,6 +181,7 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             timeout=settings.spawn_timeout,
             args=op_args,
             label=f"mnemograph {args.op.replace('_markdown', '')}" if long_running else None,
+            setup=store_options(settings.functional_predicates, settings.transitive_predicates),
         )
         if to_stdout:
             with open(op_args["path"], encoding="utf-8") as exported:

@@ -39,10 +39,8 @@ from storage.sync.reconciler import Tx
 
 DERIVED_PRINCIPAL = Provenance("mnemograph", "consolidator", "transitive")
 SWEEP_LIMIT = 100  # contradictions linked by one sweep call at most (call again for more)
-SWEEP_SUBJECTS = 5000  # subjects with relations one sweep call reads at most
-SWEEP_ROUNDS = (
-    100  # ``sweep_all``: rounds of at most SWEEP_LIMIT pairs each (a store with more takes several)
-)
+SWEEP_SUBJECTS = 5000  # subjects with relations one read of a sweep call looks at (then the next window)
+SWEEP_ROUNDS = 100  # ``sweep_all``: rounds of at most SWEEP_LIMIT pairs each
 DISCOVER_SUBJECTS = 20_000  # subjects a full look for chains reads at most (``rebuild_digests``)
 
 
@@ -132,7 +130,10 @@ class _Derived(_Conversations):
                 break
             start, end = entity_key(r.subject), entity_key(r.object)
             # r.object —p→ C: the new memory's statement comes first
-            for o in self.graph.open_relations(conn, r.object, [r.predicate], newest=tr.FANOUT):
+            # scoped before the cut: another scope's statements about r.object never crowd these out
+            for o in self.graph.open_relations(
+                conn, r.object, [r.predicate], newest=tr.FANOUT, scopes=list(mine)
+            ):
                 if o.memory_id != cur and o.object_id != start and self._source(o.memory_id, o.scopes, mine):
                     groups.setdefault(tr.derived_key(cur, o.memory_id), [cur, o.memory_id])
             # X —p→ r.subject: the new memory's statement comes second
@@ -226,6 +227,22 @@ class _Derived(_Conversations):
         """A memory a derivation may start from: not derived itself, sharing a scope with the new memory."""
         return memory_id not in self._digest_ids and bool(mine & set(scopes))
 
+    # -- erasure -------------------------------------------------------------------------------------
+
+    def _derived_from(self, tx: Tx, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        derived, keys = super()._derived_from(tx, ids)
+        known = getattr(self, "_derived", {})  # as is_derived: none before the consolidator starts
+        for d in [*derived, *ids]:
+            known.pop(d, None)  # its words came from the erased sources
+        return derived, keys
+
+    def _sources_erased(self, tx: Tx, keys: Sequence[str]) -> None:
+        # A derivation's group is named by a hash of its two sources' ids (hashes of their content): kept with
+        # the source that stays, the name would confirm the erased words were stored and chained. It goes in
+        # the erasure's transaction, before the rewrite; the source left may start a new chain later.
+        self.graph.drop_conversations(tx.conn, [k for k in keys if tr.is_derived_key(k)])
+        super()._sources_erased(tx, [k for k in keys if not tr.is_derived_key(k)])
+
     # -- the consolidator's build --------------------------------------------------------------------
 
     def _build_digest(self, key: str) -> bool:
@@ -297,10 +314,20 @@ class _Derived(_Conversations):
         pairs per call (call again until it returns none); returns the pairs linked (new, old). ``subjects``:
         only these (a link's or an import's memories' subjects), else every subject with relations."""
         predicates = sorted(self.functional | FIXED)
-        with self.graph.read() as conn:
-            if subjects is None:
+        if subjects is None:
+            with self.graph.read() as conn:
                 subjects = [e.name for e in self.graph.known_entities(conn) if e.relations > 0]
-            pairs = self._conflicts(conn, list(subjects)[:SWEEP_SUBJECTS], predicates, limit)
+        subjects = list(subjects)
+        pairs: list[tuple[str, str, str]] = []
+        # A window of subjects per read, on to the next until ``limit`` pairs are found: every subject is reached
+        # (a single window read by every call left the rest of a large store unswept).
+        for start in range(0, len(subjects), SWEEP_SUBJECTS):
+            with self.graph.read() as conn:
+                window = subjects[start : start + SWEEP_SUBJECTS]
+                pairs += self._conflicts(conn, window, predicates, limit - len(pairs))
+            if len(pairs) >= limit:
+                break
+        pairs = list({(new, old): (new, old, p) for new, old, p in pairs}.values())
         if not pairs:
             return []
 

@@ -294,8 +294,9 @@ class CanonicalWrites(Protocol):
         *,
         newest: int | None = None,
         other_than: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> list[OpenRelation]:
-        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was stated for the relation. ``newest`` keeps only the most recently recorded edges per predicate, cut before their memories are looked up, so the cost stays flat however often the same statement was made. ``other_than`` leaves out edges to that object."""
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was stated for the relation. ``newest`` keeps only the most recently recorded edges per predicate, cut before their memories are looked up, so the cost stays flat however often the same statement was made. ``other_than`` leaves out edges to that object. ``scopes`` keeps only edges whose memory shares one of them, filtered before the cut (another scope's statements never crowd them out)."""
         ...
 
     def close_relation(

@@ -141,6 +141,7 @@ class _Writes(_Reads):
         *,
         newest: int | None = None,
         other_than: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> list[OpenRelation]:
         params: dict[str, Any] = {"a": entity_key(subject), "ps": list(dict.fromkeys(predicates))}
         target = "(b:Entity)"
@@ -149,6 +150,9 @@ class _Writes(_Reads):
         other = ""
         if other_than is not None:
             other, params["x"] = " AND b.id <> $x", entity_key(other_than)
+        if scopes is not None:  # the edge's own copy of its memory's scopes, as relations() filters
+            other += " AND any(sc IN r.scopes WHERE sc IN $ss)"
+            params["ss"] = list(dict.fromkeys(scopes))
         cut = ""
         if newest is not None:  # per predicate, before the memories are looked up
             cut = (

@@ -226,10 +226,13 @@ class _Writes(_Reads):
         *,
         newest: int | None = None,
         other_than: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> list[OpenRelation]:
         """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
         current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
-        stated for the relation."""
+        stated for the relation. ``scopes``: only edges whose memory shares one, filtered before the cut."""
+        if scopes is not None and not scopes:
+            return []  # no scope to share (and Kùzu cannot type an empty list parameter)
         out: list[OpenRelation] = []
         for predicate in dict.fromkeys(predicates):
             # One query per predicate: a list parameter (``IN $ps``) in a cached prepared statement has been
@@ -242,6 +245,9 @@ class _Writes(_Reads):
             other = ""
             if other_than is not None:
                 other, params["x"] = " AND b.id <> $x", entity_key(other_than)
+            if scopes is not None:  # "shares a scope with $ss", as relations() asks it
+                other += " AND size(list_distinct(list_concat(r.scopes, $ss))) < size(r.scopes) + size($ss)"
+                params["ss"] = list(dict.fromkeys(scopes))
             cut = ""
             if newest is not None:
                 cut, params["n"] = " DESC LIMIT $n", newest

@@ -350,6 +350,31 @@ def test_open_relations_keeps_the_newest_tellings_and_leaves_out_an_object(
         assert len(canonical.open_relations(s, "Ana", ["likes"])) == 7
 
 
+def test_open_relations_in_scopes_are_cut_after_the_scope_filter(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``scopes`` keeps the edges whose memory shares one of them, before ``newest`` cuts: what another scope
+    says about the same (shared) entity never crowds them out (attack 18: derived relations)."""
+    from datetime import timedelta
+
+    own = _insert(canonical, embedder, "Udaipur is in Rajasthan.", ["team:a"], 1,
+                  (EntityIn("Udaipur"), EntityIn("Rajasthan")))  # fmt: skip
+    with canonical.transaction() as tx:
+        canonical.relate(tx, own, "Udaipur", "located_in", "Rajasthan", T0)
+    for n in range(5):
+        mid = _insert(canonical, embedder, f"Udaipur is in zone {n}.", ["team:b"], n + 2,
+                      (EntityIn("Udaipur"), EntityIn(f"Zone {n}")))  # fmt: skip
+        with canonical.transaction() as tx:
+            canonical.relate(tx, mid, "Udaipur", "located_in", f"Zone {n}", T0 + timedelta(minutes=n + 1))
+    with canonical.read() as s:
+        crowded = canonical.open_relations(s, "Udaipur", ["located_in"], newest=2)
+        assert own not in [r.memory_id for r in crowded]
+        mine = canonical.open_relations(s, "Udaipur", ["located_in"], newest=2, scopes=["team:a", "user:x"])
+        assert [(r.memory_id, r.scopes) for r in mine] == [(own, ("team:a",))]
+        assert canonical.open_relations(s, "Udaipur", ["located_in"], scopes=[]) == []
+        assert len(canonical.open_relations(s, "Udaipur", ["located_in"], scopes=["team:b"])) == 5
+
+
 def test_a_bulk_insert_reads_as_the_same_inserts_one_by_one(
     canonical: CanonicalStore, embedder: CachedEmbedder
 ) -> None:
