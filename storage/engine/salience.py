@@ -109,6 +109,13 @@ class AccessCounts:
                 self._pending, self._oldest = 0, None
             _store(self._path, snapshot)
 
+    def revive(self, ids: Iterable[str]) -> None:
+        """``ids`` are stored (again): a memory written after the erasure of one with the same id (the same
+        words) is counted like any other."""
+        with self._lock:
+            if self._gone:
+                self._gone.difference_update(ids)
+
     def total(self) -> int:
         with self._lock:
             return sum(sum(c.values()) for c in self._counts.values())

@@ -269,3 +269,18 @@ def test_the_counts_file_is_private_and_never_written_through_a_link(
     assert not path.is_symlink()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert json.loads(path.read_text())["counts"]["local"]
+
+
+def test_a_memory_written_again_after_its_erasure_is_counted_again(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """The same words written again after an erase get the same id: the erasure's guard against a recall that
+    raced it must not keep the new memory's recalls from counting."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        first = engine.write("The vault combination is 31-7-22.", ["user:ana"]).id
+        engine.recall("vault", ["user:ana"], now=NOW)
+        engine.erase(first, confirm=first)
+        again = engine.write("The vault combination is 31-7-22.", ["user:ana"]).id
+        for _ in range(3):
+            engine.recall("vault", ["user:ana"], now=NOW)
+        assert accesses(engine, "vault combination", again) == 3
