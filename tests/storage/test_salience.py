@@ -284,3 +284,18 @@ def test_a_memory_written_again_after_its_erasure_is_counted_again(
         for _ in range(3):
             engine.recall("vault", ["user:ana"], now=NOW)
         assert accesses(engine, "vault combination", again) == 3
+
+
+def test_a_token_named_like_the_local_user_does_not_learn_its_recalls(engine: Engine) -> None:
+    """A token may be named ``local`` (or as a local client calls itself): it is still another principal, and
+    what the unrestricted local user recalled must not show in its counts or move its ranking."""
+    ids = seed(engine, "team:t")
+    garage = ids[5]
+    token = principal("local", "team:t=r")
+    stranger = principal("someone-else", "team:t=r")
+    before = rankings(engine, "team:t", principal=token, salience=True)
+    assert before == rankings(engine, "team:t", principal=stranger, salience=True)
+    for _ in range(20):  # the local user (no token) keeps asking about the garage code
+        assert engine.recall("garage door code", ["team:t"], k=1, now=NOW)[0].memory.id == garage
+    query = "office wifi password or the garage door code"
+    assert accesses(engine, query, garage, token) == accesses(engine, query, garage, stranger) < 20
