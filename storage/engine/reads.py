@@ -248,14 +248,17 @@ class _Reads(_Access):
         if not q.scopes:
             return Recalled(behind=behind)
         # Salience reads the caller's own access counts from memory; without it nothing is looked up.
-        counts = self.accesses.of(principal.name) if chosen.salience.enabled else None
+        # Keyed apart for restricted principals: a token named "local" (or as a local client calls itself) is
+        # not the unrestricted local user, and must not read what that user recalled.
+        who = principal.name if principal.unrestricted else f"~{principal.name}"
+        counts = self.accesses.of(who) if chosen.salience.enabled else None
         hits = self._with_conflicts(
             run_recall(q, self._lanes, self.graph, chosen, self._lane_pool, self.digests, counts),
             principal,
             tree,
         )
         if self.count_accesses and hits:
-            self.accesses.record(principal.name, [h.memory.id for h in hits])
+            self.accesses.record(who, [h.memory.id for h in hits])
         if principal.unrestricted:
             return Recalled(hits, behind=behind)
         seen = self._seen_all(principal, [h.memory for h in hits], tree)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +31,7 @@ ACCESS_FILE = "accesses.json"
 FLUSH_EVERY = 64  # new accesses that make a batch
 FLUSH_AFTER_S = 30.0  # an older unflushed access is flushed by the next recall however few there are
 _VERSION = 1
+MAX_COUNT = 1_000_000_000  # a count read from the file is at most this
 
 Post = Callable[[Callable[[], None]], None]  # run a job on the writer thread, without waiting for it
 
@@ -107,6 +109,13 @@ class AccessCounts:
                 self._pending, self._oldest = 0, None
             _store(self._path, snapshot)
 
+    def revive(self, ids: Iterable[str]) -> None:
+        """``ids`` are stored (again): a memory written after the erasure of one with the same id (the same
+        words) is counted like any other."""
+        with self._lock:
+            if self._gone:
+                self._gone.difference_update(ids)
+
     def total(self) -> int:
         with self._lock:
             return sum(sum(c.values()) for c in self._counts.values())
@@ -114,18 +123,30 @@ class AccessCounts:
 
 def _load(path: Path) -> dict[str, dict[str, int]]:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        # Not through a link, nor from a FIFO or device planted at the path (a read that would never end).
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
-        # Counts only nudge ranking: a damaged file costs them, never the store.
+    except OSError as exc:
+        log.warning("access counts in %s could not be read (%s); salience starts without them", path, exc)
+        return {}
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ValueError("not a regular file")
+            raw = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        # Counts only nudge ranking: a damaged file costs them, never the store (nested past the parser's
+        # depth raises RecursionError, which would otherwise stop the store from opening).
         log.warning("access counts in %s could not be read (%s); salience starts without them", path, exc)
         return {}
     counts = raw.get("counts") if isinstance(raw, dict) else None
     if not isinstance(counts, dict):
         return {}
+    # A count past MAX_COUNT (a hand-edited or hostile file) is read as MAX_COUNT: the rule saturates long
+    # before, and an integer too large for a float would make every salience recall fail.
     return {
-        str(p): {str(m): n for m, n in c.items() if isinstance(n, int) and n > 0}
+        str(p): {str(m): min(n, MAX_COUNT) for m, n in c.items() if type(n) is int and n > 0}
         for p, c in counts.items()
         if isinstance(c, dict)
     }
@@ -136,7 +157,11 @@ def _store(path: Path, counts: Mapping[str, Mapping[str, int]]) -> None:
         path.unlink(missing_ok=True)
         return
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    # Private from birth (0600, whatever the process umask) and never written through a link planted at the
+    # temporary name: whatever is there is removed first, and the new file must be created here.
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump({"version": _VERSION, "counts": counts}, f, separators=(",", ":"), sort_keys=True)
         f.flush()
         os.fsync(f.fileno())

@@ -163,6 +163,8 @@ class _Writes(_Resolution):
             # Only reported: searched beside the commit, so the write waits for the longer of the two, not both.
             looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal)) for p in todo]
         receipts = self._commit_writes(prepared, principal)
+        # The same words written again after an erase have the erased memory's id: its recalls count again.
+        self.accesses.revive(r.id for r in receipts)
         if looking:
             found = {id(p): f.result() for p, f in looking}
             if any(found.values()):

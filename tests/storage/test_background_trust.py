@@ -16,6 +16,7 @@ from server._auth import FileTokenVerifier, principal_of
 from server._tokens import TokenStore
 from server.settings import SettingsError, load_settings
 from storage import Engine, RelationIn
+from tests.conftest import files_containing
 from tests.storage.test_claude_decide import Api, decision, error, likes, stored, write_new
 
 
@@ -117,3 +118,24 @@ def test_the_request_timeout_is_a_setting(tmp_path: Path) -> None:
     assert load_settings({**base, "MNEMOGRAPH_LLM_TIMEOUT": "15"}).llm_timeout == 15.0
     with pytest.raises(SettingsError, match="MNEMOGRAPH_LLM_TIMEOUT must be from 1 to 600"):
         load_settings({**base, "MNEMOGRAPH_LLM_TIMEOUT": "0"})
+
+
+def test_erasing_a_memory_claude_changed_takes_its_id_out_of_the_audit_log(engine: Engine) -> None:
+    """The ``reconcile`` event names the memories Claude's decision changed: erasing one of them replaces its
+    id there too, and no file under the data directory keeps it."""
+    jazz, green = stored(engine)
+    api = Api(
+        decision(
+            {"id": jazz[:12], "relation": "updates", "reason": "r"},
+            {"id": green[:12], "relation": "contradicts", "reason": "r"},
+        )
+    )
+    api.switch_on(engine)
+    new = write_new(engine)
+    assert engine.wait_enriched()
+    assert engine.data_dir / "audit.jsonl" in files_containing(engine.data_dir, green.encode())
+    engine.erase(green, confirm=green)
+    assert files_containing(engine.data_dir, green.encode()) == []
+    (event,) = [e for e in engine.audit.events() if e["op"] == "reconcile"]
+    assert event["ids"][:2] == [new, jazz]
+    assert event["ids"][2].startswith("erased-")

@@ -6,6 +6,9 @@ principal's ranking, and with salience off a recall ranks exactly as it did with
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +17,7 @@ import pytest
 
 from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, InvalidInput
-from storage.engine.salience import ACCESS_FILE
+from storage.engine.salience import ACCESS_FILE, MAX_COUNT
 from storage.recall.recipes import RECIPES
 from tests.conftest import files_containing
 
@@ -213,3 +216,86 @@ def test_the_call_decides_over_the_recipe_and_the_server_default(engine: Engine)
     engine.salience_default = True
     assert engine.recall("Sam", ["user:ana"], now=NOW)[0].salience is not None
     assert engine.recall("Sam", ["user:ana"], now=NOW, salience=False)[0].salience is None
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "[" * 100_000 + "]" * 100_000,  # nested past the JSON parser's depth
+        "huge",  # a count too large for a float
+        "fifo",  # a named pipe at the path: reading it would never end
+    ],
+)
+def test_a_hostile_counts_file_costs_the_counts_never_the_store(
+    data_dir: Path, embedder: CachedEmbedder, planted: str
+) -> None:
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        vault = engine.write("The vault combination is 31-7-22.", ["user:ana"]).id
+        engine.recall("vault", ["user:ana"], now=NOW)
+    path = data_dir / ACCESS_FILE
+    path.unlink()
+    if planted == "huge":
+        path.write_text(json.dumps({"version": 1, "counts": {"local": {vault: 10**400}}}))
+    elif planted == "fifo":
+        os.mkfifo(path, 0o600)
+    else:
+        path.write_text(planted)
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        (hit,) = engine.recall("vault combination", ["user:ana"], k=1, now=NOW, salience=True)
+        assert hit.memory.id == vault
+        assert hit.salience is not None
+        assert hit.salience.accesses in (0, MAX_COUNT)  # a huge count reads as the most there can be
+    # The close wrote a proper file in its place.
+    assert json.loads(path.read_text())["counts"]["local"][vault] >= 1
+
+
+def test_the_counts_file_is_private_and_never_written_through_a_link(
+    tmp_path: Path, data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """Library use, with a lax umask: the counts are born 0600 like the audit log, and a link planted at the
+    temporary name the rewrite uses does not make it write over the file the link points to."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    old = os.umask(0o022)
+    try:
+        with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+            engine.write("The vault combination is 31-7-22.", ["user:ana"])
+            (data_dir / (ACCESS_FILE + ".tmp")).symlink_to(victim)
+            engine.recall("vault", ["user:ana"], now=NOW)
+    finally:
+        os.umask(old)
+    assert victim.read_text() == "precious"
+    path = data_dir / ACCESS_FILE
+    assert not path.is_symlink()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text())["counts"]["local"]
+
+
+def test_a_memory_written_again_after_its_erasure_is_counted_again(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """The same words written again after an erase get the same id: the erasure's guard against a recall that
+    raced it must not keep the new memory's recalls from counting."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as engine:
+        first = engine.write("The vault combination is 31-7-22.", ["user:ana"]).id
+        engine.recall("vault", ["user:ana"], now=NOW)
+        engine.erase(first, confirm=first)
+        again = engine.write("The vault combination is 31-7-22.", ["user:ana"]).id
+        for _ in range(3):
+            engine.recall("vault", ["user:ana"], now=NOW)
+        assert accesses(engine, "vault combination", again) == 3
+
+
+def test_a_token_named_like_the_local_user_does_not_learn_its_recalls(engine: Engine) -> None:
+    """A token may be named ``local`` (or as a local client calls itself): it is still another principal, and
+    what the unrestricted local user recalled must not show in its counts or move its ranking."""
+    ids = seed(engine, "team:t")
+    garage = ids[5]
+    token = principal("local", "team:t=r")
+    stranger = principal("someone-else", "team:t=r")
+    before = rankings(engine, "team:t", principal=token, salience=True)
+    assert before == rankings(engine, "team:t", principal=stranger, salience=True)
+    for _ in range(20):  # the local user (no token) keeps asking about the garage code
+        assert engine.recall("garage door code", ["team:t"], k=1, now=NOW)[0].memory.id == garage
+    query = "office wifi password or the garage door code"
+    assert accesses(engine, query, garage, token) == accesses(engine, query, garage, stranger) < 20
