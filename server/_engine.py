@@ -42,6 +42,7 @@ class WriteTimeOptions:
     day_digest_quiet: float = 3600.0
     llm_timeout: float = 60.0
     transitive: tuple[str, ...] = ()  # empty: the engine's default (storage.enrich.transitive)
+    resolve_by_meaning: bool = False
     recall_salience: bool = False  # recall's salience term when a call does not say (docs/recall.md)
     salience_half_life: float = 30.0
     access_counts: bool = True
@@ -57,6 +58,10 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
             engine.functional = frozenset(options.functional)
         if options.transitive:
             engine.transitive = frozenset(options.transitive)
+        if options.resolve_by_meaning:
+            from storage.language.resolve import MEANING_THRESHOLD
+
+            engine.meaning_threshold = MEANING_THRESHOLD
         engine.digest_quiet = options.digest_quiet
         engine.day_digest_quiet = options.day_digest_quiet
         engine.salience_default = options.recall_salience

@@ -74,6 +74,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             day_digest_quiet=settings.day_digest_quiet,
             llm_timeout=settings.llm_timeout,
             transitive=settings.transitive_predicates,
+            resolve_by_meaning=settings.resolve_by_meaning,
             recall_salience=settings.recall_salience,
             salience_half_life=settings.salience_half_life,
             access_counts=settings.access_counts,

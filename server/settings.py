@@ -34,6 +34,9 @@ Variables (all optional):
   phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
 - ``MNEMOGRAPH_TRANSITIVE_PREDICATES``: comma-separated containment predicates the consolidator chains
   (A in B, B in C: A in C); default ``located_in, part_of, belongs_to, based_in, member_of`` (docs/recall.md).
+- ``MNEMOGRAPH_RESOLVE_BY_MEANING``: ``off`` (default) or ``on``: entity resolution's meaning tier, which
+  proposes (never links) a known name sharing a word with a new one when their embeddings are close
+  ("Shawn Murphy" for "Sean Murphy"; docs/entities.md). Off by default: measured, it adds little.
 - ``MNEMOGRAPH_ANTHROPIC_API_KEY``: turns on the Claude extraction pass after each write (off without it);
   ``MNEMOGRAPH_ANTHROPIC_MODEL`` picks the model (default ``claude-sonnet-4-6``) and
   ``MNEMOGRAPH_LLM_MIN_INTERVAL`` the minimum seconds between two requests (default 0.5) and
@@ -121,6 +124,7 @@ class Settings:
     embedder: str = "numpy"
     functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
     transitive_predicates: tuple[str, ...] = ()  # empty: the engine's default list
+    resolve_by_meaning: bool = False  # entity resolution's meaning tier (proposals only)
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
@@ -201,6 +205,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         embedder=embedder,
         functional_predicates=_predicates(pick("functional_predicates")),
         transitive_predicates=_predicates(pick("transitive_predicates"), "TRANSITIVE_PREDICATES"),
+        resolve_by_meaning=_on_off(pick("resolve_by_meaning") or "off", "RESOLVE_BY_MEANING"),
         anthropic_api_key=str(pick("anthropic_api_key") or ""),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),

@@ -61,8 +61,8 @@ class ProposalOut(BaseModel):
     same_as: str = Field(description="The known entity it may be.")
     tier: str = Field(
         description="How they matched: 'fuzzy' (spelling), 'phonetic' (sound), 'nickname' (a familiar form of a "
-        "given name: 'Bob Fischer' beside 'Robert Fischer') or 'partial' (a lone surname, 'Okafor', of a known full "
-        "name, 'Ngozi Okafor')."
+        "given name: 'Bob Fischer' beside 'Robert Fischer'), 'partial' (a lone surname, 'Okafor', of a known full "
+        "name, 'Ngozi Okafor') or 'meaning' (close in meaning and sharing a word, when the server turns it on)."
     )
     score: float = Field(description="Name similarity, 0 to 1.")
     status: Literal["pending", "accepted", "rejected"]

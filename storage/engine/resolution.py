@@ -32,6 +32,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from scopes import LOCAL_PRINCIPAL, Level, Principal, ScopeId, readable
 from storage.domain.errors import Conflict, InvalidInput, NotFound, ScopeDenied
 from storage.domain.models import MAX_PROPOSAL_PAGE, EntityIn
@@ -160,6 +162,8 @@ class _Resolution(_Scopes):
                 judged = {k: v for k, v in judged.items() if may_know(k, v[1])}
                 if not judged and len(new.split()) == 1:
                     judged = self._partial(e.name, new, targets, may_know)
+                if not judged and self.meaning_threshold is not None:
+                    judged = self._by_meaning(e.name, targets, may_know)
                 if len(judged) == 1 and e.name.casefold() not in named:
                     known, (j, _) = next(iter(judged.items()))
                     # A name the writer knows already (exactly, or as an alias) keeps its entity: proposed at
@@ -189,6 +193,44 @@ class _Resolution(_Scopes):
             if j is not None and known not in found and may_know(known, key):
                 found[known] = (j, key)
         return found if len(found) <= MAX_PROPOSALS else {}
+
+    meaning_threshold: float | None = None  # the meaning tier, off unless set (MNEMOGRAPH_RESOLVE_BY_MEANING)
+
+    def _by_meaning(
+        self, name: str, targets: Sequence[str], may_know: Callable[[str, str], bool]
+    ) -> dict[str, tuple[Judgement, str]]:
+        """The meaning tier, tried only when no spelling tier found anyone: known names of as many words that
+        share a word with ``name`` (``EntityLexicon.sharing_a_word``) and that the writer may know, whose
+        embedding's cosine with ``name``'s reaches ``meaning_threshold`` ("Shawn Murphy" for "Sean Murphy").
+        Never confident: proposed, never linked. The names' vectors are dropped from the embedder's cache
+        after use, so nothing of an entity erased later stays in memory through this tier."""
+        threshold = self.meaning_threshold
+        assert threshold is not None
+        cands: dict[str, str] = {}
+        for known, key in self.lexicon.sharing_a_word(name):
+            if (
+                entity_key(known) != entity_key(name)
+                and known not in cands
+                and not self.lexicon.paired(name, known, targets)
+                and may_know(known, key)
+            ):
+                cands[known] = key
+        if not cands:
+            return {}
+        texts = [name, *cands]
+        try:
+            vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        finally:
+            forget = getattr(self.embedder, "forget", None)
+            if forget is not None:
+                forget(texts)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        out: dict[str, tuple[Judgement, str]] = {}
+        for (known, key), vec in zip(cands.items(), vectors[1:], strict=True):
+            cos = float(vectors[0] @ vec)
+            if cos >= threshold:
+                out[known] = (Judgement("meaning", round(cos, 3), False), key)
+        return out
 
     def _may_know(self, conn: Session, name: str, key: str, scopes: builtins.list[str]) -> bool:
         """Whether a principal reading ``scopes`` may learn entity ``name`` by the phrase ``key``: a memory

@@ -401,6 +401,23 @@ class EntityLexicon:
                     out.append((entity, k))
         return out[:MAX_CANDIDATES]
 
+    def sharing_a_word(self, name: str) -> list[tuple[str, str]]:
+        """Known names of as many words as ``name`` that share one of its words exactly ("Shawn Murphy" for
+        "Sean Murphy"): ``(entity name, key)``, never ``name``; the block of the meaning tier. A word in more
+        than ``MAX_CANDIDATES`` names picks no one out and is skipped; at most ``MAX_CANDIDATES`` in all."""
+        key = _norm(name)
+        words = key.split()
+        if len(words) < 2 or len(words) > MAX_NGRAM:
+            return []  # a lone word shares nothing but itself
+        with self._lock:
+            pool: set[str] = set()
+            for w in words:
+                keys = self._by_token.get(w, ())
+                if w not in _QUERY_STOP and len(keys) <= MAX_CANDIDATES:
+                    pool.update(k for k in keys if k != key and len(k.split()) == len(words))
+            out = [(self._names[k], k) for k in heapq.nsmallest(MAX_CANDIDATES, pool)]
+        return out
+
     def surnamed(self, word: str) -> list[tuple[str, str]]:
         """Known names of two or three words whose last word is ``word`` (one word, normalised) and whose
         other words differ from it: ``(entity name, key)``, none when more than ``MAX_CANDIDATES`` names

@@ -27,7 +27,11 @@ from typing import Literal
 
 from storage.language.nicknames import familiar
 
-Tier = Literal["fuzzy", "phonetic", "partial", "nickname"]
+Tier = Literal["fuzzy", "phonetic", "partial", "nickname", "meaning"]
+
+# The meaning tier's cosine threshold (all-MiniLM-L6-v2), chosen on the development pairs of
+# docs/benchmarks/resolution-embedding.md: there it proposed no pair of different entities.
+MEANING_THRESHOLD = 0.80
 
 _VOWELS = frozenset("aeiouy")
 _FRONT = frozenset("eiy")

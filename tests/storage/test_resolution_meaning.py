@@ -1,0 +1,93 @@
+"""Entity resolution's meaning tier (``MNEMOGRAPH_RESOLVE_BY_MEANING=on``): a known name that shares a word with
+a new one and is close in meaning under the bundled model ("Shawn Murphy" for "Sean Murphy", which no spelling
+tier pairs) is proposed, never linked; off by default; only names the writer may know are compared; the names'
+vectors do not stay in the embedder's cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scopes import Grant, Principal
+from server.settings import load_settings
+from storage import Engine, EntityIn
+from storage.language.resolve import MEANING_THRESHOLD
+
+
+def shawn_then_sean(
+    engine: Engine, *, first: list[str], then: list[str], writer: Principal | None = None
+) -> str:
+    engine.write(
+        "Shawn Murphy fixed the boiler on Monday.", first, entities=[EntityIn("Shawn Murphy", "person")]
+    )
+    kw = {"principal": writer} if writer is not None else {}
+    return engine.write(
+        "Sean Murphy sent the invoice for the boiler.",
+        then,
+        entities=[EntityIn("Sean Murphy", "person")],
+        **kw,
+    ).id
+
+
+def pairs(engine: Engine, principal: Principal | None = None) -> list[tuple[str, str, str]]:
+    kw = {"principal": principal} if principal is not None else {}
+    return [(p.a, p.b, p.tier) for p in engine.entity_proposals("all", **kw)]
+
+
+def test_off_by_default_no_spelling_tier_pairs_them(engine: Engine) -> None:
+    assert load_settings({"MNEMOGRAPH_DATA_DIR": "/tmp/x"}).resolve_by_meaning is False
+    assert engine.meaning_threshold is None
+    shawn_then_sean(engine, first=["user:ana"], then=["user:ana"])
+    assert pairs(engine) == []
+
+
+def test_on_a_close_name_sharing_a_word_is_proposed_never_linked(engine: Engine) -> None:
+    engine.meaning_threshold = (
+        MEANING_THRESHOLD  # as MNEMOGRAPH_RESOLVE_BY_MEANING=on sets it (server._engine)
+    )
+    sean = shawn_then_sean(engine, first=["user:ana"], then=["user:ana"])
+    assert pairs(engine) == [("Sean Murphy", "Shawn Murphy", "meaning")]
+    (proposal,) = engine.entity_proposals("pending")
+    assert MEANING_THRESHOLD <= proposal.score <= 1.0
+    assert engine.read(sean).memory.entities == ("Sean Murphy",)  # kept as written until someone decides
+
+
+def test_on_a_name_the_writer_cannot_know_is_never_compared(engine: Engine) -> None:
+    engine.meaning_threshold = MEANING_THRESHOLD
+    b = Principal("b", client="t", grants=(Grant.parse("team:b=w"),))
+    shawn_then_sean(engine, first=["team:a"], then=["team:b"], writer=b)
+    assert pairs(engine) == []  # team:a's Shawn Murphy is no candidate for team:b's writer
+    assert pairs(engine, b) == []
+
+
+def test_on_different_people_sharing_a_first_name_are_not_proposed(engine: Engine) -> None:
+    engine.meaning_threshold = MEANING_THRESHOLD
+    engine.write(
+        "Maria Santos leads the design team.", ["user:ana"], entities=[EntityIn("Maria Santos", "person")]
+    )
+    engine.write(
+        "Maria Oliveira runs the bakery.", ["user:ana"], entities=[EntityIn("Maria Oliveira", "person")]
+    )
+    assert pairs(engine) == []
+
+
+def test_the_names_vectors_do_not_stay_in_the_embedders_cache(engine: Engine, data_dir: Path) -> None:
+    engine.meaning_threshold = MEANING_THRESHOLD
+    shawn_then_sean(engine, first=["user:ana"], then=["user:ana"])
+    cache = engine.embedder
+    for name in ("Shawn Murphy", "Sean Murphy"):
+        assert cache.forget([name]) == 0  # nothing left to drop: the tier dropped it after use
+
+
+def test_the_setting_switches_it_on_and_refuses_a_bad_value(engine: Engine, tmp_path: Path) -> None:
+    import pytest
+
+    from server._engine import WriteTimeOptions, write_time
+    from server.settings import SettingsError
+
+    on = load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path), "MNEMOGRAPH_RESOLVE_BY_MEANING": "on"})
+    assert on.resolve_by_meaning is True
+    with pytest.raises(SettingsError, match="RESOLVE_BY_MEANING"):
+        load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path), "MNEMOGRAPH_RESOLVE_BY_MEANING": "maybe"})
+    write_time(WriteTimeOptions(resolve_by_meaning=on.resolve_by_meaning, digests=False))(engine)
+    shawn_then_sean(engine, first=["user:ana"], then=["user:ana"])
+    assert pairs(engine) == [("Sean Murphy", "Shawn Murphy", "meaning")]
