@@ -46,6 +46,7 @@ from storage.ports.canonical import Session
 from storage.sync.reconciler import Tx
 
 MAX_PROPOSALS = 3  # per new name: the best candidates only
+MAX_MEANING_TEXTS = 64  # names the meaning tier embeds per write, at most (a write names up to 64 entities)
 # Pending proposals per scope: past it, a write still stores its memory and its names (each its own entity, as
 # for a name with no candidate) but raises no more proposals there, and its receipt lists the pairs it did not
 # propose. A proposal asks a person; hundreds undecided are not read, and any writer of a shared scope could
@@ -103,6 +104,7 @@ class _Resolution(_Scopes):
         linked: list[tuple[str, str, str]] = []
         proposed: list[tuple[str, str, Judgement]] = []
         opened: list[tuple[Session, list[str]]] = []  # the read session and readable scopes, once needed
+        budget = [MAX_MEANING_TEXTS]  # the meaning tier's embeddings left for this write
 
         with ExitStack() as stack:
 
@@ -163,7 +165,7 @@ class _Resolution(_Scopes):
                 if not judged and len(new.split()) == 1:
                     judged = self._partial(e.name, new, targets, may_know)
                 if not judged and self.meaning_threshold is not None:
-                    judged = self._by_meaning(e.name, targets, may_know)
+                    judged = self._by_meaning(e.name, targets, may_know, budget)
                 if len(judged) == 1 and e.name.casefold() not in named:
                     known, (j, _) = next(iter(judged.items()))
                     # A name the writer knows already (exactly, or as an alias) keeps its entity: proposed at
@@ -197,17 +199,21 @@ class _Resolution(_Scopes):
     meaning_threshold: float | None = None  # the meaning tier, off unless set (MNEMOGRAPH_RESOLVE_BY_MEANING)
 
     def _by_meaning(
-        self, name: str, targets: Sequence[str], may_know: Callable[[str, str], bool]
+        self, name: str, targets: Sequence[str], may_know: Callable[[str, str], bool], budget: list[int]
     ) -> dict[str, tuple[Judgement, str]]:
         """The meaning tier, tried only when no spelling tier found anyone: known names of as many words that
         share a word with ``name`` (``EntityLexicon.sharing_a_word``) and that the writer may know, whose
         embedding's cosine with ``name``'s reaches ``meaning_threshold`` ("Shawn Murphy" for "Sean Murphy").
         Never confident: proposed, never linked. The names' vectors are dropped from the embedder's cache
-        after use, so nothing of an entity erased later stays in memory through this tier."""
+        after use, so nothing of an entity erased later stays in memory through this tier. ``budget`` (one
+        counter per write) caps the names embedded in all: a write of many names sharing words with many known
+        ones costs at most ``MAX_MEANING_TEXTS`` embeddings, not names x candidates."""
         threshold = self.meaning_threshold
         assert threshold is not None
         cands: dict[str, str] = {}
         for known, key in self.lexicon.sharing_a_word(name):
+            if len(cands) + 1 >= budget[0]:
+                break
             if (
                 entity_key(known) != entity_key(name)
                 and known not in cands
@@ -218,6 +224,7 @@ class _Resolution(_Scopes):
         if not cands:
             return {}
         texts = [name, *cands]
+        budget[0] -= len(texts)
         try:
             vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         finally:

@@ -91,3 +91,20 @@ def test_the_setting_switches_it_on_and_refuses_a_bad_value(engine: Engine, tmp_
     write_time(WriteTimeOptions(resolve_by_meaning=on.resolve_by_meaning, digests=False))(engine)
     shawn_then_sean(engine, first=["user:ana"], then=["user:ana"])
     assert pairs(engine) == [("Sean Murphy", "Shawn Murphy", "meaning")]
+
+
+def test_a_write_of_many_names_sharing_a_word_embeds_a_bounded_number_of_names(engine: Engine) -> None:
+    """A hostile writer's one write of many new names, each sharing a word with many known ones ("Harbor
+    B1"... beside "Harbor A1"...), costs the meaning tier at most ``MAX_MEANING_TEXTS`` embeddings, not
+    names x candidates."""
+    from storage.engine.resolution import MAX_MEANING_TEXTS
+
+    engine.meaning_threshold = MEANING_THRESHOLD
+    known = [EntityIn(f"Harbor A{i}", "organization") for i in range(30)]
+    engine.write("The harbor offices.", ["user:ana"], entities=known)
+    before = engine.embedder.misses
+    new = [EntityIn(f"Harbor B{i}", "organization") for i in range(30)]
+    engine.write("More harbor offices.", ["user:ana"], entities=new)
+    spent = engine.embedder.misses - before
+    assert spent <= MAX_MEANING_TEXTS + 4  # the tier's budget, plus the memory's own text (and its chunks)
+    assert spent < 30 * 31  # names x candidates, as before
