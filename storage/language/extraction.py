@@ -402,13 +402,14 @@ class EntityLexicon:
         return out[:MAX_CANDIDATES]
 
     def sharing_a_word(self, name: str) -> list[tuple[str, str]]:
-        """Known names of as many words as ``name`` that share one of its words exactly ("Shawn Murphy" for
-        "Sean Murphy"): ``(entity name, key)``, never ``name``; the block of the meaning tier. A word in more
-        than ``MAX_CANDIDATES`` names picks no one out and is skipped; at most ``MAX_CANDIDATES`` in all."""
+        """Known names of as many words as ``name`` (two or three) that share one of its words exactly ("Shawn
+        Murphy" for "Sean Murphy"): ``(entity name, key)``, never ``name``; the block of the meaning tier. A word
+        in more than ``MAX_CANDIDATES`` names picks no one out and is skipped; at most ``MAX_CANDIDATES`` in
+        all."""
         key = _norm(name)
         words = key.split()
-        if len(words) < 2 or len(words) > MAX_NGRAM:
-            return []  # a lone word shares nothing but itself
+        if not 2 <= len(words) <= 3:
+            return []  # a lone word shares nothing but itself; longer names share words for many reasons
         with self._lock:
             pool: set[str] = set()
             for w in words:

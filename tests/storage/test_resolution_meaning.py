@@ -108,3 +108,20 @@ def test_a_write_of_many_names_sharing_a_word_embeds_a_bounded_number_of_names(e
     spent = engine.embedder.misses - before
     assert spent <= MAX_MEANING_TEXTS + 4  # the tier's budget, plus the memory's own text (and its chunks)
     assert spent < 30 * 31  # names x candidates, as before
+
+
+def test_a_name_of_four_words_is_left_to_the_spelling_tiers(engine: Engine) -> None:
+    """The tier is for names of two or three words (docs/entities.md, as measured): longer names share a word
+    for many reasons ("Blue Harbour Freight Company" is no spelling of "Blue Harbor Shipping Company")."""
+    engine.meaning_threshold = MEANING_THRESHOLD
+    engine.write(
+        "The Blue Harbor Shipping Company moved.",
+        ["user:ana"],
+        entities=[EntityIn("Blue Harbor Shipping Company", "organization")],
+    )
+    engine.write(
+        "The Blue Harbour Freight Company moved.",
+        ["user:ana"],
+        entities=[EntityIn("Blue Harbour Freight Company", "organization")],
+    )
+    assert pairs(engine) == []
