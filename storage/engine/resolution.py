@@ -223,7 +223,9 @@ class _Resolution(_Scopes):
                 cands[known] = key
         if not cands:
             return {}
-        texts = [name, *cands]
+        # The phrases that share the word are compared: a known alias ("Shawn Murphy" of "Boiler Man") by itself,
+        # not by its entity's name, which shares nothing with ``name``.
+        texts = [name_key(name), *cands.values()]
         budget[0] -= len(texts)
         try:
             vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)

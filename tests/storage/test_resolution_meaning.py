@@ -125,3 +125,34 @@ def test_a_name_of_four_words_is_left_to_the_spelling_tiers(engine: Engine) -> N
         entities=[EntityIn("Blue Harbour Freight Company", "organization")],
     )
     assert pairs(engine) == []
+
+
+def test_a_known_alias_sharing_a_word_is_compared_by_itself(engine: Engine) -> None:
+    """The known phrase sharing the word is an alias ("Shawn Murphy" of "Boiler Man"): it is that alias, not the
+    entity's name, that is compared with the new name, so the entity is proposed as it would be by its name."""
+    engine.meaning_threshold = MEANING_THRESHOLD
+    engine.write(
+        "The boiler man came on Monday.",
+        ["user:ana"],
+        entities=[EntityIn("Boiler Man", "person", ("Shawn Murphy",))],
+    )
+    engine.write(
+        "Sean Murphy sent the invoice for the boiler.", ["user:ana"], entities=[EntityIn("Sean Murphy", "person")]
+    )
+    assert pairs(engine) == [("Sean Murphy", "Boiler Man", "meaning")]
+
+
+def test_a_known_alias_given_only_where_the_writer_cannot_read_is_never_compared(engine: Engine) -> None:
+    engine.meaning_threshold = MEANING_THRESHOLD
+    b = Principal("b", client="t", grants=(Grant.parse("team:b=w"),))
+    engine.write("The boiler man came.", ["team:b"], entities=[EntityIn("Boiler Man", "person")])
+    engine.write(
+        "The boiler man came again.", ["team:a"], entities=[EntityIn("Boiler Man", "person", ("Shawn Murphy",))]
+    )
+    receipt = engine.write(
+        "Sean Murphy sent the invoice.", ["team:b"], entities=[EntityIn("Sean Murphy", "person")], principal=b
+    )
+    assert receipt.proposals == ()
+    assert receipt.not_proposed == ()
+    assert pairs(engine) == []
+    assert pairs(engine, b) == []
