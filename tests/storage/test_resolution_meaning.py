@@ -137,7 +137,9 @@ def test_a_known_alias_sharing_a_word_is_compared_by_itself(engine: Engine) -> N
         entities=[EntityIn("Boiler Man", "person", ("Shawn Murphy",))],
     )
     engine.write(
-        "Sean Murphy sent the invoice for the boiler.", ["user:ana"], entities=[EntityIn("Sean Murphy", "person")]
+        "Sean Murphy sent the invoice for the boiler.",
+        ["user:ana"],
+        entities=[EntityIn("Sean Murphy", "person")],
     )
     assert pairs(engine) == [("Sean Murphy", "Boiler Man", "meaning")]
 
@@ -147,7 +149,9 @@ def test_a_known_alias_given_only_where_the_writer_cannot_read_is_never_compared
     b = Principal("b", client="t", grants=(Grant.parse("team:b=w"),))
     engine.write("The boiler man came.", ["team:b"], entities=[EntityIn("Boiler Man", "person")])
     engine.write(
-        "The boiler man came again.", ["team:a"], entities=[EntityIn("Boiler Man", "person", ("Shawn Murphy",))]
+        "The boiler man came again.",
+        ["team:a"],
+        entities=[EntityIn("Boiler Man", "person", ("Shawn Murphy",))],
     )
     receipt = engine.write(
         "Sean Murphy sent the invoice.", ["team:b"], entities=[EntityIn("Sean Murphy", "person")], principal=b
