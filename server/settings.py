@@ -31,9 +31,10 @@ Variables (all optional):
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
 - ``MNEMOGRAPH_FUNCTIONAL_PREDICATES``: comma-separated relation predicates that hold one current value per
   subject, so a new value supersedes the old one at write time; default ``lives_in, works_at, job_title,
-  phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
+  phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md); ``none`` for no predicate.
 - ``MNEMOGRAPH_TRANSITIVE_PREDICATES``: comma-separated containment predicates the consolidator chains
-  (A in B, B in C: A in C); default ``located_in, part_of, belongs_to, based_in, member_of`` (docs/recall.md).
+  (A in B, B in C: A in C); default ``located_in, part_of, belongs_to, based_in, member_of`` (docs/recall.md);
+  ``none`` derives nothing.
 - ``MNEMOGRAPH_RESOLVE_BY_MEANING``: ``off`` (default) or ``on``: entity resolution's meaning tier, which
   proposes (never links) a known name sharing a word with a new one when their embeddings are close
   ("Shawn Murphy" for "Sean Murphy"; docs/entities.md). Off by default: measured, it adds little.
@@ -122,8 +123,8 @@ class Settings:
     # the embedding model), so it only ends a hung owner's hold on the client.
     owner_timeout: float = 900.0
     embedder: str = "numpy"
-    functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
-    transitive_predicates: tuple[str, ...] = ()  # empty: the engine's default list
+    functional_predicates: tuple[str, ...] | None = None  # None: the engine's default list; (): none
+    transitive_predicates: tuple[str, ...] | None = None  # None: the engine's default list; (): none
     resolve_by_meaning: bool = False  # entity resolution's meaning tier (proposals only)
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
@@ -232,8 +233,11 @@ def _on_off(value: object, variable: str) -> bool:
     return text in ("on", "1", "true", "yes")
 
 
-def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple[str, ...]:
-    if value is None:
+def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple[str, ...] | None:
+    """Unset or empty: None (the engine's default list); ``none``: no predicate at all."""
+    if value is None or not str(value).strip():
+        return None
+    if str(value).strip().lower() == "none":
         return ()
     out = tuple(p.strip() for p in str(value).split(",") if p.strip())
     bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]
