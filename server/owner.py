@@ -36,7 +36,7 @@ from server._sampling import SamplingPolicy
 from server._tokens import TokenStore, scope_holders
 from server._uds import serve_sessions
 from server.app import VERSION, build_server
-from server.settings import Settings
+from server.settings import Settings, owner_settings
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -140,7 +140,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             tg.start_soon(serve_sessions, listener, server, activity, settings.default_scopes)
             tg.start_soon(serve_http)
             await http_started.wait()
-            _write_info(paths)
+            _write_info(paths, settings)
             pipe.ready()
             log.info("owner %d serving %s", os.getpid(), paths.data_dir)
 
@@ -209,7 +209,7 @@ def _bind_unix(path: Path) -> socket.socket:
     return sock
 
 
-def _write_info(paths: RuntimePaths) -> None:
+def _write_info(paths: RuntimePaths, settings: Settings) -> None:
     info = {
         "pid": os.getpid(),
         "data_dir": str(paths.data_dir),
@@ -218,6 +218,7 @@ def _write_info(paths: RuntimePaths) -> None:
         "started_at": time.time(),
         "mcp_socket": str(paths.mcp_socket),
         "http_socket": str(paths.http_socket),
+        "settings": owner_settings(settings),  # what a front started with other ones cannot change
     }
     tmp = paths.info_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(info))

@@ -148,6 +148,37 @@ class Settings:
     access_counts: bool = True
 
 
+def owner_settings(s: Settings) -> dict[str, str]:
+    """The settings the process owning the store takes once, when it starts, and keeps for every client it
+    serves, as ``MNEMOGRAPH_*`` name -> value; a secret only as set or unset. The owner records them in its
+    info file; ``mnemograph serve`` compares them with its own and says which it cannot apply."""
+
+    def listed(value: tuple[str, ...] | None) -> str:
+        return "the default" if value is None else ",".join(value) or "none"
+
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
+    return {
+        f"{PREFIX}EMBEDDER": s.embedder,
+        f"{PREFIX}ANTHROPIC_API_KEY": "set" if s.anthropic_api_key else "unset",
+        f"{PREFIX}ANTHROPIC_MODEL": s.anthropic_model,
+        f"{PREFIX}LLM_RECONCILE": on(s.llm_reconcile),
+        f"{PREFIX}LLM_MIN_INTERVAL": f"{s.llm_min_interval:g}",
+        f"{PREFIX}LLM_TIMEOUT": f"{s.llm_timeout:g}",
+        f"{PREFIX}FUNCTIONAL_PREDICATES": listed(s.functional_predicates),
+        f"{PREFIX}TRANSITIVE_PREDICATES": listed(s.transitive_predicates),
+        f"{PREFIX}RESOLVE_BY_MEANING": on(s.resolve_by_meaning),
+        f"{PREFIX}DIGESTS": on(s.digests),
+        f"{PREFIX}DIGEST_QUIET": f"{s.digest_quiet:g}",
+        f"{PREFIX}DAY_DIGEST_QUIET": f"{s.day_digest_quiet:g}",
+        f"{PREFIX}RECALL_SALIENCE": on(s.recall_salience),
+        f"{PREFIX}SALIENCE_HALF_LIFE": f"{s.salience_half_life:g}",
+        f"{PREFIX}ACCESS_COUNTS": on(s.access_counts),
+        f"{PREFIX}IDLE_TIMEOUT": f"{s.idle_timeout:g}",
+    }
+
+
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """Read ``MNEMOGRAPH_*`` variables, apply ``overrides`` (command-line flags; ``None`` means "not given"),
     and validate. Raises ``SettingsError`` with an actionable message."""
