@@ -8,6 +8,7 @@ in effect and how to apply them.
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -28,6 +29,17 @@ def serve_stderr(store: Store, **env: str) -> str:
         timeout=60,
     )
     return done.stderr.decode()
+
+
+def status_json(store: Store) -> str:
+    done = subprocess.run(
+        [MNEMOGRAPH, "status", "--data-dir", str(store.data_dir), "--json"],
+        env=store.env(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.decode()
 
 
 async def test_a_client_with_other_owner_settings_is_told_which_are_not_in_effect(store: Store) -> None:
@@ -53,3 +65,9 @@ async def test_a_client_with_other_owner_settings_is_told_which_are_not_in_effec
         )
         assert "other settings" not in same
         assert store.owner_pid() == owner  # telling changes nothing
+        # and `mnemograph status` shows what the running owner applies
+        shown = status_json(store)
+        (status,) = json.loads(shown)
+        assert status["settings"]["MNEMOGRAPH_TRANSITIVE_PREDICATES"] == "none"
+        assert status["settings"]["MNEMOGRAPH_ANTHROPIC_API_KEY"] == "set"
+        assert "sk-ant-not-a-key" not in shown
