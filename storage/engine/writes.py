@@ -434,7 +434,7 @@ class _Writes(_Resolution):
             kind=mkind,
             event_time=event,
             event_time_source=source_of_time,
-            valid_from=vf or now,
+            valid_from=vf or _stated_start(mkind, found.facts, now),
             valid_to=vt,
             entities=entities,
             relations=relations,
@@ -444,6 +444,7 @@ class _Writes(_Resolution):
             facts=facts,
             linked=tuple(resolved.linked),
             proposed=tuple(resolved.proposed),
+            effective=vf if vf is not None and vf < now else None,
         )
 
     def _known_to(
@@ -784,6 +785,7 @@ class _Writes(_Resolution):
             access=self._access(principal, self._tree()),
             now=tx.now,
             related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
+            effective=p.effective,
         )
         for mid in changed:
             tx.record("supersede", mid)
@@ -861,6 +863,18 @@ class _Writes(_Resolution):
 
 
 _Said = TypeVar("_Said", RelationIn, Fact)
+
+
+def _stated_start(kind: MemoryKind, facts: Sequence[Fact], now: datetime) -> datetime:
+    """When a fact, preference or note (the default kind) written with no ``valid_from`` became valid: the
+    earliest time its own asserted statements say they took effect ("Sam works at Globex since 1 October
+    2025"), if past; else now. Without it the memory held only from its writing while what it replaced was
+    closed on 1 October, and ``as_of`` in between found neither. Events and messages keep their validity from
+    the writing (they carry an event time instead)."""
+    if kind not in (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.NOTE):
+        return now
+    said = [f.at for f in facts if f.dated and f.status == "asserted" and f.at < now]
+    return min(said) if said else now
 
 
 def _respell(statement: _Said, respelt: Mapping[str, str]) -> _Said:
