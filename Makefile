@@ -13,7 +13,9 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	# PyPI's Linux torch wheels are CUDA builds (gigabytes); PyTorch's CPU index has 2.13.0+cpu, which pip prefers.
+	# Where that index cannot be reached, pip goes on with PyPI and any local wheels its configuration names.
+	$(BIN)/python -m pip install --quiet --retries 1 --extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
