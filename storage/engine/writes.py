@@ -161,7 +161,10 @@ class _Writes(_Resolution):
                 p.near, p.fold = self._near_duplicates(p, principal), True
         elif near == "report":
             # Only reported: searched beside the commit, so the write waits for the longer of the two, not both.
-            looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal)) for p in todo]
+            # The search still sees every write acknowledged before this one (a paraphrase written right after
+            # the original was missed while the word index caught up), not this one's own commit.
+            mark = self.reconciler.fresh_mark()
+            looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal, mark)) for p in todo]
         receipts = self._commit_writes(prepared, principal)
         # The same words written again after an erase have the erased memory's id: its recalls count again.
         self.accesses.revive(r.id for r in receipts)
@@ -204,15 +207,19 @@ class _Writes(_Resolution):
             )
         return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
 
-    def _near_duplicates(self, p: _Prepared, principal: Principal) -> tuple[tuple[str, float], ...]:
+    def _near_duplicates(
+        self, p: _Prepared, principal: Principal, fresh: int | None = None
+    ) -> tuple[tuple[str, float], ...]:
         """Current memories in ``p``'s target scopes that ``storage.enrich.near`` takes for a paraphrase of it,
         nearest first. Candidates are the ``NEAR_K`` best by words (BM25 restricted to those scopes: under a
         millisecond, where a vector search costs 5-15 ms, half a write); those the words alone turn away are
         dropped, and the rest are compared by the cosine of their stored vectors with the one the write
         computed. Summaries (conversation digests among them) are not compared. Every candidate is in a
         scope the principal may write, hence read. Runs on a lane worker beside the commit when only
-        reported (``write_many``)."""
+        reported (``write_many``), after the projections show commit ``fresh`` (a ``fresh_mark``) when given."""
         assert p.vector is not None
+        if fresh is not None:
+            self.reconciler.wait_fresh(upto=fresh)
         found = self.text.search(p.content, scopes=p.scopes, k=NEAR_K, live_only=True, kinds=None)
         ids = [i for i, _ in found if i != p.id]
         if not ids:

@@ -551,16 +551,25 @@ class Reconciler:
             target = self._committed
             return self._cond.wait_for(lambda: self._projected >= target or self._closed, timeout)
 
-    def wait_fresh(self) -> int:
+    def fresh_mark(self) -> int:
+        """The commit a reader starting now must see (every node's, with a shared store): for ``wait_fresh``
+        called later, from another thread, for this moment."""
+        self.sync_head()
+        with self._cond:
+            return self._committed
+
+    def wait_fresh(self, upto: int | None = None) -> int:
         """For readers: wait (up to ``read_wait`` seconds) until the projections show every commit made before
-        this call, and return how many committed changes they still lack (0: fully fresh). With a shared
-        store, "committed" is every node's: the head is read first (``sync_head``).
+        this call (or up to ``upto``, a ``fresh_mark``), and return how many committed changes they still lack
+        (0: fully fresh). With a shared store, "committed" is every node's: the head is read first
+        (``sync_head``).
 
         A wait that times out marks the projections stalled; until they make progress, later readers do not
         wait at all but get the lag at once (and say so to their caller)."""
-        self.sync_head()
+        if upto is None:
+            self.sync_head()
         with self._cond:
-            target = self._committed
+            target = self._committed if upto is None else upto
             timeout = 0.0 if self._stalled_at == self._projected else self.read_wait
             caught_up = self._cond.wait_for(lambda: self._projected >= target or self._closed, timeout)
             if caught_up:
