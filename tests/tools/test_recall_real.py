@@ -391,3 +391,17 @@ async def test_a_change_written_with_its_date_is_valid_from_that_date_without_an
         client, "recall", {"query": "where does Ana work", "as_of": "2025-09-01", "scopes": ["user:ana"]}
     )
     assert [r["id"] for r in later["results"]] == [globex["id"]]
+
+
+async def test_recall_in_a_scope_that_does_not_exist_says_so(client: Client) -> None:
+    """A newcomer's typo (`project:nope`) returned `[]` with no hint: the agent could not tell a miss from a typo."""
+    await _write(client, "The office wifi password is larch-ferry-42.", scopes=["project:site"])
+    typo = await ok(client, "recall", {"query": "wifi password", "scopes": ["project:sitee"]})
+    assert typo["results"] == []
+    assert "No scope project:sitee exists" in typo["warning"]
+    assert "list_scopes" in typo["warning"]
+    right = await ok(client, "recall", {"query": "wifi password", "scopes": ["project:site"]})
+    assert right["results"]
+    assert "warning" not in right
+    nothing = await ok(client, "recall", {"query": "the moon landing", "scopes": ["project:site"]})
+    assert "warning" not in nothing  # an existing scope with no match: no warning
