@@ -109,19 +109,28 @@ def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePa
             )
             return 2
         parent = _place(scope, personal, before, settings, paths)
+        # Lines of a jsonl file may name their own scopes: say where each went, as for the one given.
+        targets = list(report.get("scopes") or ()) or [scope]
+        others = [s for s in targets if s != scope]
+        after = _scopes(settings, paths) if others else {}
     except AdminError as exc:
         print(f"mnemograph import: {exc}", file=sys.stderr)
         return 2
     where = _where(scope, parent, personal, new=scope not in before)
+    notes = [where if scope in targets else ""]
+    notes += [_where(s, after.get(s), personal, new=s not in before) for s in others]
+    notes = [n for n in notes if n]
     if args.json:
-        print(json.dumps({**report, "scope_parent": parent, "note": where}))
+        print(json.dumps({**report, "scope_parent": parent, "note": " ".join(notes)}))
         return 0
+    into = ", ".join(targets)
     print(
-        f"imported {report['read']} memories from {args.file} ({args.source}) into {scope}: {report['added']} "
-        f"new, {report['duplicate']} already there, {report['linked']} linked from other scopes"
+        f"imported {report['read']} {'memory' if report['read'] == 1 else 'memories'} from {args.file} "
+        f"({args.source}) into {into}: {report['added']} new, {report['duplicate']} already there, "
+        f"{report['linked']} linked from other scopes"
     )
-    if where:
-        print(where)
+    for note in notes:
+        print(note)
     return 0
 
 
