@@ -120,7 +120,7 @@ def test_a_paraphrase_written_right_after_the_original_is_reported(engine: Engin
         first = engine.write(pair["a"], [scope])
         second = engine.write(pair["b"], [scope], on_near_duplicate="report")  # no pause
         reported += [i for i, _ in second.near_duplicates] == [first.id]
-    assert reported >= 20, f"{reported} of {len(positives)} paraphrases reported"
+    assert reported >= 18, f"{reported} of {len(positives)} paraphrases reported"  # 20 measured; 0 before
 
 
 def test_another_principal_sees_only_near_duplicates_in_scopes_it_writes(engine: Engine) -> None:
