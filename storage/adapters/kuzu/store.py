@@ -222,7 +222,11 @@ class GraphStore(_Exports, _Conversations):
                 "SET m.vector16 = r.vector16, m.vector_exp = CAST(r.vector_exp AS INT16)",
                 {"rows": [{"id": mid, **vector_params(vector)} for mid, vector in rows]},
             )
+        # Checkpointed before and after the drop: Kùzu 0.11 crashed (a segmentation fault) checkpointing a log
+        # that held both the updates of a column chunk and the drop of another column of the same table.
+        self._writer.execute("CHECKPOINT")
         self._writer.execute("ALTER TABLE Memory DROP vector")
+        self._writer.execute("CHECKPOINT")
         log.info("the canonical store's vectors are kept in half precision now")
 
     def _add_mention_columns(self) -> None:
