@@ -56,9 +56,10 @@ def stored_bytes(vector: Sequence[float] | np.ndarray) -> bytes:
 
 
 def as_int16(halves: np.ndarray) -> list[int]:
-    """The float16 numbers as the INT16 list Kùzu stores (same bits: Kùzu has no float16 type)."""
-    return list(halves.view("<i2").tolist())
+    """The float16 numbers as the UINT16 list Kùzu stores (same bits: Kùzu has no float16 type). Unsigned: Kùzu
+    0.11 dropped the sign bit of negative INT16 list values written by ``SET`` into a bit-packed column."""
+    return list(halves.view("<u2").tolist())
 
 
 def from_int16(values: Sequence[int]) -> np.ndarray:
-    return np.asarray(values, dtype="<i2").view(HALF)
+    return np.asarray(values, dtype="<u2").view(HALF)

@@ -42,7 +42,7 @@ _MEMORY_FIELDS = (
 _FIELD_NAMES = tuple(f.strip() for f in _MEMORY_FIELDS.split(","))
 _RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
 _FETCH_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_RETURN_MEMORY}, m.scopes, m.entity_names"
-# A memory's vector: float16 numbers (as INT16: the same bits) and the power of two they are scaled by
+# A memory's vector: float16 numbers (as UINT16: the same bits) and the power of two they are scaled by
 # (storage.adapters._half). Stores written before hold a FLOAT[dim] ``vector`` until ``GraphStore`` converts it.
 VECTOR = "m.vector16, m.vector_exp"
 _PROJECTION = f"m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, {VECTOR}"
@@ -56,7 +56,7 @@ def _schema(dim: int) -> list[str]:
         "principal STRING, client STRING, source STRING, metadata STRING, event_time TIMESTAMP, "
         "event_time_source STRING, valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, "
         "retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, "
-        f"vector16 INT16[{dim}], vector_exp INT16, scopes STRING[], entity_names STRING[])",
+        f"vector16 UINT16[{dim}], vector_exp INT16, scopes STRING[], entity_names STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Scope(id STRING PRIMARY KEY, created_at TIMESTAMP)",
         "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING, aliases STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Change(seq INT64 PRIMARY KEY, op STRING, memory_id STRING, at TIMESTAMP)",

@@ -206,7 +206,7 @@ class GraphStore(_Exports, _Conversations):
         columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('Memory') RETURN *")}
         if "vector" not in columns:
             return
-        self._writer.execute(f"ALTER TABLE Memory ADD IF NOT EXISTS vector16 INT16[{int(self._dim)}]")
+        self._writer.execute(f"ALTER TABLE Memory ADD IF NOT EXISTS vector16 UINT16[{int(self._dim)}]")
         self._writer.execute("ALTER TABLE Memory ADD IF NOT EXISTS vector_exp INT16")
         while True:
             rows = _rows(
@@ -219,7 +219,7 @@ class GraphStore(_Exports, _Conversations):
             _exec(
                 self._writer,
                 "UNWIND $rows AS r MATCH (m:Memory {id: r.id}) "
-                "SET m.vector16 = r.vector16, m.vector_exp = CAST(r.vector_exp AS INT16)",
+                f"SET m.vector16 = CAST(r.vector16 AS UINT16[{int(self._dim)}]), m.vector_exp = CAST(r.vector_exp AS INT16)",
                 {"rows": [{"id": mid, **vector_params(vector)} for mid, vector in rows]},
             )
         # Checkpointed before and after the drop: Kùzu 0.11 crashed (a segmentation fault) checkpointing a log
