@@ -206,6 +206,9 @@ class GraphStore(_Exports, _Conversations):
         columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('Memory') RETURN *")}
         if "vector" not in columns:
             return
+        # About as long as importing the vectors (a millisecond or two a memory here): said, so a long first
+        # open after an upgrade is not taken for a hang.
+        log.warning("converting the canonical store's vectors to half precision (once, at this open)")
         self._writer.execute(f"ALTER TABLE Memory ADD IF NOT EXISTS vector16 UINT16[{int(self._dim)}]")
         self._writer.execute("ALTER TABLE Memory ADD IF NOT EXISTS vector_exp INT16")
         while True:
@@ -227,7 +230,7 @@ class GraphStore(_Exports, _Conversations):
         self._writer.execute("CHECKPOINT")
         self._writer.execute("ALTER TABLE Memory DROP vector")
         self._writer.execute("CHECKPOINT")
-        log.info("the canonical store's vectors are kept in half precision now")
+        log.warning("the canonical store's vectors are kept in half precision now")
 
     def _add_mention_columns(self) -> None:
         """Give MENTIONS edges of a store written before they carried what each memory gave the entity the
