@@ -10,13 +10,18 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
+# Silent, and pip's output on stderr: `make serve` may be what an MCP client runs, and over stdio stdout is the
+# protocol stream.
+# PyPI's Linux torch wheels are CUDA builds (gigabytes); PyTorch's CPU index has 2.13.0+cpu, which pip prefers.
+# Where that index cannot be reached, pip goes on with PyPI and any local wheels its configuration names.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	@echo "mnemograph: installing into $(VENV) (torch's CPU build, then the project; the first time takes minutes)" >&2
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) 1>&2
+	@$(BIN)/python -m pip install --quiet --upgrade pip 1>&2
+	@$(BIN)/python -m pip install --quiet --retries 1 --extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0 1>&2
+	@$(BIN)/python -m pip install --quiet -e '.[dev]' 1>&2
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
 
 # @: make must not echo the recipe on stdout, which over stdio is the MCP protocol stream.
 serve: install

@@ -93,7 +93,8 @@ class BearerGate:
         else:
             scope.pop("user", None)
             if self._issuer is None:
-                await _UNAUTHORIZED(scope, receive, send)
+                sent = any(k.lower() == b"authorization" for k, _ in scope.get("headers", ()))
+                await (_REJECTED if sent else _UNAUTHORIZED)(scope, receive, send)
                 return
         await _require(resource, app)(scope, receive, send)
 
@@ -114,6 +115,16 @@ _UNAUTHORIZED = JSONResponse(
     headers={
         "WWW-Authenticate": f'Bearer error="invalid_token", error_description="Authentication required: {_HOW}"'
     },
+)
+_NOT_VALID = (
+    "the bearer token sent is not valid here (unknown, revoked or mistyped); check the Authorization header "
+    "(Bearer <token>) or ask for a new token (`mnemograph token create` on the server's machine)"
+)
+# A token was sent and is not valid: said apart from a missing one, so the person fixes the right thing.
+_REJECTED = JSONResponse(
+    {"error": "invalid_token", "error_description": _NOT_VALID},
+    status_code=401,
+    headers={"WWW-Authenticate": f'Bearer error="invalid_token", error_description="{_NOT_VALID}"'},
 )
 _NO_METADATA = JSONResponse(
     {

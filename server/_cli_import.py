@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from server._runtime import RuntimePaths
 from server.settings import Settings
@@ -60,8 +61,7 @@ def run_import(args: argparse.Namespace, settings: Settings, paths: RuntimePaths
 
 def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
     """An export into a store that already holds memories: merged through its owner (or directly if none runs)."""
-    from server._admin import AdminError, run_admin
-    from server._engine import store_options
+    from server._admin import AdminError
 
     if args.file == "-":
         print(
@@ -77,14 +77,7 @@ def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePa
         return 2
     body = {"format": "mnemograph", "path": str(source)}
     try:
-        report = run_admin(
-            "import",
-            paths,
-            timeout=settings.spawn_timeout,
-            args=body,
-            label="mnemograph import",
-            setup=store_options(settings.functional_predicates, settings.transitive_predicates),
-        )
+        report = _run_import(body, settings, paths)
     except AdminError as exc:
         print(f"mnemograph import: {exc}", file=sys.stderr)
         return 2
@@ -99,8 +92,7 @@ def _merge_export(args: argparse.Namespace, settings: Settings, paths: RuntimePa
 
 
 def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> int:
-    from server._admin import AdminError, run_admin
-    from server._engine import store_options
+    from server._admin import AdminError
     from server.cli import is_store
 
     personal = settings.default_scopes[0]
@@ -108,14 +100,7 @@ def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePa
     body = {"format": args.source, "path": str(Path(args.file).expanduser().resolve()), "scope": scope}
     try:
         before = _scopes(settings, paths) if is_store(settings.data_dir) else {}
-        report = run_admin(
-            "import",
-            paths,
-            timeout=settings.spawn_timeout,
-            args=body,
-            label="mnemograph import",
-            setup=store_options(settings.functional_predicates, settings.transitive_predicates),
-        )
+        report = _run_import(body, settings, paths)
         if not report["read"]:
             print(
                 f"mnemograph import: found nothing to import in {args.file} as --from {args.source}; "
@@ -124,20 +109,44 @@ def _import_other(args: argparse.Namespace, settings: Settings, paths: RuntimePa
             )
             return 2
         parent = _place(scope, personal, before, settings, paths)
+        # Lines of a jsonl file may name their own scopes: say where each went, as for the one given.
+        targets = list(report.get("scopes") or ()) or [scope]
+        others = [s for s in targets if s != scope]
+        after = _scopes(settings, paths) if others else {}
     except AdminError as exc:
         print(f"mnemograph import: {exc}", file=sys.stderr)
         return 2
     where = _where(scope, parent, personal, new=scope not in before)
+    notes = [where if scope in targets else ""]
+    notes += [_where(s, after.get(s), personal, new=s not in before) for s in others]
+    notes = [n for n in notes if n]
     if args.json:
-        print(json.dumps({**report, "scope_parent": parent, "note": where}))
+        print(json.dumps({**report, "scope_parent": parent, "note": " ".join(notes)}))
         return 0
+    into = ", ".join(targets)
     print(
-        f"imported {report['read']} memories from {args.file} ({args.source}) into {scope}: {report['added']} "
-        f"new, {report['duplicate']} already there, {report['linked']} linked from other scopes"
+        f"imported {report['read']} {'memory' if report['read'] == 1 else 'memories'} from {args.file} "
+        f"({args.source}) into {into}: {report['added']} new, {report['duplicate']} already there, "
+        f"{report['linked']} linked from other scopes"
     )
-    if where:
-        print(where)
+    for note in notes:
+        print(note)
     return 0
+
+
+def _run_import(body: dict[str, str], settings: Settings, paths: RuntimePaths) -> dict[str, Any]:
+    """Hand an import to the store's owner (started if none runs), with the store options this CLI was given."""
+    from server._admin import run_admin
+    from server._engine import store_options
+
+    return run_admin(
+        "import",
+        paths,
+        timeout=settings.spawn_timeout,
+        args=body,
+        label="mnemograph import",
+        setup=store_options(settings.functional_predicates, settings.transitive_predicates),
+    )
 
 
 def _scopes(settings: Settings, paths: RuntimePaths) -> dict[str, str | None]:

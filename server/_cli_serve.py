@@ -24,6 +24,7 @@ def serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> 
         # Relaying to it would read and write another store than the one asked for, without a word.
         print(f"mnemograph serve: {conflict}", file=sys.stderr)
         return 2
+    _note_owner_settings(settings, paths)
     if args.transport == "stdio":
         from server._shim import run_stdio
 
@@ -75,6 +76,27 @@ def serve(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) -> 
     finally:
         sock.close()
     return 0
+
+
+def _note_owner_settings(settings: Settings, paths: RuntimePaths) -> None:
+    """Say on stderr which of this process's settings the server already running on the store does not have:
+    it was started by another client (or by hand) with its own, and keeps them for every client it serves."""
+    from server._owner import owner_accepting, settings_differences
+    from server.settings import owner_settings
+
+    differ = settings_differences(paths, owner_settings(settings))
+    if not differ or not owner_accepting(paths):
+        return
+    listed = "; ".join(
+        f"{name} is {running} there (this client: {wanted})" for name, running, wanted in differ
+    )
+    print(
+        f"mnemograph serve: note: the server already running on {settings.data_dir} was started with other "
+        f"settings and keeps them for every client: {listed}. To apply this client's, stop it (`mnemograph stop "
+        f"--data-dir {settings.data_dir}`): the next call starts it again with the settings of the client that "
+        "makes it; or give every client the same settings.",
+        file=sys.stderr,
+    )
 
 
 def _bind_error(settings: Settings, exc: OSError) -> str:

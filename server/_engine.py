@@ -31,7 +31,7 @@ _RETRY_MIN, _RETRY_MAX = 0.1, 2.0
 class WriteTimeOptions:
     """What the write path does beyond storing: settings passed through to the Engine."""
 
-    functional: tuple[str, ...] = ()
+    functional: tuple[str, ...] | None = None  # None: the engine's default; (): none
     anthropic_api_key: str = field(default="", repr=False)
     anthropic_model: str = "claude-sonnet-4-6"
     llm_min_interval: float = 0.5
@@ -41,7 +41,7 @@ class WriteTimeOptions:
     llm_reconcile: bool = True  # with an API key: Claude decides what the reconcile rules leave open
     day_digest_quiet: float = 3600.0
     llm_timeout: float = 60.0
-    transitive: tuple[str, ...] = ()  # empty: the engine's default (storage.enrich.transitive)
+    transitive: tuple[str, ...] | None = None  # None: the default (storage.enrich.transitive); (): none
     resolve_by_meaning: bool = False
     recall_salience: bool = False  # recall's salience term when a call does not say (docs/recall.md)
     salience_half_life: float = 30.0
@@ -54,9 +54,9 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
     off) reconcile decider (imported only then)."""
 
     def apply(engine: Engine) -> None:
-        if options.functional:
+        if options.functional is not None:
             engine.functional = frozenset(options.functional)
-        if options.transitive:
+        if options.transitive is not None:
             engine.transitive = frozenset(options.transitive)
         if options.resolve_by_meaning:
             from storage.language.resolve import MEANING_THRESHOLD
@@ -93,16 +93,18 @@ def write_time(options: WriteTimeOptions) -> Callable[[Engine], None]:
     return apply
 
 
-def store_options(functional: tuple[str, ...], transitive: tuple[str, ...]) -> Callable[[Engine], None]:
+def store_options(
+    functional: tuple[str, ...] | None, transitive: tuple[str, ...] | None
+) -> Callable[[Engine], None]:
     """The predicate lists (``MNEMOGRAPH_FUNCTIONAL_PREDICATES``, ``MNEMOGRAPH_TRANSITIVE_PREDICATES``) for a
     command that opens the directory itself, as ``write_time`` gives them to the owner's engine: without them
     ``mnemograph sweep`` would link values of a predicate the user made many-valued, and ``digests`` or an
     import would derive chains of one the user took off the list."""
 
     def apply(engine: Engine) -> None:
-        if functional:
+        if functional is not None:
             engine.functional = frozenset(functional)
-        if transitive:
+        if transitive is not None:
             engine.transitive = frozenset(transitive)
 
     return apply

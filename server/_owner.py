@@ -80,6 +80,20 @@ def canonical_conflict(paths: RuntimePaths) -> str | None:
     )
 
 
+def settings_differences(paths: RuntimePaths, wanted: dict[str, str]) -> list[tuple[str, str, str]]:
+    """The owner settings (``server.settings.owner_settings``) that the owner running on ``paths.data_dir`` was
+    started with differently from ``wanted``: ``(name, running value, wanted value)``. Empty when none runs or
+    it is of an earlier version that did not record them."""
+    try:
+        info = json.loads(paths.info_file.read_text())
+    except (OSError, ValueError):
+        return []
+    running = info.get("settings") if isinstance(info, dict) else None
+    if not isinstance(running, dict):
+        return []
+    return [(k, str(running[k]), v) for k, v in wanted.items() if k in running and str(running[k]) != v]
+
+
 def connect_mcp(paths: RuntimePaths) -> socket.socket | None:
     """A connection to the owner's MCP socket, or None when no owner is accepting."""
     return _connect(paths.mcp_socket)

@@ -39,6 +39,7 @@ class OwnerStatus:
     log_file: str
     paths: RuntimePaths
     problem: str | None = None  # why the store is not ready (still opening, unreachable, failed)
+    settings: dict[str, str] | None = None  # what it applies to every client (server.settings.owner_settings)
 
 
 def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
@@ -73,6 +74,9 @@ def running_owners(runtime_dir: Path) -> list[OwnerStatus]:
                 log_file=str(paths.log_file),
                 paths=paths,
                 problem=str(health["problem"]) if health.get("problem") else None,
+                settings={str(k): str(v) for k, v in info["settings"].items()}
+                if isinstance(info.get("settings"), dict)
+                else None,
             )
         )
     return sorted(out, key=lambda o: o.started_at)
@@ -122,6 +126,8 @@ def describe(owner: OwnerStatus, now: float | None = None) -> str:
         lines.append(f"  not ready: {owner.problem}")
     # A front restarts the owner whenever it stops: name it, so a person knows what to stop.
     lines += [f"  kept up by {describe_front(f)}" for f in owner.fronts]
+    if owner.settings:
+        lines.append("  settings: " + ", ".join(f"{k}={v}" for k, v in owner.settings.items()))
     lines.append(f"  log: {owner.log_file}")
     return "\n".join(lines)
 
@@ -138,6 +144,7 @@ def as_json(owner: OwnerStatus) -> dict[str, Any]:
         "engine": owner.engine,
         "problem": owner.problem,
         "log_file": owner.log_file,
+        "settings": owner.settings,
     }
 
 

@@ -332,6 +332,13 @@ def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
             ]
             print(json.dumps(listed, indent=2))
         else:
+            if not tokens.all():
+                # On stderr: stdout stays the list (empty), for a script reading it.
+                print(
+                    "no tokens yet; create one with `mnemograph token create --name NAME --grant SCOPE=r|w|admin` "
+                    "(or `mnemograph setup http`)",
+                    file=sys.stderr,
+                )
             for info in tokens.all():
                 state = f"revoked {info.revoked}" if info.revoked else "active"
                 print(f"{info.name:<24} {state:<32} {' '.join(str(g) for g in info.grants)}")

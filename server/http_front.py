@@ -37,6 +37,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import anyio
 import anyio.to_thread
@@ -132,6 +133,10 @@ class HttpFront:
             # Idle connections are dropped before the owner's own keep-alive timeout (``server.owner``) closes
             # them, so a request is never sent on a connection the owner is closing at the same moment.
             limits=httpx2.Limits(keepalive_expiry=OWNER_KEEP_ALIVE / 2),
+            # The front relays for many clients through this one client: a cookie the owner sets (the UI's
+            # session) is the visitor's, never the relay's. A jar that keeps nothing, or the next visitor without
+            # a cookie of its own would be sent the last one's session (found by a newcomer's walk-through).
+            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
         )
         self._wait = settings.owner_timeout
         self._tokens = TokenStore(paths.data_dir)

@@ -36,7 +36,7 @@ from server._sampling import SamplingPolicy
 from server._tokens import TokenStore, scope_holders
 from server._uds import serve_sessions
 from server.app import VERSION, build_server
-from server.settings import Settings
+from server.settings import Settings, owner_settings
 
 if TYPE_CHECKING:
     from storage import Engine
@@ -52,6 +52,9 @@ class _Uvicorn(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+_DIR_CHECK = 0.5  # seconds between two checks that the data directory is still the one this owner opened
 
 
 async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> None:
@@ -90,6 +93,7 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     holder = EngineHolder(
         paths.data_dir, wait=settings.engine_wait, configure=configure, embedder=settings.embedder
     )
+    home = _Home(paths.data_dir)
     activity = Activity()
     stopping, http_started, http_done = anyio.Event(), anyio.Event(), anyio.Event()
     sampling = (
@@ -140,11 +144,11 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
             tg.start_soon(serve_sessions, listener, server, activity, settings.default_scopes)
             tg.start_soon(serve_http)
             await http_started.wait()
-            _write_info(paths)
+            _write_info(paths, settings)
             pipe.ready()
             log.info("owner %d serving %s", os.getpid(), paths.data_dir)
 
-            reason = await _until_stop(activity, settings.idle_timeout, holder)
+            reason = await _until_stop(activity, settings.idle_timeout, holder, home)
             log.info("stopping: %s", reason)
             # New clients must not reach a closing owner: unlinking the socket paths makes them unreachable (new
             # front-ends start a successor, which waits for our lock), while sessions already connected go on.
@@ -158,19 +162,61 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
     finally:
         with anyio.CancelScope(shield=True):
             await listener.aclose()
-            failed = holder.failed
-            await holder.close()
+            failed = holder.failed or home.gone()
+            if not failed:
+                await holder.close()
     log.info("owner %d stopped", os.getpid())
     if failed:
-        # Exit without running Kùzu's destructor, which would checkpoint what the failed commit left in memory.
+        # Exit without running Kùzu's destructor, which would checkpoint what the failed commit left in memory,
+        # and without closing the stores, which would write into a data directory removed or replaced meanwhile
+        # (re-creating part of it, which the next owner would then take for a damaged store).
         paths.info_file.unlink(missing_ok=True)
         logging.shutdown()
         os._exit(75)
 
 
-async def _until_stop(activity: Activity, idle_timeout: float, holder: EngineHolder) -> str:
+class _Home:
+    """The data directory this owner opened (device and inode), to tell when it is removed or replaced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen = self._now()  # None until the store creates it (an owner started on a new directory)
+
+    def _now(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def gone(self) -> bool:
+        now = self._now()
+        if self.seen is None:
+            self.seen = now
+            return False
+        return now != self.seen
+
+
+async def _until_stop(
+    activity: Activity,
+    idle_timeout: float,
+    holder: EngineHolder,
+    home: _Home,
+) -> str:
     reason = "idle"
     async with anyio.create_task_group() as tg:
+
+        async def on_data_dir_gone() -> None:
+            # A person who removes (or replaces) the data directory to start afresh while this owner idles: it
+            # must not go on writing into files no longer there, nor re-create part of the directory. Stop; the
+            # next call starts an owner on whatever is at the path now.
+            nonlocal reason
+            while not home.gone():  # noqa: ASYNC110 (the file system sends no event)
+                await anyio.sleep(_DIR_CHECK)
+            reason = f"the data directory {home.path} was removed or replaced"
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(on_data_dir_gone)
 
         async def on_store_failure() -> None:
             # A commit that did not reach disk leaves Kùzu's memory ahead of its files: stop, and let the next
@@ -209,7 +255,7 @@ def _bind_unix(path: Path) -> socket.socket:
     return sock
 
 
-def _write_info(paths: RuntimePaths) -> None:
+def _write_info(paths: RuntimePaths, settings: Settings) -> None:
     info = {
         "pid": os.getpid(),
         "data_dir": str(paths.data_dir),
@@ -218,6 +264,7 @@ def _write_info(paths: RuntimePaths) -> None:
         "started_at": time.time(),
         "mcp_socket": str(paths.mcp_socket),
         "http_socket": str(paths.http_socket),
+        "settings": owner_settings(settings),  # what a front started with other ones cannot change
     }
     tmp = paths.info_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(info))

@@ -31,9 +31,10 @@ Variables (all optional):
   recorded as the writer of its memories; it has full rights on the data directory. Default ``local``.
 - ``MNEMOGRAPH_FUNCTIONAL_PREDICATES``: comma-separated relation predicates that hold one current value per
   subject, so a new value supersedes the old one at write time; default ``lives_in, works_at, job_title,
-  phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md).
+  phone, email, married_to, studies_at, reports_to, partner_of`` (docs/extraction.md); ``none`` for no predicate.
 - ``MNEMOGRAPH_TRANSITIVE_PREDICATES``: comma-separated containment predicates the consolidator chains
-  (A in B, B in C: A in C); default ``located_in, part_of, belongs_to, based_in, member_of`` (docs/recall.md).
+  (A in B, B in C: A in C); default ``located_in, part_of, belongs_to, based_in, member_of`` (docs/recall.md);
+  ``none`` derives nothing.
 - ``MNEMOGRAPH_RESOLVE_BY_MEANING``: ``off`` (default) or ``on``: entity resolution's meaning tier, which
   proposes (never links) a known name sharing a word with a new one when their embeddings are close
   ("Shawn Murphy" for "Sean Murphy"; docs/entities.md). Off by default: measured, it adds little.
@@ -122,8 +123,8 @@ class Settings:
     # the embedding model), so it only ends a hung owner's hold on the client.
     owner_timeout: float = 900.0
     embedder: str = "numpy"
-    functional_predicates: tuple[str, ...] = ()  # empty: the engine's default list
-    transitive_predicates: tuple[str, ...] = ()  # empty: the engine's default list
+    functional_predicates: tuple[str, ...] | None = None  # None: the engine's default list; (): none
+    transitive_predicates: tuple[str, ...] | None = None  # None: the engine's default list; (): none
     resolve_by_meaning: bool = False  # entity resolution's meaning tier (proposals only)
     anthropic_api_key: str = field(default="", repr=False)  # a secret: never in a repr or a log
     anthropic_model: str = "claude-sonnet-4-6"
@@ -145,6 +146,37 @@ class Settings:
     recall_salience: bool = False
     salience_half_life: float = 30.0
     access_counts: bool = True
+
+
+def owner_settings(s: Settings) -> dict[str, str]:
+    """The settings the process owning the store takes once, when it starts, and keeps for every client it
+    serves, as ``MNEMOGRAPH_*`` name -> value; a secret only as set or unset. The owner records them in its
+    info file; ``mnemograph serve`` compares them with its own and says which it cannot apply."""
+
+    def listed(value: tuple[str, ...] | None) -> str:
+        return "the default" if value is None else ",".join(value) or "none"
+
+    def on(flag: bool) -> str:
+        return "on" if flag else "off"
+
+    return {
+        f"{PREFIX}EMBEDDER": s.embedder,
+        f"{PREFIX}ANTHROPIC_API_KEY": "set" if s.anthropic_api_key else "unset",
+        f"{PREFIX}ANTHROPIC_MODEL": s.anthropic_model,
+        f"{PREFIX}LLM_RECONCILE": on(s.llm_reconcile),
+        f"{PREFIX}LLM_MIN_INTERVAL": f"{s.llm_min_interval:g}",
+        f"{PREFIX}LLM_TIMEOUT": f"{s.llm_timeout:g}",
+        f"{PREFIX}FUNCTIONAL_PREDICATES": listed(s.functional_predicates),
+        f"{PREFIX}TRANSITIVE_PREDICATES": listed(s.transitive_predicates),
+        f"{PREFIX}RESOLVE_BY_MEANING": on(s.resolve_by_meaning),
+        f"{PREFIX}DIGESTS": on(s.digests),
+        f"{PREFIX}DIGEST_QUIET": f"{s.digest_quiet:g}",
+        f"{PREFIX}DAY_DIGEST_QUIET": f"{s.day_digest_quiet:g}",
+        f"{PREFIX}RECALL_SALIENCE": on(s.recall_salience),
+        f"{PREFIX}SALIENCE_HALF_LIFE": f"{s.salience_half_life:g}",
+        f"{PREFIX}ACCESS_COUNTS": on(s.access_counts),
+        f"{PREFIX}IDLE_TIMEOUT": f"{s.idle_timeout:g}",
+    }
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -232,8 +264,11 @@ def _on_off(value: object, variable: str) -> bool:
     return text in ("on", "1", "true", "yes")
 
 
-def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple[str, ...]:
-    if value is None:
+def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple[str, ...] | None:
+    """Unset or empty: None (the engine's default list); ``none``: no predicate at all."""
+    if value is None or not str(value).strip():
+        return None
+    if str(value).strip().lower() == "none":
         return ()
     out = tuple(p.strip() for p in str(value).split(",") if p.strip())
     bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]

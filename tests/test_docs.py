@@ -50,3 +50,16 @@ def test_readme_names_every_tool_and_both_setup_commands() -> None:
         assert f"`{tool}`" in readme, f"README does not mention the {tool} tool"
     assert "make serve" in readme
     assert "make test" in readme
+
+
+def test_the_settings_page_names_every_variable_the_server_reads() -> None:
+    """A newcomer found no list of settings in the docs, only a docstring in server/settings.py."""
+    page = (ROOT / "docs" / "settings.md").read_text()
+    code = (ROOT / "server" / "settings.py").read_text()
+    read = {
+        (variable or name).upper()
+        for name, variable in re.findall(r'pick\("([a-z_]+)"(?:, "([A-Z_]+)")?\)', code)
+    }
+    assert len(read) > 30  # the pattern still finds what load_settings reads
+    missing = sorted(f"MNEMOGRAPH_{v}" for v in read | {"CANONICAL"} if f"`MNEMOGRAPH_{v}`" not in page)
+    assert missing == [], f"docs/settings.md does not name {missing}"

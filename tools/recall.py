@@ -302,8 +302,8 @@ class RecallOut(BaseModel):
     )
     warning: str | None = Field(
         default=None,
-        description="Set when stale (what may be missing and what to do about it), or when group_by named a "
-        "metadata key that no result has.",
+        description="Set when stale (what may be missing and what to do about it), when group_by named a "
+        "metadata key that no result has, or when nothing was found in a scope that does not exist.",
     )
 
     @classmethod
@@ -471,6 +471,15 @@ async def recall(engine: Engine, caller: Caller, args: RecallIn) -> RecallOut:
     warnings = [_stale_warning(behind)] if behind else []
     if args.group_by and hits and not any(args.group_by in h.memory.metadata for h in hits):
         warnings.append(_ungrouped_warning(args.group_by))
+    if (
+        not hits
+        and args.scopes
+        and (missing := engine.missing_scopes(args.scopes, principal=caller.principal))
+    ):
+        warnings.append(
+            f"No scope {', '.join(missing)} exists: nothing was ever written there. Check the name "
+            "(list_scopes shows the scopes you can read), or leave scopes out to search your default ones."
+        )
     return RecallOut(
         results=[
             RecallItem.of(h, args.explain, searched, engine.is_digest(h.memory.id), cut, _derived(engine, h))

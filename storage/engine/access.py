@@ -81,7 +81,7 @@ class _Access(_State):
             if not principal.may(need, sid, parents):
                 raise ScopeDenied(
                     f"{principal.name} may not {action} in {sid}",
-                    hint=f"this needs a '{need.label}' grant on {sid} or on a scope it sits inside; "
+                    hint=f"this needs {'an' if need.label[:1] in 'aeiou' else 'a'} '{need.label}' grant on {sid} or on a scope it sits inside; "
                     "call list_scopes to see the scopes you can use",
                 )
 

@@ -377,13 +377,15 @@ class Parsed:
     lines: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, key) -> line: links, records
 
 
-def require_empty(data_dir: Path) -> None:
-    """Imports go into a new directory only: merging into a store that has its own history is not supported."""
+def require_empty(data_dir: Path, *, what: str = "import") -> None:
+    """A restore (``what``: ``import``) or a backup (``backup``) goes into a new or empty directory only."""
     if data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
-        raise InvalidInput(
-            f"{data_dir} is not an empty directory",
-            hint="import into a new data directory (it is created if missing); nothing was imported",
+        hint = (
+            "back up into a new directory (it is created if missing) or an empty one; nothing was written"
+            if what == "backup"
+            else "import into a new data directory (it is created if missing); nothing was imported"
         )
+        raise InvalidInput(f"{data_dir} is not an empty directory", hint=hint)
 
 
 def parse(lines: Iterator[str]) -> Parsed:
@@ -1020,7 +1022,7 @@ def snapshot(engine: Source, dest: Path | str) -> SnapshotSummary:
     target = Path(dest).expanduser().resolve()
     if target == engine.data_dir or engine.data_dir in target.parents:
         raise InvalidInput("the backup directory must be outside the data directory")
-    require_empty(target)
+    require_empty(target, what="backup")
     target.parent.mkdir(parents=True, exist_ok=True)
     # A fresh, uniquely named directory beside the target (so the final rename stays on one file system): a
     # fixed name such as DIR.partial could be a directory of the user's, which a backup must never delete.

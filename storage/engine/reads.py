@@ -34,6 +34,7 @@ from storage.engine.state import (
 )
 from storage.enrich import llm
 from storage.ports.canonical import Session
+from storage.recall.pipeline import prepare as prepare_recall
 from storage.recall.pipeline import run as run_recall
 from storage.recall.query import Query
 from storage.recall.recipes import Recipe, resolve
@@ -244,7 +245,12 @@ class _Reads(_Access):
         )
         # Read-your-writes, within reason: a stalled projection costs one wait, then answers say how stale.
         if not self.graph.shared:
-            behind = self.reconciler.wait_fresh()
+            # The commits made before this call, taken now; the query is embedded meanwhile. Right after a write
+            # the projections take 25-140 ms to catch up, and the embedding (20 ms) used to wait for them too.
+            upto = self.reconciler.committed_seq
+            if q.scopes:
+                q = prepare_recall(q, self._lanes, chosen)
+            behind = self.reconciler.wait_fresh(upto)
         if not q.scopes:
             return Recalled(behind=behind)
         # Salience reads the caller's own access counts from memory; without it nothing is looked up.

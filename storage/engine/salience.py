@@ -32,6 +32,11 @@ FLUSH_EVERY = 64  # new accesses that make a batch
 FLUSH_AFTER_S = 30.0  # an older unflushed access is flushed by the next recall however few there are
 _VERSION = 1
 MAX_COUNT = 1_000_000_000  # a count read from the file is at most this
+# Memories counted per principal. Past it the least-returned are forgotten (down to KEEP_AFTER_PRUNE of it, so
+# pruning is rare): the file, rewritten by the writer thread every FLUSH_EVERY accesses, stays under about
+# 0.5 MB per principal however large the store, and what is forgotten is what salience weighs least.
+MAX_PER_PRINCIPAL = 10_000
+KEEP_AFTER_PRUNE = 0.9
 
 Post = Callable[[Callable[[], None]], None]  # run a job on the writer thread, without waiting for it
 
@@ -71,6 +76,8 @@ class AccessCounts:
                     continue
                 mine[mid] = mine.get(mid, 0) + 1
                 self._pending += 1
+            if len(mine) > MAX_PER_PRINCIPAL:
+                _prune(mine)
             if not self._pending:
                 return
             if self._oldest is None:
@@ -145,11 +152,24 @@ def _load(path: Path) -> dict[str, dict[str, int]]:
         return {}
     # A count past MAX_COUNT (a hand-edited or hostile file) is read as MAX_COUNT: the rule saturates long
     # before, and an integer too large for a float would make every salience recall fail.
-    return {
+    loaded = {
         str(p): {str(m): min(n, MAX_COUNT) for m, n in c.items() if type(n) is int and n > 0}
         for p, c in counts.items()
         if isinstance(c, dict)
     }
+    for mine in loaded.values():
+        if len(mine) > MAX_PER_PRINCIPAL:  # a file from before the cap, or written by hand
+            _prune(mine)
+    return loaded
+
+
+def _prune(mine: dict[str, int]) -> None:
+    """Keep the ``KEEP_AFTER_PRUNE`` share of the cap most often returned (in place); ties keep the earlier
+    counted (dicts keep insertion order and the sort is stable)."""
+    keep = int(MAX_PER_PRINCIPAL * KEEP_AFTER_PRUNE)
+    kept = sorted(mine.items(), key=lambda item: -item[1])[:keep]
+    mine.clear()
+    mine.update(kept)
 
 
 def _store(path: Path, counts: Mapping[str, Mapping[str, int]]) -> None:

@@ -174,6 +174,25 @@ class _Scopes(_Reads):
         counts = self._counts()
         return ScopeInfo(str(sid), str(pid) if pid else None, counts.get(str(sid), 0))
 
+    def missing_scopes(
+        self, names: builtins.list[str], *, principal: Principal = LOCAL_PRINCIPAL
+    ) -> builtins.list[str]:
+        """Of ``names``, those no scope has (nothing was ever written or linked there) among the ones
+        ``principal`` may read: for a read that found nothing, the likely typo. A name it may not read is never
+        said to exist or not."""
+        tree = self._tree()
+        with self._tree_lock:
+            known = set(self._scopes)
+        out = []
+        for name in names:
+            try:
+                sid = v.scope(name)
+            except InvalidInput:
+                continue
+            if str(sid) not in known and principal.may(Level.READ, sid, tree):
+                out.append(str(sid))
+        return out
+
     def list_scopes(
         self, root: str | None = None, *, principal: Principal = LOCAL_PRINCIPAL
     ) -> builtins.list[ScopeInfo]:

@@ -102,6 +102,9 @@ class _Prepared:
     # ``fold``: the caller asked to store nothing new when there is one (``Engine.write``).
     near: tuple[tuple[str, float], ...] = ()
     fold: bool = False
+    # When the caller's ``valid_from`` says its statements took effect (None: they are news of now); reconcile
+    # closes what they replace then, not at the time of writing.
+    effective: datetime | None = None
 
 
 class _State:

@@ -161,7 +161,10 @@ class _Writes(_Resolution):
                 p.near, p.fold = self._near_duplicates(p, principal), True
         elif near == "report":
             # Only reported: searched beside the commit, so the write waits for the longer of the two, not both.
-            looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal)) for p in todo]
+            # The search still sees every write acknowledged before this one (a paraphrase written right after
+            # the original was missed while the word index caught up), not this one's own commit.
+            mark = self.reconciler.fresh_mark()
+            looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal, mark)) for p in todo]
         receipts = self._commit_writes(prepared, principal)
         # The same words written again after an erase have the erased memory's id: its recalls count again.
         self.accesses.revive(r.id for r in receipts)
@@ -204,15 +207,19 @@ class _Writes(_Resolution):
             )
         return [self._shown_write(r, p.scopes, principal) for r, p in zip(receipts, prepared, strict=True)]
 
-    def _near_duplicates(self, p: _Prepared, principal: Principal) -> tuple[tuple[str, float], ...]:
+    def _near_duplicates(
+        self, p: _Prepared, principal: Principal, fresh: int | None = None
+    ) -> tuple[tuple[str, float], ...]:
         """Current memories in ``p``'s target scopes that ``storage.enrich.near`` takes for a paraphrase of it,
         nearest first. Candidates are the ``NEAR_K`` best by words (BM25 restricted to those scopes: under a
         millisecond, where a vector search costs 5-15 ms, half a write); those the words alone turn away are
         dropped, and the rest are compared by the cosine of their stored vectors with the one the write
         computed. Summaries (conversation digests among them) are not compared. Every candidate is in a
         scope the principal may write, hence read. Runs on a lane worker beside the commit when only
-        reported (``write_many``)."""
+        reported (``write_many``), after the projections show commit ``fresh`` (a ``fresh_mark``) when given."""
         assert p.vector is not None
+        if fresh is not None:
+            self.reconciler.wait_fresh(upto=fresh)
         found = self.text.search(p.content, scopes=p.scopes, k=NEAR_K, live_only=True, kinds=None)
         ids = [i for i, _ in found if i != p.id]
         if not ids:
@@ -434,7 +441,7 @@ class _Writes(_Resolution):
             kind=mkind,
             event_time=event,
             event_time_source=source_of_time,
-            valid_from=vf or now,
+            valid_from=vf or _stated_start(mkind, found.facts, now),
             valid_to=vt,
             entities=entities,
             relations=relations,
@@ -444,6 +451,7 @@ class _Writes(_Resolution):
             facts=facts,
             linked=tuple(resolved.linked),
             proposed=tuple(resolved.proposed),
+            effective=vf if vf is not None and vf < now else None,
         )
 
     def _known_to(
@@ -784,6 +792,7 @@ class _Writes(_Resolution):
             access=self._access(principal, self._tree()),
             now=tx.now,
             related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
+            effective=p.effective,
         )
         for mid in changed:
             tx.record("supersede", mid)
@@ -861,6 +870,18 @@ class _Writes(_Resolution):
 
 
 _Said = TypeVar("_Said", RelationIn, Fact)
+
+
+def _stated_start(kind: MemoryKind, facts: Sequence[Fact], now: datetime) -> datetime:
+    """When a fact, preference or note (the default kind) written with no ``valid_from`` became valid: the
+    earliest time its own asserted statements say they took effect ("Sam works at Globex since 1 October
+    2025"), if past; else now. Without it the memory held only from its writing while what it replaced was
+    closed on 1 October, and ``as_of`` in between found neither. Events and messages keep their validity from
+    the writing (they carry an event time instead)."""
+    if kind not in (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.NOTE):
+        return now
+    said = [f.at for f in facts if f.dated and f.status == "asserted" and f.at < now]
+    return min(said) if said else now
 
 
 def _respell(statement: _Said, respelt: Mapping[str, str]) -> _Said:

@@ -165,6 +165,14 @@ _add(
     "originally from",
 )
 _add("speaks", "thing", "speak", "speaks", "fluent in")
+# Containment, which the consolidator chains (located_in then located_in: storage.enrich.transitive). Only
+# phrases that say containment and nothing else: "is in" (where someone is today) and "belongs to" (who owns
+# what) say too many other things to be read offline. "based in" is lives_in for a person, based_in for an
+# organisation (storage.enrich._statements.read).
+_add("located_in", "place", "located in", "located within", "situated in", "lies in")
+_add("based_in", "place", "headquartered in")
+_add("part_of", "org", "part of")
+_add("member_of", "org", "member of")
 _add("has_pet", "thing", "have a dog", "has a dog", "have a cat", "has a cat", "adopted")
 _BY_FIRST: dict[str, list[tuple[tuple[str, ...], str, Kind]]] = {}
 for _p, (_pred, _kind) in _PHRASES.items():

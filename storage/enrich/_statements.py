@@ -65,6 +65,10 @@ class Context:
     sentence_subject: tuple[str, str] | None = None  # for "I live in Porto and work at Acme"
 
 
+# Predicates whose subject is a place or a thing: a name typed as a person by default is typed a thing.
+_CONTAINED = frozenset(("located_in", "part_of", "based_in"))
+
+
 def read(sents: list[list[Tok]], text: str, ctx: Context) -> list[Statement]:
     out: list[Statement] = []
     for n, sent in enumerate(sents):
@@ -93,9 +97,14 @@ def read(sents: list[list[Tok]], text: str, ctx: Context) -> list[Statement]:
                 ctx.sentence_subject = subj
             if subj is not None and objs:
                 status, ended = _status(sent, lows, i, end)
+                stype = subj[1]
+                if pred in _CONTAINED and stype == "person" and subj[0] != ctx.speaker:
+                    stype = "thing"  # "The Grand Palm is located in Udaipur": a name, not a person's
+                if pred == "lives_in" and stype == "org":
+                    pred = "based_in"  # "Globex Inc is based in Berlin"
                 for obj, otype in objs:
                     if obj.casefold() != subj[0].casefold():
-                        found.append(Statement(subj[0], pred, obj, status, subj[1], otype, ended))
+                        found.append(Statement(subj[0], pred, obj, status, stype, otype, ended))
                 if subj[1] == "person" and subj[0] != ctx.speaker:
                     ctx.last_person = subj[0]
                 if pred in ("married_to", "dating", "engaged_to"):

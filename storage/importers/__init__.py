@@ -57,6 +57,7 @@ class ImportReport:
     added: int
     duplicate: int
     linked: int
+    scopes: tuple[str, ...] = ()  # every scope written to: ``scope``, and those the source's items name
 
 
 def import_into(
@@ -79,14 +80,18 @@ def import_into(
     engine.check_writes(reader(path, scope), principal=principal)  # the whole source, before any write
     counts = {"added": 0, "duplicate": 0, "linked": 0}
     read = 0
+    written: set[str] = set()
     for batch in _batches(reader(path, scope)):
+        written.update(s for item in batch for s in item.scopes)
         receipts = engine.write_many(batch, principal=principal)
         for r in receipts:
             counts[r.status] = counts.get(r.status, 0) + 1
         read += len(batch)
         if progress is not None:
             progress(read)
-    return ImportReport(fmt, scope, read, counts["added"], counts["duplicate"], counts["linked"])
+    return ImportReport(
+        fmt, scope, read, counts["added"], counts["duplicate"], counts["linked"], tuple(sorted(written))
+    )
 
 
 def _batches(items: Iterable[WriteItem]) -> Iterator[list[WriteItem]]:

@@ -66,7 +66,8 @@ class Projection(Protocol):
         self, upserts: Sequence[ProjectionRow], deletes: Sequence[str], *, fresh: Sequence[str] = ()
     ) -> None:
         """Make the projection reflect ``upserts`` and drop ``deletes``; idempotent. ``fresh`` ids are known
-        never to have been projected (their delete may be skipped)."""
+        never to have been projected (their delete may be skipped). The reconciler runs the projections' applies
+        side by side (never two of one projection at once), so one must not touch another's files."""
         ...
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:

@@ -120,9 +120,8 @@ def run(
     depth = max(recipe.depth, q.k * 5)
     if not q.live_only or q.since or q.until:
         depth *= 3  # filters applied after fusion drop candidates
-    active = [lane for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0]
-    for lane in active:
-        q = lane.prepare(q)
+    active = _active(lanes, recipe)
+    q = prepare(q, active, recipe)
     if executor is not None and len(active) > 1:
         futures = [(lane.name, executor.submit(lane.search, q, depth, recipe)) for lane in active[1:]]
         found = {active[0].name: active[0].search(q, depth, recipe)}
@@ -168,6 +167,19 @@ def run(
         if not q.live_only and q.known_at is None:
             kept = _chains(kept, q, graph, conn)
     return _finish(kept, q, recipe, vectors, day_digests)
+
+
+def _active(lanes: Sequence[Lane], recipe: Recipe) -> list[Lane]:
+    return [lane for lane in lanes if recipe.weights.get(lane.name, 0.0) > 0]
+
+
+def prepare(q: Query, lanes: Sequence[Lane], recipe: Recipe) -> Query:
+    """The query completed by every weighted lane's ``prepare`` (the query embedding): what needs neither the
+    projections nor the other lanes. ``run`` skips what is already done, so a caller may call this first, for
+    example while it waits for the projections to catch up with a write."""
+    for lane in _active(lanes, recipe):
+        q = lane.prepare(q)
+    return q
 
 
 def _finish(

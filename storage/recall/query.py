@@ -67,7 +67,9 @@ class Lane(Protocol):
     """A search lane: at most ``depth`` ids within the query's scopes, best first.
 
     ``prepare`` does the lane's work that should not share the cores with other lanes, before they start; it
-    returns the query, completed with what it computed.
+    returns the query, completed with what it computed, and returns a query it already completed unchanged (the
+    engine prepares a query while the projections catch up, then runs the pipeline on it). It reads no
+    projection.
     """
 
     name: str

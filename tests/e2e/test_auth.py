@@ -240,7 +240,11 @@ async def test_unauthenticated_forged_truncated_and_revoked_tokens_get_401(store
         async with as_token(server.url, late) as client:
             assert (await call(client, "recall", {"query": "anything"}))["results"] == []
         assert (await cli(store, "token", "revoke", "late")).returncode == 0
-        assert (await http.post("/mcp", json=INITIALIZE, headers=auth(f"Bearer {late}"))).status_code == 401
+        revoked = await http.post("/mcp", json=INITIALIZE, headers=auth(f"Bearer {late}"))
+        assert revoked.status_code == 401
+        # A token sent and refused is told apart from none sent: the person fixes the token, not the header.
+        assert "not valid here (unknown, revoked or mistyped)" in revoked.json()["error_description"]
+        assert "not valid" not in bare.json()["error_description"]
         assert (await http.post("/mcp", json=INITIALIZE, headers=auth(f"Bearer {good}"))).status_code == 200
 
 
@@ -253,6 +257,13 @@ async def test_no_auth_is_refused_off_loopback(store: Store) -> None:
         assert b"--no-auth is refused on 0.0.0.0" in server.process.stderr.read()
     finally:
         server.stop()
+
+
+async def test_token_list_with_no_token_says_how_to_make_one(store: Store) -> None:
+    assert (await cli(store, "scope", "create", "project:site")).returncode == 0  # a store, no token yet
+    none = await cli(store, "token", "list")  # before: nothing at all, on either stream
+    assert (none.returncode, none.stdout) == (0, b"")
+    assert b"no tokens yet; create one with `mnemograph token create --name NAME" in none.stderr
 
 
 async def test_token_cli_with_and_without_a_running_server(store: Store) -> None:

@@ -300,6 +300,19 @@ async def test_import_says_where_its_scope_lives_and_which_clients_read_it(
         in out
     )
     assert f"mnemograph scope move user:alex --parent {personal}" in out
+    # Lines of a jsonl file that name their own scope: the output names it, and says the clients miss it (before:
+    # "into user:me", not a word of team:ops).
+    lines = tmp_path / "mixed.jsonl"
+    lines.write_text(
+        json.dumps({"content": "The on-call rota changes on Mondays.", "scopes": ["team:ops"]})
+        + "\n"
+        + json.dumps({"content": "I take my coffee black."})
+        + "\n"
+    )
+    status, out, err = await imp("--from", "jsonl", str(lines))
+    assert status == 0, err
+    assert f"imported 2 memories from {lines} (jsonl) into team:ops, {personal}:" in out
+    assert f"note: team:ops is a new top-level scope, which your clients (default scope {personal})" in out
     status, out, err = await run(store, "scope", "list", "--json")
     parents = {s["id"]: s["parent"] for s in json.loads(out)}
     assert parents["project:notes"] == personal

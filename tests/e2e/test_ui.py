@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
@@ -343,3 +344,31 @@ async def test_ui_command_signs_in_the_local_user_once(store: Store) -> None:
         process.terminate()
         await process.wait()
         await process.aclose()
+
+
+async def test_a_visitor_without_a_cookie_never_gets_the_last_sign_in(store: Store) -> None:
+    """The HTTP front relays every visitor through one client to the owner. Its cookie jar kept the session the
+    owner set at a sign-in and sent it with every later request that had no cookie of its own: anyone who could
+    reach the port (another OS user on loopback, anyone with --host) browsed, retired and minted tokens as the
+    last person who signed in."""
+    admin = await make_token(store, "ana", "team:t=admin")
+    async with http_server(store, auth=True) as server, browser() as b:
+        await seed(server, admin)
+        page = await (await b.new_context()).new_page()
+        await sign_in(page, server, admin)
+        assert await page.inner_text("#principal") == "ana"
+        async with httpx2.AsyncClient(base_url=server.base, follow_redirects=False) as stranger:
+            for path in ("/ui/search?q=door+code", "/ui/tokens", "/ui/audit"):
+                answer = await stranger.get(path)
+                assert answer.status_code == 303, (path, answer.status_code)
+                assert answer.headers["location"].startswith("/ui/login"), answer.headers["location"]
+                assert "4711" not in answer.text
+            refused = await stranger.post(
+                "/ui/tokens",
+                data={"name": "mallory", "grants": "team:t=admin"},
+                headers={"Origin": server.base},
+            )
+            assert refused.status_code in (303, 403), refused.status_code
+        # the person who signed in still is
+        await page.goto(f"{server.base}/ui/search?q=door+code")
+        assert "4711" in await page.inner_text("main")

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from server._engine import WriteTimeOptions, write_time
+from server._engine import WriteTimeOptions, store_options, write_time
 from server.settings import SettingsError, load_settings, login_scope
-from storage import Engine
+from storage import Engine, RelationIn
 from storage.domain.models import MessageIn
+from storage.enrich import transitive
 
 
 def test_defaults(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ def test_write_time_settings(tmp_path: Path) -> None:
     )
     assert s.functional_predicates == ("lives_in", "works_at", "team_of")
     assert s.transitive_predicates == ("located_in", "within")
-    assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).transitive_predicates == ()  # the default
+    assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).transitive_predicates is None  # the default
     assert (s.anthropic_model, s.llm_min_interval) == ("claude-sonnet-4-6", 0.5)
     assert s.anthropic_api_key == "sk-ant-secret"
     assert "sk-ant-secret" not in repr(s)  # a secret never reaches a log line through a repr
@@ -201,3 +202,32 @@ def test_salience_settings_reach_the_engine(engine: Engine) -> None:
 def test_bad_salience_settings_are_refused(variable: str, value: str, message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         load_settings({f"MNEMOGRAPH_{variable}": value})
+
+
+def test_none_turns_each_predicate_list_off_and_empty_keeps_the_default(engine: Engine) -> None:
+    """``none`` is how a user says "no such predicate": before, it was refused as a predicate name, and an
+    empty value (the only other way to write "nothing") silently meant the default list."""
+    default = load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "", "MNEMOGRAPH_TRANSITIVE_PREDICATES": " "})
+    assert (default.functional_predicates, default.transitive_predicates) == (None, None)
+    s = load_settings(
+        {"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "none", "MNEMOGRAPH_TRANSITIVE_PREDICATES": "None"}
+    )
+    assert (s.functional_predicates, s.transitive_predicates) == ((), ())
+    write_time(WriteTimeOptions(functional=s.functional_predicates, transitive=s.transitive_predicates))(
+        engine
+    )
+    lisbon = engine.write("Ana lives in Lisbon.", ["user:ana"])
+    assert engine.write("Ana lives in Porto.", ["user:ana"]).supersedes == ()  # no functional predicate
+    assert engine.read(lisbon.id).memory.status == "current"
+    engine.write("The Grand Palm is located in Udaipur.", ["user:ana"], kind="fact",
+                 relations=[RelationIn("Grand Palm", "located_in", "Udaipur")])  # fmt: skip
+    engine.write("Udaipur belongs to Rajasthan.", ["user:ana"], kind="fact",
+                 relations=[RelationIn("Udaipur", "located_in", "Rajasthan")])  # fmt: skip
+    engine.consolidate()
+    with engine.graph.read() as conn:  # no derived relation (with the default list: Grand Palm in Rajasthan)
+        assert not [key for key in engine.graph.all_digests(conn).values() if transitive.is_derived_key(key)]
+    # store_options (a command opening the directory itself) follows the same rule
+    store_options(None, None)(engine)
+    assert engine.transitive == frozenset()  # None leaves what is set
+    store_options(("lives_in",), ())(engine)
+    assert (engine.functional, engine.transitive) == (frozenset({"lives_in"}), frozenset())

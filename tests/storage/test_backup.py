@@ -199,8 +199,9 @@ def test_backup_while_writes_go_on_opens_as_a_data_dir_and_verifies(
             assert report.canonical_seq == summary.seq
             assert copy.recall("Lisbon trip", ["user:ana"])
             assert (Path(summary.path) / "audit.jsonl").read_text().startswith('{"')  # the audit log travels
-    with pytest.raises(InvalidInput, match="not an empty directory"):
+    with pytest.raises(InvalidInput, match="not an empty directory") as refused:
         engine.backup(tmp_path / "backup-0")
+    assert "back up into a new directory" in str(refused.value.hint)  # not the import's advice
     with pytest.raises(InvalidInput, match="outside the data directory"):
         engine.backup(engine.data_dir / "inside")
 

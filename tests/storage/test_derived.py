@@ -56,6 +56,31 @@ def test_a_chain_of_located_in_is_derived_in_the_background_naming_its_sources(e
     assert any(t.startswith("Lalitha Mahal located in Karnataka") for t in derived(engine).values())
 
 
+def test_containment_written_in_plain_words_is_chained_without_a_model(engine: Engine) -> None:
+    """A user with no API key and a client that passes no relations: before, the offline extraction read no
+    containment, so nothing was ever derived for them."""
+    hotel = engine.write("The Grand Palm is located in Udaipur.", ["user:ana"], kind="fact")
+    city = engine.write("Udaipur lies in Rajasthan.", ["user:ana"], kind="fact")
+    assert hotel.relations == ("Grand Palm —located_in→ Udaipur",)
+    assert city.relations == ("Udaipur —located_in→ Rajasthan",)
+    engine.consolidate()
+    assert list(derived(engine).values()) == [
+        "Grand Palm located in Rajasthan (derived: Grand Palm located in Udaipur; Udaipur located in Rajasthan)"
+    ]
+    # an organisation "based in" a city is based_in (a person's is where they live), and chains the same way
+    assert engine.write("Globex Inc is based in Berlin.", ["user:ana"]).relations == (
+        "Globex Inc —based_in→ Berlin",
+    )
+    assert engine.write("Ana is based in Porto.", ["user:ana"]).relations == ("Ana —lives_in→ Porto",)
+    # words that say more than containment are not read as it
+    for text in (
+        "Udaipur is not located in Gujarat.",
+        "Ana lies in bed all Sunday.",
+        "Tom is part of the problem.",
+    ):
+        assert engine.write(text, ["user:ana"]).relations == ()
+
+
 def test_a_reader_who_cannot_read_every_source_never_meets_the_derivation(engine: Engine) -> None:
     # The hotel is known to both teams; that Udaipur is in Rajasthan only to team:a.
     h, c = hotel_and_city(engine, ["team:a", "team:b"], ["team:a"])

@@ -17,6 +17,7 @@ import pytest
 
 from scopes import Grant, Principal
 from storage import CachedEmbedder, Engine, InvalidInput
+from storage.engine import salience
 from storage.engine.salience import ACCESS_FILE, MAX_COUNT
 from storage.recall.recipes import RECIPES
 from tests.conftest import files_containing
@@ -299,3 +300,30 @@ def test_a_token_named_like_the_local_user_does_not_learn_its_recalls(engine: En
         assert engine.recall("garage door code", ["team:t"], k=1, now=NOW)[0].memory.id == garage
     query = "office wifi password or the garage door code"
     assert accesses(engine, query, garage, token) == accesses(engine, query, garage, stranger) < 20
+
+
+def test_the_counts_file_stays_bounded_however_many_memories_are_returned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, every memory any recall ever returned stayed in the file, rewritten (and synced) by the writer
+    every 64 accesses: at 100,000 memories a few MB per principal per flush. Past the cap the least-returned
+    are forgotten and the often-returned stay."""
+    monkeypatch.setattr(salience, "MAX_PER_PRINCIPAL", 50)
+    path = tmp_path / ACCESS_FILE
+    counts = salience.AccessCounts(path)
+    counts.record("ana", ["hot"] * 5)
+    for i in range(400):
+        counts.record("ana", [f"m{i:04d}", "hot"])
+    counts.record("bob", ["m0001"])
+    counts.flush()
+    on_disk = json.loads(path.read_bytes())["counts"]
+    assert len(on_disk["ana"]) <= 50
+    assert on_disk["ana"]["hot"] == 405
+    assert on_disk["bob"] == {"m0001": 1}  # another principal's counts are not pruned by ana's
+    # a file written before the cap (or by hand) is pruned as it is read
+    path.write_text(
+        json.dumps({"version": 1, "counts": {"ana": {f"x{i}": 1 + (i == 7) for i in range(500)}}})
+    )
+    reread = salience.AccessCounts(path)
+    assert reread.of("ana")("x7") == 2
+    assert reread.total() <= 50 + 1

@@ -360,3 +360,48 @@ async def test_explain_leaves_out_empty_lists(client: Client) -> None:
     explained = out["results"][0]["explain"]
     assert explained["lanes"]
     assert not {"paths", "via", "collapsed"} & set(explained), explained
+
+
+async def test_a_change_written_with_its_date_is_valid_from_that_date_without_an_amend(
+    client: Client,
+) -> None:
+    """Found by a newcomer: "Sam works at Globex since 1 October 2025" written as a new memory closed Initech on
+    1 October, but the Globex memory was valid only from the day it was written, so `as_of` in between found
+    no employer at all. And a write whose caller gave `valid_from` closed what it replaced at the time of the
+    call, not then, so `as_of` after that date found both employers."""
+    old = await _write(client, "Sam works at Initech.", kind="fact", valid_from="2023-01-01")
+    new = await _write(client, "Sam works at Globex since 1 October 2025.")  # the default kind, a note
+    stored = (await ok(client, "memory_read", {"id": new["id"]}))["memory"]
+    assert stored["valid_from"].startswith("2025-10-01"), stored
+    november = await ok(client, "recall", {"query": "where did Sam work", "as_of": "2025-11-01"})
+    assert [r["id"] for r in november["results"]][:1] == [new["id"]]
+    assert old["id"] not in [r["id"] for r in november["results"]]
+    september = await ok(client, "recall", {"query": "where did Sam work", "as_of": "2025-09-01"})
+    assert [r["id"] for r in september["results"]] == [old["id"]]
+    acme = await _write(
+        client, "Ana works at Acme.", kind="fact", valid_from="2024-01-01", scopes=["user:ana"]
+    )
+    globex = await _write(
+        client, "Ana works at Globex now.", kind="fact", valid_from="2025-06-01", scopes=["user:ana"]
+    )
+    assert acme["id"] in globex["supersedes"]
+    ended = (await ok(client, "memory_read", {"id": acme["id"]}))["memory"]
+    assert ended["valid_to"].startswith("2025-06-01"), ended
+    later = await ok(
+        client, "recall", {"query": "where does Ana work", "as_of": "2025-09-01", "scopes": ["user:ana"]}
+    )
+    assert [r["id"] for r in later["results"]] == [globex["id"]]
+
+
+async def test_recall_in_a_scope_that_does_not_exist_says_so(client: Client) -> None:
+    """A newcomer's typo (`project:nope`) returned `[]` with no hint: the agent could not tell a miss from a typo."""
+    await _write(client, "The office wifi password is larch-ferry-42.", scopes=["project:site"])
+    typo = await ok(client, "recall", {"query": "wifi password", "scopes": ["project:sitee"]})
+    assert typo["results"] == []
+    assert "No scope project:sitee exists" in typo["warning"]
+    assert "list_scopes" in typo["warning"]
+    right = await ok(client, "recall", {"query": "wifi password", "scopes": ["project:site"]})
+    assert right["results"]
+    assert "warning" not in right
+    nothing = await ok(client, "recall", {"query": "the moon landing", "scopes": ["project:site"]})
+    assert "warning" not in nothing  # an existing scope with no match: no warning
