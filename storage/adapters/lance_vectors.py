@@ -32,6 +32,7 @@ import pyarrow as pa
 from lancedb.index import Bitmap, IvfFlat, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
+from storage.adapters import _half as half
 from storage.adapters._rwlock import RWLock
 from storage.adapters.watermark import Watermark
 from storage.domain.records import ProjectionRow
@@ -87,7 +88,9 @@ class VectorIndex:
         self._schema = pa.schema(
             [
                 ("id", pa.string()),
-                ("vector", pa.list_(pa.float32(), dim)),
+                # Half precision, scaled as the canonical store keeps it (storage.adapters._half): 0.8 KB a
+                # row instead of 1.5, and a table rebuilt from the canonical store is the one writes made.
+                ("vector", pa.list_(pa.float16(), dim)),
                 ("scopes", pa.list_(pa.string())),
                 ("live", pa.bool_()),
                 ("kind", pa.string()),
@@ -106,6 +109,8 @@ class VectorIndex:
             self._table = self._db.open_table(self._name)
         else:
             self._table = self._db.create_table(self._name, schema=self._schema)
+        # A table written before vectors were kept in half precision stays float32 until ``maintain`` converts it.
+        self._vector_type = self._table.schema.field("vector").type.value_type
         self.watermark = Watermark(directory / "WATERMARK")
         self._index_type, self._has_scalar = self._indexes()
         self._appends = 0
@@ -144,7 +149,7 @@ class VectorIndex:
         if stale:
             self._table.delete(f"id IN ({', '.join(_sql_str(i) for i in stale)})")
         if upserts:
-            self._table.add(self._arrow(upserts))
+            self._table.add(self._arrow(upserts, self._vector_type))
         if stale or upserts:
             self._appends += 1
             self._rows_since_build += len(upserts)
@@ -156,18 +161,29 @@ class VectorIndex:
         100,000 memories 2× slower (docs/benchmarks/core.md). ``maintain`` compacts them."""
         return self._appends
 
-    def _arrow(self, rows: Sequence[ProjectionRow]) -> pa.Table:
-        flat = np.asarray([r.vector for r in rows], dtype=np.float32).ravel()
+    def _arrow(self, rows: Sequence[ProjectionRow], vector_type: pa.DataType | None = None) -> pa.Table:
+        vector_type = vector_type or pa.float16()
+        if vector_type == pa.float16():
+            flat = (
+                np.concatenate([half.encode(r.vector)[1] for r in rows]) if rows else np.zeros(0, half.HALF)
+            )
+        else:  # a float32 table written before (until ``maintain`` converts it)
+            flat = np.asarray([r.vector for r in rows], dtype=np.float32).ravel()
+        schema = (
+            self._schema
+            if vector_type == pa.float16()
+            else _with_vector(self._schema, vector_type, self._dim)
+        )
         return pa.table(
             {
                 "id": [r.id for r in rows],
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), self._dim),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat, type=vector_type), self._dim),
                 "scopes": [list(r.scopes) for r in rows],
                 "live": [r.live for r in rows],
                 "kind": [r.kind for r in rows],
                 "event_time": [r.event_time for r in rows],
             },
-            schema=self._schema,
+            schema=schema,
         )
 
     def replace_all(self, rows: Sequence[ProjectionRow]) -> None:
@@ -204,6 +220,8 @@ class VectorIndex:
         ``MAX_SEGMENTS`` segments or with ``DELTA_ROWS`` rows added since it was built, is rebuilt as one IVF_FLAT
         index.
         """
+        if self._vector_type != pa.float16():
+            self._halve()
         rows = self._table.count_rows()
         self._has_scalar = self._compact(self._table, rows=rows, has_scalar=self._has_scalar)
         if rows >= self._ann_threshold:
@@ -214,6 +232,27 @@ class VectorIndex:
                 self._index_type, self._rows_since_build = VECTOR_INDEX, 0
         self._drop_old_versions()
         self._appends = 0
+
+    def _halve(self) -> None:
+        """Rebuild a float32 table written before vectors were kept in half precision from its own rows
+        (``build``, ``switch``: searches go on meanwhile; this runs on the projector's thread, so no ``apply``
+        can come between the read and the switch)."""
+        with self._lock.shared():
+            table = self._table.to_arrow()
+        matrix = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = matrix.reshape(table.num_rows, self._dim)
+        rows = [
+            ProjectionRow(i, "", kind, tuple(scopes or ()), bool(live), at, matrix[n].tolist())
+            for n, (i, kind, scopes, live, at) in enumerate(
+                zip(
+                    *(table[c].to_pylist() for c in ("id", "kind", "scopes", "live", "event_time")),
+                    strict=True,
+                )
+            )
+        ]
+        staged = self.build(rows)
+        staged.switch()
+        staged.drop_old()
 
     def _drop_old_versions(self) -> None:
         """Delete the files only older versions of the table use. Compaction writes every row again, so until
@@ -301,7 +340,7 @@ class VectorIndex:
             return hits, None
         column = result["vector"].combine_chunks()
         matrix = column.flatten().to_numpy(zero_copy_only=False).reshape(len(hits), self._dim)
-        return hits, matrix
+        return hits, matrix.astype(np.float32)
 
     def live_status(self) -> dict[str, bool]:
         with self._lock.shared():
@@ -362,6 +401,7 @@ class StagedTable:
             tmp.replace(owner._dir / "CURRENT")
             owner._db, owner._table, owner._name = self._db, self._table, name
             owner._index_type, owner._has_scalar = self._index_type, self._has_scalar
+            owner._vector_type = pa.float16()
             owner._rows_since_build = 0
             owner._appends = self._appends
 
@@ -377,6 +417,10 @@ class StagedTable:
         """Drop the table (a rewrite that failed); the live one is untouched."""
         if self._name != self._owner._name and self._name in self._db.list_tables().tables:
             self._db.drop_table(self._name)
+
+
+def _with_vector(schema: pa.Schema, value_type: pa.DataType, dim: int) -> pa.Schema:
+    return schema.set(schema.get_field_index("vector"), pa.field("vector", pa.list_(value_type, dim)))
 
 
 def _vacuum(table: lancedb.table.Table) -> None:

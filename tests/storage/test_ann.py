@@ -113,7 +113,9 @@ def test_ivf_search_finds_every_row_of_a_small_scope(tmp_path: Path) -> None:
         exact = flat.search(q, scopes=["user:small"], k=20, live_only=True, kinds=None)
         assert [mid for mid, _ in found] == [mid for mid, _ in exact]
         assert len(found) == len(small)
-        assert np.allclose([d for _, d in found], [d for _, d in exact], atol=1e-5)  # exact distances
+        # Exact distances over the stored half-precision vectors; Lance's flat and IVF kernels compute them
+        # with rounding of their own (up to about 2e-4 apart here, 4e-5 on MiniLM vectors).
+        assert np.allclose([d for _, d in found], [d for _, d in exact], atol=5e-4)
 
 
 def test_an_older_ivf_pq_index_is_replaced(tmp_path: Path) -> None:

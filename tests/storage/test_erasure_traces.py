@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from storage import CachedEmbedder, Engine, EntityIn, WriteItem
+from storage.adapters._half import stored_bytes
 from tests.conftest import files_containing
 
 FILLER = [f"Routine note {i}: the {w} plant on shelf {i % 7} needs water." for i, w in enumerate(
@@ -21,10 +22,14 @@ FILLER = [f"Routine note {i}: the {w} plant on shelf {i % 7} needs water." for i
 
 
 def _needles(vector: np.ndarray, memory_id: str) -> dict[str, bytes]:
-    """Byte patterns that would betray the memory: its vector in float32 (little and big endian, whole and a
-    window from the middle), float16 and float64, and its id as hex (both cases) and as raw bytes."""
+    """Byte patterns that would betray the memory: its vector as the stores keep it (float16 scaled by a power
+    of two, from the start and the middle), in float32 (little and big endian, whole and a window from the
+    middle), plain float16 and float64, and its id as hex (both cases) and as raw bytes."""
     v32 = np.asarray(vector, dtype="<f4")
+    half = stored_bytes(v32)
     return {
+        "vector half": half[:32],
+        "vector half middle": half[360:392],
         "vector f32": v32[:16].tobytes(),
         "vector f32 middle": v32[180:196].tobytes(),
         "vector f32 big-endian": v32[:16].astype(">f4").tobytes(),
@@ -65,8 +70,10 @@ def _store_with_a_secret(eng: Engine, embedder: CachedEmbedder, scope: str) -> t
     eng.reconciler.wait_projected()
     found = _left(eng.data_dir, needles)
     # The scan can see each of them before the erasure (else it would prove nothing).
-    for what in ("vector f32", "vector f32 middle", "id hex", "content", "alias", "type"):
+    for what in ("vector half", "vector half middle", "id hex", "content", "alias", "type"):
         assert what in found, f"{what} was never on disk: the scan would prove nothing"
+    # Both stores keep the vector in half precision: its float32 bytes were never written anywhere.
+    assert not {"vector f32", "vector f32 middle", "vector f32 big-endian"} & set(found), found
     return secret, needles
 
 

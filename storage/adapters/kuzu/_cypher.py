@@ -10,7 +10,7 @@ import re
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import kuzu
 
+from storage.adapters import _half as half
 from storage.domain.errors import StorageUnavailable
 from storage.domain.models import Memory, MemoryKind, Provenance
 from storage.domain.records import (
@@ -41,7 +42,10 @@ _MEMORY_FIELDS = (
 _FIELD_NAMES = tuple(f.strip() for f in _MEMORY_FIELDS.split(","))
 _RETURN_MEMORY = ", ".join(f"m.{f.strip()}" for f in _MEMORY_FIELDS.split(","))
 _FETCH_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_RETURN_MEMORY}, m.scopes, m.entity_names"
-_PROJECTION = "m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, m.vector"
+# A memory's vector: float16 numbers (as UINT16: the same bits) and the power of two they are scaled by
+# (storage.adapters._half). Stores written before hold a FLOAT[dim] ``vector`` until ``GraphStore`` converts it.
+VECTOR = "m.vector16, m.vector_exp"
+_PROJECTION = f"m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.event_time, {VECTOR}"
 _PROJECT_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_PROJECTION}"
 
 
@@ -51,8 +55,8 @@ def _schema(dim: int) -> list[str]:
         "CREATE NODE TABLE IF NOT EXISTS Memory(id STRING PRIMARY KEY, content STRING, kind STRING, "
         "principal STRING, client STRING, source STRING, metadata STRING, event_time TIMESTAMP, "
         "event_time_source STRING, valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, "
-        f"retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, vector FLOAT[{dim}], "
-        "scopes STRING[], entity_names STRING[])",
+        "retired_at TIMESTAMP, retire_reason STRING, supersedes STRING, superseded_by STRING, "
+        f"vector16 UINT16[{dim}], vector_exp INT16, scopes STRING[], entity_names STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Scope(id STRING PRIMARY KEY, created_at TIMESTAMP)",
         "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING PRIMARY KEY, name STRING, type STRING, aliases STRING[])",
         "CREATE NODE TABLE IF NOT EXISTS Change(seq INT64 PRIMARY KEY, op STRING, memory_id STRING, at TIMESTAMP)",
@@ -130,6 +134,19 @@ def _memory_params(m: Memory | NewMemory) -> dict[str, Any]:
         "valid_to": m.valid_to,
         "recorded_at": m.recorded_at,
     }
+
+
+def vector_params(vector: Sequence[float]) -> dict[str, Any]:
+    """The parameters ``$vector16``, ``$vector_exp`` of a memory's vector as stored (``storage.adapters._half``)."""
+    exp, halves = half.encode(vector)
+    return {"vector16": half.as_int16(halves), "vector_exp": exp}
+
+
+def vector_value(halves: Sequence[int] | None, exp: int | None) -> list[float]:
+    """The float32 vector a memory row holds (``VECTOR`` read back)."""
+    if halves is None:
+        return []
+    return [float(x) for x in half.decode(exp or 0, half.from_int16(halves))]
 
 
 def _exec(session: Session, query: str, params: dict[str, Any] | None = None) -> kuzu.QueryResult:

@@ -16,10 +16,13 @@ from storage.adapters._rows import (
 from storage.adapters.kuzu._cypher import (
     _FIELD_NAMES,
     _RETURN_MEMORY,
+    VECTOR,
     _exec,
     _memory_params,
     _rows,
     utc,
+    vector_params,
+    vector_value,
 )
 from storage.adapters.kuzu.writes import _Writes
 from storage.domain.models import Memory
@@ -39,7 +42,7 @@ class _Exports(_Writes):
         while True:
             rows = _rows(
                 conn,
-                f"MATCH (m:Memory) WHERE m.id > $after RETURN {_RETURN_MEMORY}, m.entity_names, m.vector "
+                f"MATCH (m:Memory) WHERE m.id > $after RETURN {_RETURN_MEMORY}, m.entity_names, {VECTOR} "
                 "ORDER BY m.id LIMIT 1000",
                 {"after": last},
             )
@@ -51,8 +54,8 @@ class _Exports(_Writes):
                 record: dict[str, Any] = dict(zip(names, r[: len(names)], strict=True))
                 for key in ("event_time", "valid_from", "valid_to", "recorded_at", "retired_at"):
                     record[key] = utc(record[key])
-                record["entities"] = sorted(r[-2] or ())
-                record["vector"] = list(r[-1])
+                record["entities"] = sorted(r[-3] or ())
+                record["vector"] = vector_value(r[-2], r[-1])
                 record["scopes"] = {
                     sid: utc(at)
                     for sid, at in _rows(
@@ -131,14 +134,15 @@ class _Exports(_Writes):
             "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
             "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retired_at: $retired_at, "
             "retire_reason: $retire_reason, supersedes: $supersedes, superseded_by: $superseded_by, "
-            "vector: $vector, scopes: CAST($scopes AS STRING[]), entity_names: CAST($entities AS STRING[])})",
+            "vector16: $vector16, vector_exp: CAST($vector_exp AS INT16), scopes: CAST($scopes AS STRING[]), "
+            "entity_names: CAST($entities AS STRING[])})",
             {
                 **_memory_params(m),
                 "retired_at": m.retired_at,
                 "retire_reason": m.retire_reason,
                 "supersedes": m.supersedes,
                 "superseded_by": m.superseded_by,
-                "vector": list(map(float, vector)),
+                **vector_params(vector),
                 "scopes": sorted(added),
                 "entities": list(m.entities),
             },

@@ -16,11 +16,13 @@ from storage.adapters.kuzu._cypher import (
     _PROJECT_ONE,
     _PROJECTION,
     PARALLEL_FETCH,
+    VECTOR,
     _exec,
     _memory,
     _rows,
     by_keys,
     utc,
+    vector_value,
 )
 from storage.domain.models import Memory
 from storage.domain.records import (
@@ -373,7 +375,13 @@ class _Reads:
             rows = [r for mid in dict.fromkeys(ids) for r in _rows(conn, _PROJECT_ONE, {"id": mid})]
         return {
             r[0]: ProjectionRow(
-                r[0], r[1], r[2], tuple(sorted(r[3] or ())), bool(r[4]), utc(r[5]) or _EPOCH, r[6]
+                r[0],
+                r[1],
+                r[2],
+                tuple(sorted(r[3] or ())),
+                bool(r[4]),
+                utc(r[5]) or _EPOCH,
+                vector_value(r[6], r[7]),
             )
             for r in rows
         }
@@ -384,8 +392,8 @@ class _Reads:
         return {r[0]: bool(r[1]) for r in rows}
 
     def vector_of(self, conn: Session, memory_id: str) -> list[float] | None:
-        rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": memory_id})
-        return list(rows[0][0]) if rows else None
+        rows = _rows(conn, f"MATCH (m:Memory {{id: $id}}) RETURN {VECTOR}", {"id": memory_id})
+        return vector_value(*rows[0]) if rows else None
 
     def present(self, conn: Session, ids: Sequence[str]) -> set[str]:
         # Primary-key lookups, one statement for the lot (a ``WHERE m.id IN $ids`` scans every memory).
@@ -398,11 +406,11 @@ class _Reads:
         rows = by_keys(  # primary-key lookups: an UNWIND of ids is a scan of every memory in Kùzu 0.11
             conn,
             "MATCH (m:Memory {id: $id}) WHERE m.retired_at IS NULL AND m.superseded_by IS NULL "
-            "AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id, m.content, m.kind, m.vector",
+            f"AND (m.valid_to IS NULL OR m.valid_to > $now) RETURN m.id, m.content, m.kind, {VECTOR}",
             list(dict.fromkeys(ids)),
             {"now": now},
         )
-        return {r[0]: (r[1], r[2], list(r[3])) for r in rows}
+        return {r[0]: (r[1], r[2], vector_value(r[3], r[4])) for r in rows}
 
     def live_state(self, conn: Session, memory_id: str) -> bool | None:
         """None when no memory has this id; else whether it is live (neither retired nor superseded)."""

@@ -36,6 +36,7 @@ from storage.adapters.kuzu._cypher import (
     _schema,
     cypher_string,
     log,
+    vector_params,
 )
 from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
@@ -195,6 +196,41 @@ class GraphStore(_Exports, _Conversations):
         self._add_mention_columns()
         self._add_relation_scopes()
         self._add_relation_names()
+        self._halve_vectors()
+
+    def _halve_vectors(self) -> None:
+        """Convert the FLOAT[dim] ``vector`` of a store written before vectors were kept in half precision
+        (``storage.adapters._half``) to ``vector16``/``vector_exp``, then drop it; its pages are free pages
+        from then on (reused by later writes, given back by the next rewrite). Resumable: a conversion stopped
+        midway goes on from the rows still without ``vector16`` at the next open."""
+        columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('Memory') RETURN *")}
+        if "vector" not in columns:
+            return
+        # About as long as importing the vectors (a millisecond or two a memory here): said, so a long first
+        # open after an upgrade is not taken for a hang.
+        log.warning("converting the canonical store's vectors to half precision (once, at this open)")
+        self._writer.execute(f"ALTER TABLE Memory ADD IF NOT EXISTS vector16 UINT16[{int(self._dim)}]")
+        self._writer.execute("ALTER TABLE Memory ADD IF NOT EXISTS vector_exp INT16")
+        while True:
+            rows = _rows(
+                self._writer,
+                "MATCH (m:Memory) WHERE m.vector16 IS NULL AND m.vector IS NOT NULL RETURN m.id, m.vector "
+                "LIMIT 2000",
+            )
+            if not rows:
+                break
+            _exec(
+                self._writer,
+                "UNWIND $rows AS r MATCH (m:Memory {id: r.id}) "
+                f"SET m.vector16 = CAST(r.vector16 AS UINT16[{int(self._dim)}]), m.vector_exp = CAST(r.vector_exp AS INT16)",
+                {"rows": [{"id": mid, **vector_params(vector)} for mid, vector in rows]},
+            )
+        # Checkpointed before and after the drop: Kùzu 0.11 crashed (a segmentation fault) checkpointing a log
+        # that held both the updates of a column chunk and the drop of another column of the same table.
+        self._writer.execute("CHECKPOINT")
+        self._writer.execute("ALTER TABLE Memory DROP vector")
+        self._writer.execute("CHECKPOINT")
+        log.warning("the canonical store's vectors are kept in half precision now")
 
     def _add_mention_columns(self) -> None:
         """Give MENTIONS edges of a store written before they carried what each memory gave the entity the

@@ -16,6 +16,7 @@ from storage.adapters.kuzu._cypher import (
     _rows,
     by_keys,
     utc,
+    vector_params,
 )
 from storage.adapters.kuzu.reads import _Reads
 from storage.domain.models import EntityIn
@@ -61,12 +62,12 @@ class _Writes(_Reads):
             "CREATE (:Memory {id: $id, content: $content, kind: $kind, principal: $principal, client: $client, "
             "source: $source, metadata: $metadata, event_time: $event_time, event_time_source: $ets, "
             "valid_from: $valid_from, valid_to: $valid_to, recorded_at: $recorded_at, retire_reason: '', "
-            "supersedes: $supersedes, vector: $vector, scopes: CAST($scopes AS STRING[]), "
-            "entity_names: CAST($entities AS STRING[])})",
+            "supersedes: $supersedes, vector16: $vector16, vector_exp: CAST($vector_exp AS INT16), "
+            "scopes: CAST($scopes AS STRING[]), entity_names: CAST($entities AS STRING[])})",
             {
                 **_memory_params(m),
                 "supersedes": m.supersedes,
-                "vector": list(map(float, m.vector)),
+                **vector_params(m.vector),
                 "scopes": list(scopes),
                 "entities": sorted({e.name for e in entities}),
             },
@@ -82,14 +83,14 @@ class _Writes(_Reads):
             "principal: r.principal, client: r.client, source: r.source, metadata: r.metadata, "
             "event_time: r.event_time, event_time_source: r.ets, valid_from: r.valid_from, "
             "valid_to: CAST(r.valid_to AS TIMESTAMP), recorded_at: r.recorded_at, retire_reason: '', supersedes: r.supersedes, "
-            "vector: r.vector, scopes: list_sort(list_distinct(CAST(r.scopes AS STRING[]))), "
+            "vector16: r.vector16, vector_exp: CAST(r.vector_exp AS INT16), scopes: list_sort(list_distinct(CAST(r.scopes AS STRING[]))), "
             "entity_names: CAST(r.entities AS STRING[])})",
             {
                 "rows": [
                     {
                         **_memory_params(r.memory),
                         "supersedes": r.memory.supersedes,
-                        "vector": list(map(float, r.memory.vector)),
+                        **vector_params(r.memory.vector),
                         "scopes": list(r.scopes),
                         "entities": sorted({e.name for e in r.entities}),
                     }

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from storage import content_id
+from storage.adapters._half import stored_bytes
 from storage.domain.models import MemoryKind, Provenance
 from storage.domain.records import NewMemory
 from storage.ports.embedder import Embedder
@@ -40,11 +41,14 @@ def new_memory(
 
 
 def needles(vector: np.ndarray | list[float], memory_id: str) -> dict[str, bytes]:
-    """Byte patterns that would betray a memory: its vector's floats (float32 little- and big-endian, from the
-    start and the middle), its first floats as text (a server that logs queries verbatim writes them so)
+    """Byte patterns that would betray a memory: its vector's floats (float32 little- and big-endian, and the
+    half-precision numbers the local stores write, from the start and the middle), its first floats as text (a server that logs queries verbatim writes them so)
     and its id (hex, upper-case hex, raw bytes)."""
     v32 = np.asarray(vector, dtype="<f4")
+    half = stored_bytes(v32)  # as the local stores keep it: float16 scaled by a power of two
     return {
+        "vector half": half[:32],
+        "vector half middle": half[360:392],
         "vector text": ", ".join(str(float(x)) for x in v32[:3]).encode(),
         "vector f32": v32[:16].tobytes(),
         "vector f32 middle": v32[180:196].tobytes(),

@@ -187,7 +187,10 @@ def test_erased_rows_leave_no_bytes_after_the_rewrite(
         found = {what: [p for r in roots for p in files_containing(r, b)] for what, b in patterns.items()}
         return {what: paths for what, paths in found.items() if paths}
 
-    assert {"content", "alias", "id hex", "vector f32"} <= set(left())  # the scan sees the rows before
+    # The scan sees the row before. Its vector is not always there byte for byte: Kùzu bit-packs a column chunk
+    # of INT16 (the half-precision numbers) when its values span less than 16 bits, so it is only checked to
+    # be gone after (it goes with the row: the rewrite copies the rows that are left).
+    assert {"content", "alias", "id hex"} <= set(left())
 
     with canonical.transaction() as tx:
         assert canonical.delete_memories(tx, [gone]) == 1  # "Vaultkeeper": no other memory mentions it

@@ -1,0 +1,201 @@
+"""Vectors are kept in half precision by both local stores (storage.adapters._half): what a user can see of it.
+Half the bytes on disk, a rebuilt vector table that recalls exactly as before, an export/import round trip
+that gives back the same vectors, and a store written with float32 vectors (before) that still opens."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import kuzu
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from storage import CachedEmbedder, Engine, WriteItem
+from storage.adapters import _half as half
+
+TEXTS = [
+    "Ana moved to Lisbon in 2021 and works at Acme as a designer.",
+    "Bruno's daughter plays the cello every Tuesday evening.",
+    "The office wifi password changed to ferns-and-fog last week.",
+    "Carla is allergic to peanuts and shellfish.",
+    "The quarterly report is due on the last Friday of March.",
+    "Dario prefers window seats on long flights.",
+    "The boiler in the basement was serviced in October.",
+    "Elena's birthday party is at the lake house on June 12.",
+]
+QUERIES = [
+    "Where does Ana live?",
+    "cello lessons",
+    "food allergies",
+    "when is the report due",
+    "flight seats",
+]
+
+
+def _supplied(n: int, seed: int = 7) -> np.ndarray:
+    """Vectors a client supplies: any length (these are far from unit length), any float32 numbers."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, 384)) * 1000.0).astype(np.float32)
+
+
+def _graph_file(data: Path) -> Path:
+    graph = data / "graph"
+    return (
+        graph / (graph / "CURRENT").read_text().strip()
+        if (graph / "CURRENT").exists()
+        else graph / "graph-000001.kz"
+    )
+
+
+def _column_bytes(graph_file: Path, prefix: str) -> int:
+    db = kuzu.Database(str(graph_file), read_only=True)
+    try:
+        conn = kuzu.Connection(db)
+        result = conn.execute("CALL storage_info('Memory') RETURN column_name, num_pages")
+        assert not isinstance(result, list)
+        pages = 0
+        while result.has_next():
+            name, n = result.get_next()
+            if str(name).startswith(prefix):
+                pages += int(n)
+        return pages * 4096
+    finally:
+        db.close()
+
+
+def _lance_data_bytes(data: Path) -> int:
+    return sum(f.stat().st_size for f in (data / "vectors").rglob("*.lance") if f.is_file())
+
+
+def test_a_vector_takes_half_its_float32_bytes_in_each_store(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """1,200 memories with their vectors: the canonical column of vectors and the vector table each hold under
+    0.85 KB a memory (float32 took 1.5 KB in each)."""
+    n = 1_200
+    vectors = _supplied(n)
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        items = [WriteItem(f"Note {i}: shelf {i % 13} holds box {i}.", ["user:ana"], vector=vectors[i].tolist())
+                 for i in range(n)]  # fmt: skip
+        eng.write_many(items)
+        assert eng.reconciler.wait_projected(60)
+        eng.vectors.maintain()
+        eng.graph.checkpoint()
+    vector_column = _column_bytes(_graph_file(data), "vector")
+    assert vector_column / n < 850, vector_column / n
+    assert _lance_data_bytes(data) / n < 850, _lance_data_bytes(data) / n
+
+
+def test_a_rebuilt_vector_table_recalls_exactly_as_before(tmp_path: Path, embedder: CachedEmbedder) -> None:
+    """``reindex`` rebuilds the vector table from the canonical store: the same rows, byte for byte, and the
+    same recall answers (ids, order and scores)."""
+    with Engine.open(tmp_path / "data", embedder=embedder, warm=False) as eng:
+        eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])
+        assert eng.reconciler.wait_projected(60)
+
+        def answers() -> list[list[tuple[str, float]]]:
+            return [
+                [(h.memory.id, round(h.score, 9)) for h in eng.recall(q, ["user:ana"], k=5)] for q in QUERIES
+            ]
+
+        def table() -> dict[str, bytes]:
+            rows = eng.vectors._table.to_arrow()
+            return {
+                i: np.asarray(v, dtype=np.float16).tobytes()
+                for i, v in zip(rows["id"].to_pylist(), rows["vector"].to_pylist(), strict=True)
+            }
+
+        before, rows_before = answers(), table()
+        assert eng.reindex().ok
+        assert table() == rows_before
+        assert answers() == before
+
+
+def test_export_and_import_give_back_the_supplied_vectors_to_half_precision(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A client's vectors come back from ``export`` within half precision (each number to 2**-11 of the
+    largest, the direction to a cosine of 0.9999999); imported and exported again, they are the same numbers."""
+    vectors = _supplied(len(TEXTS), seed=3)
+    with Engine.open(tmp_path / "a", embedder=embedder, warm=False) as eng:
+        eng.write_many(
+            [WriteItem(t, ["user:ana"], vector=v.tolist()) for t, v in zip(TEXTS, vectors, strict=True)]
+        )
+        first = io.StringIO()
+        eng.export(first, vectors=True)
+    exported = {r["content"]: np.asarray(r["vector"]) for r in map(json.loads, first.getvalue().splitlines())
+                if r["type"] == "memory"}  # fmt: skip
+    for text, given in zip(TEXTS, vectors, strict=True):
+        back = exported[text]
+        assert np.max(np.abs(back - given)) <= np.max(np.abs(given)) * 2.0**-11
+        assert float(back @ given) / (np.linalg.norm(back) * np.linalg.norm(given)) > 0.9999999
+    Engine.import_export(tmp_path / "b", io.StringIO(first.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "b", embedder=embedder, warm=False) as copy:
+        second = io.StringIO()
+        copy.export(second, vectors=True)
+    again = {r["content"]: r["vector"] for r in map(json.loads, second.getvalue().splitlines())
+             if r["type"] == "memory"}  # fmt: skip
+    assert again == {text: v.tolist() for text, v in exported.items()}
+
+
+def _to_float32_layout(data: Path, vectors: dict[str, np.ndarray]) -> None:
+    """Put a closed data directory back into the layout stores had before (a FLOAT[384] ``vector`` column in
+    Kùzu, a float32 vector table in LanceDB), holding the full float32 vectors."""
+    db = kuzu.Database(str(_graph_file(data)))
+    conn = kuzu.Connection(db)
+    conn.execute("ALTER TABLE Memory ADD vector FLOAT[384]")
+    for mid, v in vectors.items():
+        conn.execute(
+            "MATCH (m:Memory {id: $id}) SET m.vector = CAST($v AS FLOAT[384])", {"id": mid, "v": v.tolist()}
+        )
+    conn.execute("CHECKPOINT")
+    conn.execute("ALTER TABLE Memory DROP vector16")
+    conn.execute("ALTER TABLE Memory DROP vector_exp")
+    conn.execute("CHECKPOINT")
+    db.close()
+    lance = lancedb.connect(str(data / "vectors"))
+    name = lance.list_tables().tables[0]
+    old = lance.open_table(name).to_arrow()
+    flat = np.concatenate([vectors[i] for i in old["id"].to_pylist()]).astype(np.float32)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), 384)
+    table = old.set_column(old.schema.get_field_index("vector"), "vector", column)
+    lance.drop_table(name)
+    lance.create_table(name, table)
+
+
+def test_a_store_written_with_float32_vectors_opens_and_converts(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A data directory whose stores hold float32 vectors (every store before this change) opens, answers
+    and verifies; its canonical vectors are converted at open, its vector table at the first maintenance."""
+    data = tmp_path / "data"
+    vectors = _supplied(len(TEXTS), seed=11)
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        assert eng.reconciler.wait_projected(60)
+        expected = [[h.memory.id for h in eng.recall(q, ["user:ana"], k=3)] for q in QUERIES]
+        own = {
+            i: np.asarray(eng.graph.vector_of(c, i), dtype=np.float32)
+            for c in [eng.graph._writer]
+            for i in ids
+        }
+    del vectors
+    _to_float32_layout(data, own)
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        assert eng.verify().ok
+        with eng.graph.read() as s:
+            for i, v in own.items():
+                got = np.asarray(eng.graph.vector_of(s, i) or [])
+                assert half.stored_bytes(got) == half.stored_bytes(v)
+        assert eng.vectors._table.schema.field("vector").type.value_type == pa.float32()
+        assert [[h.memory.id for h in eng.recall(q, ["user:ana"], k=3)] for q in QUERIES] == expected
+        eng.write("Fabio keeps bees on the roof.", ["user:ana"])  # a write into the float32 table
+        assert eng.reconciler.wait_projected(60)
+        eng.vectors.maintain()
+        assert eng.vectors._table.schema.field("vector").type.value_type == pa.float16()
+        assert [[h.memory.id for h in eng.recall(q, ["user:ana"], k=3)] for q in QUERIES] == expected
+        assert eng.verify().ok
