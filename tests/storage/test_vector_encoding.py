@@ -12,9 +12,13 @@ import kuzu
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from storage import CachedEmbedder, Engine, WriteItem
 from storage.adapters import _half as half
+from storage.domain.errors import InvalidInput
+from storage.domain.validation import MAX_VECTOR_TOP, MIN_VECTOR_TOP
+from storage.importers import import_into
 
 TEXTS = [
     "Ana moved to Lisbon in 2021 and works at Acme as a designer.",
@@ -199,3 +203,71 @@ def test_a_store_written_with_float32_vectors_opens_and_converts(
         assert eng.vectors._table.schema.field("vector").type.value_type == pa.float16()
         assert [[h.memory.id for h in eng.recall(q, ["user:ana"], k=3)] for q in QUERIES] == expected
         assert eng.verify().ok
+
+
+def _jsonl(path: Path, vectors: list[np.ndarray]) -> None:
+    with path.open("w") as out:
+        for i, v in enumerate(vectors):
+            out.write(
+                json.dumps({"content": f"Supplied vector {i}: shelf {i} holds a box.", "vector": v.tolist()})
+                + "\n"
+            )
+
+
+@pytest.mark.parametrize(
+    ("top", "said"),
+    [
+        (1e300, "1e\\+300"),  # finite as JSON gives it, infinite as a 32-bit float
+        (3.0e38, "3e\\+38"),  # a 32-bit float, but past 2**127: half precision may round it up to infinity
+        (1e-300, "1e-300"),  # nothing left as a 32-bit float
+        (1e-40, "1e-40"),  # float32 subnormals: fewer bits come back than were stored
+        (0.0, "all zeros"),
+    ],
+)
+def test_a_supplied_vector_the_stores_cannot_give_back_is_refused_and_nothing_is_written(
+    engine: Engine, tmp_path: Path, top: float, said: str
+) -> None:
+    """A vector whose numbers a 32-bit float cannot hold to half precision (its largest number past 2**127, or
+    under 2**-125, zero among them) came back from the store infinite, as zeros, or cut: an export no import
+    took back, a recall lane comparing nothing. ``import --from jsonl`` refuses the file naming the line, and
+    writes nothing."""
+    vectors = list(_supplied(3, seed=5))
+    bad = vectors[1] / np.abs(vectors[1]).max()
+    vectors[1] = bad.astype(np.float64) * top
+    source = tmp_path / "vectors.jsonl"
+    _jsonl(source, vectors)
+    with pytest.raises(InvalidInput, match=f"item 1: vector's largest number .*{said}"):
+        import_into(engine, "jsonl", source, "user:ana")
+    with engine.graph.read() as conn:
+        assert engine.graph.all_ids(conn) == {}
+
+
+def test_supplied_vectors_at_the_edges_of_the_range_come_back_the_same_numbers(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """The largest and smallest vectors taken: exported, they point where they were given (cosine above
+    0.9999999, every number finite); imported and exported again, they are the same numbers."""
+    base = _supplied(4, seed=9)
+    tops = [MAX_VECTOR_TOP, 1e38, 1e-37, MIN_VECTOR_TOP]
+    given = [(v / np.abs(v).max()).astype(np.float64) * t for v, t in zip(base, tops, strict=True)]
+    source = tmp_path / "vectors.jsonl"
+    _jsonl(source, given)
+    assert import_into(engine, "jsonl", source, "user:ana").added == 4
+    first = io.StringIO()
+    engine.export(first, vectors=True)
+    exported = [r for r in map(json.loads, first.getvalue().splitlines()) if r["type"] == "memory"]
+    by_text = {r["content"]: np.asarray(r["vector"], dtype=np.float64) for r in exported}
+    for i, v in enumerate(given):
+        back = by_text[f"Supplied vector {i}: shelf {i} holds a box."]
+        assert np.all(np.isfinite(back)), tops[i]
+        assert float(back @ v) / (np.linalg.norm(back) * np.linalg.norm(v)) > 0.9999999, tops[i]
+    Engine.import_export(tmp_path / "copy", io.StringIO(first.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        second = io.StringIO()
+        copy.export(second, vectors=True)
+    again = {
+        r["content"]: r["vector"]
+        for r in map(json.loads, second.getvalue().splitlines())
+        if r["type"] == "memory"
+    }
+    assert again == {text: v.tolist() for text, v in by_text.items()}
