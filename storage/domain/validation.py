@@ -250,6 +250,14 @@ MIN_VECTOR_TOP = 2.0**-125
 MAX_VECTOR_TOP = 2.0**127
 
 
+def keepable_vector(value: Sequence[float]) -> bool:
+    """Whether ``vector`` would take these numbers for their range: all finite, the largest magnitude from
+    ``MIN_VECTOR_TOP`` to ``MAX_VECTOR_TOP``. (A restore embeds a memory's content again where an export made
+    before this rule holds a vector outside it: one all zeros, or infinite.)"""
+    top = max((abs(x) for x in value), default=0.0)
+    return math.isfinite(top) and MIN_VECTOR_TOP <= top <= MAX_VECTOR_TOP
+
+
 def vector(value: Sequence[float], dim: int) -> list[float]:
     """A supplied embedding: ``dim`` finite numbers (it must come from the data directory's embedder), the
     largest magnitude among them from ``MIN_VECTOR_TOP`` to ``MAX_VECTOR_TOP`` (about 2.4e-38 to 1.7e38)."""

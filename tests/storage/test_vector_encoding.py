@@ -271,3 +271,33 @@ def test_supplied_vectors_at_the_edges_of_the_range_come_back_the_same_numbers(
         if r["type"] == "memory"
     }
     assert again == {text: v.tolist() for text, v in by_text.items()}
+
+
+def test_an_export_holding_a_vector_outside_the_range_restores_with_the_content_embedded_again(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Stores before this range was enforced took a client's all-zero vector, or one past 32-bit floats (which
+    their exports wrote as ``Infinity``). Such an export restores whole: those memories get their content's
+    own vector from the store's model, the others keep theirs, and recall finds them by meaning."""
+    engine.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])
+    out = io.StringIO()
+    engine.export(out, vectors=True)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    memories = [r for r in lines if r["type"] == "memory"]
+    zeroed, infinite, kept = memories[0], memories[1], memories[2]
+    kept_vector = list(kept["vector"])
+    zeroed["vector"] = [0.0] * 384
+    infinite["vector"] = [float("inf") if i % 2 else float("-inf") for i in range(384)]
+    text = "\n".join(json.dumps(r) for r in lines) + "\n"
+    assert "Infinity" in text
+    Engine.import_export(tmp_path / "restored", io.StringIO(text), embedder=embedder)
+    with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        with copy.graph.read() as conn:
+            for record in (zeroed, infinite):
+                got = np.asarray(copy.graph.vector_of(conn, record["id"]), dtype=np.float64)
+                own = np.asarray(embedder.embed([record["content"]])[0], dtype=np.float64)
+                assert float(got @ own) / (np.linalg.norm(got) * np.linalg.norm(own)) > 0.9999
+            assert copy.graph.vector_of(conn, kept["id"]) == kept_vector
+        assert copy.reconciler.wait_projected(60)
+        (hit,) = copy.recall(zeroed["content"], ["user:ana"], k=1, recipe="vector")
+        assert hit.memory.id == zeroed["id"]
