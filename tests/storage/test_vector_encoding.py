@@ -16,9 +16,12 @@ import pytest
 
 from storage import CachedEmbedder, Engine, WriteItem
 from storage.adapters import _half as half
+from storage.adapters.lance_vectors import StagedTable, VectorIndex
 from storage.domain.errors import InvalidInput
+from storage.domain.records import ProjectionRow
 from storage.domain.validation import MAX_VECTOR_TOP, MIN_VECTOR_TOP
 from storage.importers import import_into
+from tests.conftest import files_containing
 
 TEXTS = [
     "Ana moved to Lisbon in 2021 and works at Acme as a designer.",
@@ -301,3 +304,44 @@ def test_an_export_holding_a_vector_outside_the_range_restores_with_the_content_
         assert copy.reconciler.wait_projected(60)
         (hit,) = copy.recall(zeroed["content"], ["user:ana"], k=1, recipe="vector")
         assert hit.memory.id == zeroed["id"]
+
+
+def test_an_erasure_whose_rebuild_meets_the_conversion_of_a_float32_vector_table_leaves_it_whole(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written before (float32 vectors) converts its vector table at its first maintenance, a rebuild
+    in the projector thread; an erasure rebuilds the table in its own thread meanwhile. The first maintenance
+    came while an erasure's rebuild was staged: it took the same table name, dropped the erasure's table and
+    then every table but its own, and after the erasure's switch the live table's files were gone (recall and
+    ``verify`` failed with Lance's "Not found" until a restart). Now maintenance leaves the conversion to the
+    staged rebuild, whose table is half precision."""
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        assert eng.reconciler.wait_projected(60)
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    gone = ids[3]
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        assert eng.vectors._table.schema.field("vector").type.value_type == pa.float32()
+        build = VectorIndex.build
+        met: list[str] = []
+
+        def staged_then_maintained(self: VectorIndex, rows: list[ProjectionRow]) -> StagedTable:
+            staged = build(self, rows)
+            if not met:  # the erasure's rebuild is staged: the projector's maintenance comes now
+                met.append(staged._name)
+                eng.reconciler.on_projector(eng.vectors.maintain)
+            return staged
+
+        monkeypatch.setattr(VectorIndex, "build", staged_then_maintained)
+        eng.erase(gone, confirm=gone)
+        monkeypatch.setattr(VectorIndex, "build", build)
+        assert met
+        assert eng.verify().ok
+        assert eng.vectors.count() == len(TEXTS) - 1
+        assert eng.vectors._table.schema.field("vector").type.value_type == pa.float16()
+        hits = eng.recall(TEXTS[0], ["user:ana"], k=3, recipe="vector")
+        assert hits[0].memory.id == ids[0]
+    assert not files_containing(data, half.stored_bytes(own[gone])[:32])
+    assert not files_containing(data, own[gone][:16].tobytes())
