@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import warnings
 from collections.abc import Sequence
 from datetime import timedelta
@@ -99,6 +100,11 @@ class VectorIndex:
         )
         # Searches hold it shared while they use the table; a rebuild takes it exclusively only to switch tables.
         self._lock = RWLock()
+        # Tables ``build`` made that are not switched in or discarded yet, by name: an erasure's rebuild (its own
+        # thread) and the conversion of a float32 table (``maintain``, the projector's) may be staged at once,
+        # and neither may take the other's name nor drop the other's table.
+        self._staged: set[str] = set()
+        self._staging = threading.Lock()
         self._db = lancedb.connect(str(directory))
         self._name = self._current_name()
         tables = self._db.list_tables().tables
@@ -197,20 +203,27 @@ class VectorIndex:
         and indexed, with no old version left; ``switch`` on the result makes it the live table."""
         self._dir.mkdir(parents=True, exist_ok=True)
         db = lancedb.connect(str(self._dir))
-        number = int(self._name.split("-")[1]) if "-" in self._name else 0
-        name = f"{TABLE}-{number + 1:06d}"
-        if name in db.list_tables().tables:
-            db.drop_table(name)  # a failed rebuild of this process
-        table = db.create_table(name, schema=self._schema)
-        for start in range(0, len(rows), 10_000):
-            table.add(self._arrow(rows[start : start + 10_000]))
-        count = table.count_rows()
-        has_scalar = self._compact(table, rows=count, has_scalar=False)
-        index_type = None
-        if count >= self._ann_threshold:
-            self._index_vectors(table, count)
-            index_type = VECTOR_INDEX
-        _vacuum(table)
+        with self._staging:
+            number = max(int(n.split("-")[1]) if "-" in n else 0 for n in (self._name, *self._staged))
+            name = f"{TABLE}-{number + 1:06d}"
+            self._staged.add(name)
+        try:
+            if name in db.list_tables().tables:
+                db.drop_table(name)  # a failed rebuild of this process
+            table = db.create_table(name, schema=self._schema)
+            for start in range(0, len(rows), 10_000):
+                table.add(self._arrow(rows[start : start + 10_000]))
+            count = table.count_rows()
+            has_scalar = self._compact(table, rows=count, has_scalar=False)
+            index_type = None
+            if count >= self._ann_threshold:
+                self._index_vectors(table, count)
+                index_type = VECTOR_INDEX
+            _vacuum(table)
+        except BaseException:
+            with self._staging:
+                self._staged.discard(name)
+            raise
         return StagedTable(self, db, table, name, index_type, has_scalar)
 
     def maintain(self, *, force_index: bool = False) -> None:
@@ -220,7 +233,8 @@ class VectorIndex:
         ``MAX_SEGMENTS`` segments or with ``DELTA_ROWS`` rows added since it was built, is rebuilt as one IVF_FLAT
         index.
         """
-        if self._vector_type != pa.float16():
+        if self._vector_type != pa.float16() and not self._staged:
+            # (With a rebuild staged, e.g. an erasure's, its switch brings the float16 table: not converted twice.)
             self._halve()
         rows = self._table.count_rows()
         self._has_scalar = self._compact(self._table, rows=rows, has_scalar=self._has_scalar)
@@ -397,6 +411,8 @@ class StagedTable:
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         with owner._lock.exclusive():
+            with owner._staging:
+                owner._staged.discard(name)
             self._old = owner._name
             tmp.replace(owner._dir / "CURRENT")
             owner._db, owner._table, owner._name = self._db, self._table, name
@@ -408,7 +424,7 @@ class StagedTable:
     def drop_old(self) -> None:
         """Drop every table but this one, whose files go with them."""
         for stale in self._db.list_tables().tables:
-            if stale != self._name:
+            if stale != self._name and stale not in self._owner._staged:  # another rebuild's, still staged
                 self._db.drop_table(stale)  # no search holds it any more: each takes the table under the lock
         if self._old and self._old not in self._db.list_tables().tables:
             shutil.rmtree(self._owner._dir / f"{self._old}.lance", ignore_errors=True)
@@ -417,6 +433,8 @@ class StagedTable:
         """Drop the table (a rewrite that failed); the live one is untouched."""
         if self._name != self._owner._name and self._name in self._db.list_tables().tables:
             self._db.drop_table(self._name)
+        with self._owner._staging:
+            self._owner._staged.discard(self._name)
 
 
 def _with_vector(schema: pa.Schema, value_type: pa.DataType, dim: int) -> pa.Schema:

@@ -240,14 +240,41 @@ def _depth(value: object, level: int) -> None:
             _depth(item, level + 1)
 
 
+# The range a supplied vector's largest number must lie in. The stores keep a vector
+# as half-precision numbers times a power of two (storage.adapters._half) and read it back as 32-bit floats: past
+# 2**127 the largest comes back infinite (float32 stops at 3.4e38, and rounding to half precision can carry it up
+# to 2**128), giving an ``export --vectors`` that no import takes and a vector no cosine can use; below 2**-125 its
+# smaller numbers come back as float32 subnormals cut to fewer bits than were stored (exported and imported again,
+# they are not the same numbers), down to nothing (a vector without a direction).
+MIN_VECTOR_TOP = 2.0**-125
+MAX_VECTOR_TOP = 2.0**127
+
+
+def keepable_vector(value: Sequence[float]) -> bool:
+    """Whether ``vector`` would take these numbers for their range: all finite, the largest magnitude from
+    ``MIN_VECTOR_TOP`` to ``MAX_VECTOR_TOP``. (A restore embeds a memory's content again where an export made
+    before this rule holds a vector outside it: one all zeros, or infinite.)"""
+    top = max((abs(x) for x in value), default=0.0)
+    return math.isfinite(top) and MIN_VECTOR_TOP <= top <= MAX_VECTOR_TOP
+
+
 def vector(value: Sequence[float], dim: int) -> list[float]:
-    """A supplied embedding: ``dim`` finite numbers (it must come from the data directory's embedder)."""
+    """A supplied embedding: ``dim`` finite numbers (it must come from the data directory's embedder), the
+    largest magnitude among them from ``MIN_VECTOR_TOP`` to ``MAX_VECTOR_TOP`` (about 2.4e-38 to 1.7e38)."""
     try:
         out = [float(x) for x in value]
     except (TypeError, ValueError):
         raise InvalidInput("vector must be a list of numbers") from None
     if len(out) != dim or not all(math.isfinite(x) for x in out):
         raise InvalidInput(f"vector must have {dim} finite numbers, got {len(out)}")
+    top = max((abs(x) for x in out), default=0.0)
+    if not MIN_VECTOR_TOP <= top <= MAX_VECTOR_TOP:
+        raise InvalidInput(
+            f"vector's largest number must have a magnitude from {MIN_VECTOR_TOP:.3g} to {MAX_VECTOR_TOP:.3g} "
+            f"(what 32-bit floats hold to half precision), got {top:.3g}"
+            + (" (all zeros: no direction)" if top == 0 else ""),
+            hint="pass the embedding as the data directory's model computed it",
+        )
     return out
 
 

@@ -11,7 +11,8 @@
   takes back exactly that. Read in one read-only transaction: consistent while writes go on.
 - ``import``: into an empty data directory only. The whole file is validated before anything is written; ids,
   times, versions and statuses are kept exactly (re-asserted content keeps its salted id); vectors are taken
-  from the file when it has them for the same model, else the content is embedded again. A link, a version
+  from the file when it has them for the same model (and in the range a store keeps: ``validation.vector``),
+  else the content is embedded again. A link, a version
   link, a relation, a model pass's record or a proposal naming a memory or an entity the file does not hold,
   versions that loop, or a proposal id given to two pairs of entities, refuses the file, naming the line. Files written before ``conversation`` lines and
   ``mentioned_as`` were kept import as before (messages placed by their metadata; mentions take the entity).
@@ -894,7 +895,13 @@ def restore(
     added_ids = {m.id for m, *_ in memories}
     embedder: Embedder = engine.embedder
     same_model = parsed.model == embedder.name and parsed.dim == embedder.dim
-    todo = [i for i, (_m, vec, _a, _e) in enumerate(memories) if vec is None or not same_model]
+    # A vector outside the range a store keeps (an export made before the range was enforced: all zeros, or
+    # numbers past 32-bit floats, written as Infinity) is computed again from the content, as for another model.
+    todo = [
+        i
+        for i, (_m, vec, _a, _e) in enumerate(memories)
+        if vec is None or not same_model or not v.keepable_vector(vec)
+    ]
     vectors: dict[int, list[float]] = {}
     for start in range(0, len(todo), 256):
         chunk = todo[start : start + 256]

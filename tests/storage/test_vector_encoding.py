@@ -12,9 +12,16 @@ import kuzu
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from storage import CachedEmbedder, Engine, WriteItem
 from storage.adapters import _half as half
+from storage.adapters.lance_vectors import StagedTable, VectorIndex
+from storage.domain.errors import InvalidInput
+from storage.domain.records import ProjectionRow
+from storage.domain.validation import MAX_VECTOR_TOP, MIN_VECTOR_TOP
+from storage.importers import import_into
+from tests.conftest import files_containing
 
 TEXTS = [
     "Ana moved to Lisbon in 2021 and works at Acme as a designer.",
@@ -199,3 +206,142 @@ def test_a_store_written_with_float32_vectors_opens_and_converts(
         assert eng.vectors._table.schema.field("vector").type.value_type == pa.float16()
         assert [[h.memory.id for h in eng.recall(q, ["user:ana"], k=3)] for q in QUERIES] == expected
         assert eng.verify().ok
+
+
+def _jsonl(path: Path, vectors: list[np.ndarray]) -> None:
+    with path.open("w") as out:
+        for i, v in enumerate(vectors):
+            out.write(
+                json.dumps({"content": f"Supplied vector {i}: shelf {i} holds a box.", "vector": v.tolist()})
+                + "\n"
+            )
+
+
+@pytest.mark.parametrize(
+    ("top", "said"),
+    [
+        (1e300, "1e\\+300"),  # finite as JSON gives it, infinite as a 32-bit float
+        (3.0e38, "3e\\+38"),  # a 32-bit float, but past 2**127: half precision may round it up to infinity
+        (1e-300, "1e-300"),  # nothing left as a 32-bit float
+        (1e-40, "1e-40"),  # float32 subnormals: fewer bits come back than were stored
+        (0.0, "all zeros"),
+    ],
+)
+def test_a_supplied_vector_the_stores_cannot_give_back_is_refused_and_nothing_is_written(
+    engine: Engine, tmp_path: Path, top: float, said: str
+) -> None:
+    """A vector whose numbers a 32-bit float cannot hold to half precision (its largest number past 2**127, or
+    under 2**-125, zero among them) came back from the store infinite, as zeros, or cut: an export no import
+    took back, a recall lane comparing nothing. ``import --from jsonl`` refuses the file naming the line, and
+    writes nothing."""
+    vectors = list(_supplied(3, seed=5))
+    bad = vectors[1] / np.abs(vectors[1]).max()
+    vectors[1] = bad.astype(np.float64) * top
+    source = tmp_path / "vectors.jsonl"
+    _jsonl(source, vectors)
+    with pytest.raises(InvalidInput, match=f"item 1: vector's largest number .*{said}"):
+        import_into(engine, "jsonl", source, "user:ana")
+    with engine.graph.read() as conn:
+        assert engine.graph.all_ids(conn) == {}
+
+
+def test_supplied_vectors_at_the_edges_of_the_range_come_back_the_same_numbers(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """The largest and smallest vectors taken: exported, they point where they were given (cosine above
+    0.9999999, every number finite); imported and exported again, they are the same numbers."""
+    base = _supplied(4, seed=9)
+    tops = [MAX_VECTOR_TOP, 1e38, 1e-37, MIN_VECTOR_TOP]
+    given = [(v / np.abs(v).max()).astype(np.float64) * t for v, t in zip(base, tops, strict=True)]
+    source = tmp_path / "vectors.jsonl"
+    _jsonl(source, given)
+    assert import_into(engine, "jsonl", source, "user:ana").added == 4
+    first = io.StringIO()
+    engine.export(first, vectors=True)
+    exported = [r for r in map(json.loads, first.getvalue().splitlines()) if r["type"] == "memory"]
+    by_text = {r["content"]: np.asarray(r["vector"], dtype=np.float64) for r in exported}
+    for i, v in enumerate(given):
+        back = by_text[f"Supplied vector {i}: shelf {i} holds a box."]
+        assert np.all(np.isfinite(back)), tops[i]
+        assert float(back @ v) / (np.linalg.norm(back) * np.linalg.norm(v)) > 0.9999999, tops[i]
+    Engine.import_export(tmp_path / "copy", io.StringIO(first.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "copy", embedder=embedder, warm=False) as copy:
+        second = io.StringIO()
+        copy.export(second, vectors=True)
+    again = {
+        r["content"]: r["vector"]
+        for r in map(json.loads, second.getvalue().splitlines())
+        if r["type"] == "memory"
+    }
+    assert again == {text: v.tolist() for text, v in by_text.items()}
+
+
+def test_an_export_holding_a_vector_outside_the_range_restores_with_the_content_embedded_again(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Stores before this range was enforced took a client's all-zero vector, or one past 32-bit floats (which
+    their exports wrote as ``Infinity``). Such an export restores whole: those memories get their content's
+    own vector from the store's model, the others keep theirs, and recall finds them by meaning."""
+    engine.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])
+    out = io.StringIO()
+    engine.export(out, vectors=True)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    memories = [r for r in lines if r["type"] == "memory"]
+    zeroed, infinite, kept = memories[0], memories[1], memories[2]
+    kept_vector = list(kept["vector"])
+    zeroed["vector"] = [0.0] * 384
+    infinite["vector"] = [float("inf") if i % 2 else float("-inf") for i in range(384)]
+    text = "\n".join(json.dumps(r) for r in lines) + "\n"
+    assert "Infinity" in text
+    Engine.import_export(tmp_path / "restored", io.StringIO(text), embedder=embedder)
+    with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        with copy.graph.read() as conn:
+            for record in (zeroed, infinite):
+                got = np.asarray(copy.graph.vector_of(conn, record["id"]), dtype=np.float64)
+                own = np.asarray(embedder.embed([record["content"]])[0], dtype=np.float64)
+                assert float(got @ own) / (np.linalg.norm(got) * np.linalg.norm(own)) > 0.9999
+            assert copy.graph.vector_of(conn, kept["id"]) == kept_vector
+        assert copy.reconciler.wait_projected(60)
+        (hit,) = copy.recall(zeroed["content"], ["user:ana"], k=1, recipe="vector")
+        assert hit.memory.id == zeroed["id"]
+
+
+def test_an_erasure_whose_rebuild_meets_the_conversion_of_a_float32_vector_table_leaves_it_whole(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written before (float32 vectors) converts its vector table at its first maintenance, a rebuild
+    in the projector thread; an erasure rebuilds the table in its own thread meanwhile. The first maintenance
+    came while an erasure's rebuild was staged: it took the same table name, dropped the erasure's table and
+    then every table but its own, and after the erasure's switch the live table's files were gone (recall and
+    ``verify`` failed with Lance's "Not found" until a restart). Now maintenance leaves the conversion to the
+    staged rebuild, whose table is half precision."""
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        assert eng.reconciler.wait_projected(60)
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    gone = ids[3]
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        assert eng.vectors._table.schema.field("vector").type.value_type == pa.float32()
+        build = VectorIndex.build
+        met: list[str] = []
+
+        def staged_then_maintained(self: VectorIndex, rows: list[ProjectionRow]) -> StagedTable:
+            staged = build(self, rows)
+            if not met:  # the erasure's rebuild is staged: the projector's maintenance comes now
+                met.append(staged._name)
+                eng.reconciler.on_projector(eng.vectors.maintain)
+            return staged
+
+        monkeypatch.setattr(VectorIndex, "build", staged_then_maintained)
+        eng.erase(gone, confirm=gone)
+        monkeypatch.setattr(VectorIndex, "build", build)
+        assert met
+        assert eng.verify().ok
+        assert eng.vectors.count() == len(TEXTS) - 1
+        assert eng.vectors._table.schema.field("vector").type.value_type == pa.float16()
+        hits = eng.recall(TEXTS[0], ["user:ana"], k=3, recipe="vector")
+        assert hits[0].memory.id == ids[0]
+    assert not files_containing(data, half.stored_bytes(own[gone])[:32])
+    assert not files_containing(data, own[gone][:16].tobytes())
