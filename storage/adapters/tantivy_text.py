@@ -252,12 +252,27 @@ class TextIndex:
         """Make the index reflect the given rows and commit. Idempotent."""
         fresh_set = set(fresh)
         with self._lock.shared():
-            for mid in [r.id for r in upserts if r.id not in fresh_set] + list(deletes):
-                self._writer.delete_documents_by_term("id", mid)
-            for row in upserts:
-                self._writer.add_document(self._doc(row))
-            self._writer.commit()
+            try:
+                for mid in [r.id for r in upserts if r.id not in fresh_set] + list(deletes):
+                    self._writer.delete_documents_by_term("id", mid)
+                for row in upserts:
+                    self._writer.add_document(self._doc(row))
+                self._writer.commit()
+            except BaseException:
+                self._roll_back()
+                raise
             self._index.reload()
+
+    def _roll_back(self) -> None:
+        """After a failed apply: drop what it left pending. A commit that failed (a full disk) leaves Tantivy's
+        writer without its indexing thread: every document added after it was dropped without an error and the
+        next commit "succeeded" without them (the retry's memories were never found by their words). A
+        rollback gives the writer its threads back; the retry adds the batch again."""
+        try:
+            with _guard():
+                self._writer.rollback()
+        except _Damaged as exc:
+            log.warning("could not roll back the text index's writer after a failed apply: %s", exc)
 
     @property
     def appends_since_maintain(self) -> int:

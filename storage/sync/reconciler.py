@@ -331,6 +331,10 @@ class Reconciler:
                 self._replay_next = False
             except Exception as exc:
                 log.exception("projection failed; retrying in %.2f s (and on the next change)", self._retry_s)
+                # The failed batch may be in a projection's files already: its commit went through and only its
+                # watermark's write failed. Its retry must not take the batch's new memories for never
+                # projected (``fresh`` skips their delete): each retry added them again, one more row each.
+                self._replay_next = True
                 with self._cond:
                     self._projector_error = exc
                     self._cond.notify_all()
