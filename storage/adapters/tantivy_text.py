@@ -197,6 +197,7 @@ class TextIndex:
         self._lock = RWLock()
         self.watermark = Watermark(directory / "WATERMARK")
         self.damaged: str | None = None  # why the index found at open was discarded, if it was
+        self._lost_writer: tantivy.IndexWriter | None = None  # its rollback failed (``_roll_back``)
         current = self._current_name()
         for entry in directory.iterdir():
             if entry.is_dir() and entry.name != current:
@@ -252,12 +253,33 @@ class TextIndex:
         """Make the index reflect the given rows and commit. Idempotent."""
         fresh_set = set(fresh)
         with self._lock.shared():
-            for mid in [r.id for r in upserts if r.id not in fresh_set] + list(deletes):
-                self._writer.delete_documents_by_term("id", mid)
-            for row in upserts:
-                self._writer.add_document(self._doc(row))
-            self._writer.commit()
+            try:
+                for mid in [r.id for r in upserts if r.id not in fresh_set] + list(deletes):
+                    self._writer.delete_documents_by_term("id", mid)
+                for row in upserts:
+                    self._writer.add_document(self._doc(row))
+                self._writer.commit()
+            except BaseException:
+                self._roll_back()
+                raise
             self._index.reload()
+
+    def _roll_back(self) -> None:
+        """After a failed apply: drop what it left pending. A commit that failed (a full disk) leaves Tantivy's
+        writer without its indexing thread: every document added after it was dropped without an error and the
+        next commit "succeeded" without them (the retry's memories were never found by their words). A
+        rollback gives the writer its threads back; the retry adds the batch again. A rollback that failed (its
+        directory was deleted) leaves the writer without its lock, and the next one would panic: that writer is
+        not rolled back again (``reindex`` replaces it)."""
+        writer = self._writer
+        if writer is self._lost_writer:
+            return
+        try:
+            with _guard():
+                writer.rollback()
+        except _Damaged as exc:
+            self._lost_writer = writer
+            log.warning("could not roll back the text index's writer after a failed apply: %s", exc)
 
     @property
     def appends_since_maintain(self) -> int:

@@ -415,3 +415,60 @@ def test_a_call_that_failed_its_own_check_gets_its_own_error_when_its_group_comm
     finally:
         eng.close()
     filler.unlink()
+
+
+def test_a_text_index_commit_that_failed_on_a_full_disk_takes_the_write_at_its_retry(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """The text index's file system fills while it commits a write: once space is freed, the projector's retry
+    must put the write into the index. Tantivy's writer drops every document added after a failed commit
+    without an error (its indexing thread is gone), so the retry's commit "succeeded" without the memory: its
+    watermark moved on, and the acknowledged memory was never found by its words (verify: tantivy_missing)."""
+    data = tmp_path / "data"
+    text = data / "text"
+    with _tmpfs(text, "64m"), Engine.open(data, embedder=embedder, warm=False) as eng:
+        eng.write("The greenhouse thermometer reads twenty degrees.", ["user:full"])
+        assert eng.reconciler.wait_projected()
+        filler = _fill(text)
+        try:
+            receipt = eng.write("The canary fern needs water on Fridays.", ["user:full"])
+            assert not eng.reconciler.wait_projected(timeout=2)
+            assert eng.reconciler.projection_error is not None
+        finally:
+            filler.unlink()
+        assert eng.reconciler.wait_projected(timeout=60), "the projector did not retry by itself"
+        found = eng.text.search("canary fern", scopes=["user:full"], k=5, live_only=True, kinds=None)
+        assert [i for i, _ in found] == [receipt.id]
+        report = eng.verify()
+        assert report.ok, report.drift
+
+
+@pytest.mark.parametrize("projection", ["text", "vectors"])
+def test_a_watermark_that_could_not_be_written_costs_no_duplicate_rows(
+    data_dir: Path, embedder: CachedEmbedder, projection: str
+) -> None:
+    """A projection applied a batch, then could not write its watermark (a full disk, an I/O error): the batch
+    is retried. The retry must not take its new memories for never projected (the ``fresh`` shortcut, which
+    adds without deleting first): each retry added them again, one more row each (4 text documents or 6
+    vectors for one memory after a few seconds), crowding other memories out of the lane and counted as
+    records by erase receipts, while ``verify`` (id by id) saw nothing wrong."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        eng.write("The greenhouse thermometer reads twenty degrees.", ["user:wm"])
+        assert eng.reconciler.wait_projected()
+        blocker = data_dir / projection / "WATERMARK.tmp"
+        blocker.mkdir()  # the watermark's write fails (IsADirectoryError) after the projection's own commit
+        try:
+            receipt = eng.write("The canary fern needs water on Fridays.", ["user:wm"])
+            # Several retries (0.25, 0.5, 1 s apart) while the fault lasts.
+            wait_for(lambda: eng.reconciler._retry_s >= 2.0, timeout=30, what="a few retries")
+            assert not eng.reconciler.wait_projected(timeout=0)
+        finally:
+            blocker.rmdir()
+        assert eng.reconciler.wait_projected(timeout=60), "the projector did not retry by itself"
+        assert eng.text.count() == eng.vectors.count() == 2
+        words = eng.text.search("canary fern", scopes=["user:wm"], k=10, live_only=True, kinds=None)
+        assert [i for i, _ in words] == [receipt.id]
+        hits = eng.recall("canary fern", ["user:wm"], k=5)
+        assert hits[0].memory.id == receipt.id
+        assert (hits[0].lanes.get("bm25"), hits[0].lanes.get("vector")) == (1, 1), hits[0].lanes
+        assert eng.verify().ok
