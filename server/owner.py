@@ -54,7 +54,7 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-_DIR_CHECK = 0.5  # seconds between two checks that the data directory is still the one this owner opened
+_DIR_CHECK = 0.2  # seconds between two checks that the data directory is still the one this owner opened
 
 
 async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> None:
@@ -176,25 +176,29 @@ async def serve(settings: Settings, paths: RuntimePaths, pipe: ReadyPipe) -> Non
 
 
 class _Home:
-    """The data directory this owner opened (device and inode), to tell when it is removed or replaced."""
+    """The data directory this owner opened, to tell when it is removed or replaced. Held open: a directory
+    removed while a descriptor holds it keeps its inode (and shows no links), so a directory made at the path
+    afterwards can never reuse its inode number and pass for it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.seen = self._now()  # None until the store creates it (an owner started on a new directory)
+        self._fd: int | None = None
+        self._hold()  # not there yet: held once the store creates it (an owner started on a new directory)
 
-    def _now(self) -> tuple[int, int] | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_dev, st.st_ino)
+    def _hold(self) -> None:
+        with contextlib.suppress(OSError):
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
     def gone(self) -> bool:
-        now = self._now()
-        if self.seen is None:
-            self.seen = now
+        if self._fd is None:
+            self._hold()
             return False
-        return now != self.seen
+        held = os.fstat(self._fd)
+        try:
+            now = os.stat(self.path)
+        except OSError:
+            return True
+        return held.st_nlink == 0 or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
 async def _until_stop(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -30,9 +31,11 @@ def verify(store: Store) -> subprocess.CompletedProcess[str]:
 async def test_removing_the_data_directory_under_an_idle_owner_starts_afresh(store: Store) -> None:
     async with Client(store.stdio(), mode="legacy") as client:
         await call(client, "memory_write", {"content": "The staging password is larch-ferry-42."})
+        await call(client, "recall", {"query": "staging password"})  # the indexes hold the write
         owner = store.owner_pid()
         assert owner is not None
-    shutil.rmtree(store.data_dir)  # the owner idles: no client is attached
+    await anyio.sleep(2)  # the owner idles: no client attached, its indexes' merges done
+    shutil.rmtree(store.data_dir)
     await await_for(lambda: store.owner_pid() != owner, within=10, what="the owner to stop")
     assert not store.data_dir.exists()  # nothing re-created by the old owner
     async with Client(store.stdio(), mode="legacy") as client:
