@@ -5,6 +5,7 @@ Run for real, with a stand-in Python whose venv's ``python -m pip`` only prints:
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import subprocess
@@ -28,8 +29,18 @@ def test_the_install_step_says_nothing_on_stdout(tmp_path: Path) -> None:
     fake = tmp_path / "fake-python3"
     fake.write_text(FAKE_PYTHON)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    # As a person's shell or a client runs it: not as a sub-make of `make test` (whose MAKELEVEL and MAKEFLAGS
+    # would make this make print "Entering directory" on stdout, which a make started by a client never does).
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")
+    }
     done = subprocess.run(
-        ["make", "install", f"PYTHON={fake}"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+        ["make", "install", f"PYTHON={fake}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
