@@ -326,7 +326,7 @@ def _object(
             return None, k
     # A common noun phrase: up to four words before a stop word or punctuation.
     while k < len(sent) and k - start < 4 and lows[k] and lows[k] not in w.OBJECT_STOPS:
-        if not (sent[k].text[:1].isalnum()):
+        if not (sent[k].text[:1].isalnum()) or (k > start and lows[k] in w.COMPARISONS):
             break
         k += 1
     if k == start or lows[start] in w.PRONOUN_OBJECTS or lows[start] in w.NEGATION:

@@ -108,5 +108,8 @@ OBJECT_STOPS = word_set(
     to by as than while whereas though although so who which that where there now then too very also
     every each since ever yet — - ( ) " “ ” ' anymore last next yesterday today tomorrow tonight ago recently"""
 )
+# Words that end a noun phrase after its first word when a comparison follows: "tea over coffee", "jazz rather
+# than rock", "tea more than coffee", "Python versus Go" (the object is the first thing named, not the comparison).
+COMPARISONS = word_set("over rather instead versus vs vs. more less unlike compared not")
 PRONOUN_OBJECTS = frozenset(("it", "them", "that", "this", "you", "him", "her", "me", "us", "one", "those",
                              "these", "everything", "anything", "nothing", "something", "everyone", "all"))  # fmt: skip

@@ -32,6 +32,16 @@ def test_first_person_statements_are_the_speakers(engine: Engine) -> None:
     assert "ana" in {e.casefold() for e in mine.entities}
 
 
+def test_a_comparison_is_not_part_of_what_is_liked(engine: Engine) -> None:
+    """ "I prefer tea over coffee" was read as liking a thing called "tea over coffee": an entity no one would name,
+    and a relation a later "I hate tea" could not contradict."""
+    tea = engine.write("I prefer tea over coffee.", ["user:ana"])
+    assert tea.relations == ("ana —likes→ tea",)
+    assert "tea over coffee" not in {e.casefold() for e in tea.entities}
+    assert engine.write("Sam likes jazz rather than rock.", ["user:ana"]).relations == ("Sam —likes→ jazz",)
+    assert engine.write("I hate tea.", ["user:ana"]).contradicts == (tea.id,)
+
+
 def test_a_possessive_is_not_a_job_title(engine: Engine) -> None:
     """ "Ana's dentist is Dr. Okafor" read as "Ana is a dentist": the wrong relation then lent its two-hop path
     bonus to other facts about Ana, above the dentist memory itself for "who is Ana's dentist"."""
