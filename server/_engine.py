@@ -110,7 +110,7 @@ def store_options(
     return apply
 
 
-def _open_engine(data_dir: Path, runtime: str) -> Engine:
+def _open_engine(data_dir: Path, runtime: str, progress: Callable[[str], None] | None = None) -> Engine:
     # Imported here, in the opening thread: the store libraries must stay off the handshake path.
     from storage import CachedEmbedder, Engine, MiniLMEmbedder
 
@@ -118,7 +118,7 @@ def _open_engine(data_dir: Path, runtime: str) -> Engine:
     # repair, rather than after them: the first recall waits for whichever finishes last, not for both in turn.
     embedder = CachedEmbedder(MiniLMEmbedder(runtime="torch" if runtime == "torch" else "numpy"))
     threading.Thread(target=embedder.warm, name="mnemograph-embedder-warm", daemon=True).start()
-    return Engine.open(data_dir, embedder=embedder, warm=False)
+    return Engine.open(data_dir, embedder=embedder, warm=False, progress=progress)
 
 
 class EngineHolder:
@@ -144,6 +144,9 @@ class EngineHolder:
         self._engine: Engine | None = None
         self._failure: MnemographError | None = None
         self._last_error: MnemographError | None = None
+        self._doing: str | None = (
+            None  # what a long open is doing (a one-off conversion), from the opening thread
+        )
         self._settled = anyio.Event()
         self._closing = False
 
@@ -161,7 +164,12 @@ class EngineHolder:
     def problem(self) -> str | None:
         """Why the engine is not ready, when there is a reason to report."""
         error = self._failure or (self._last_error if self._engine is None else None)
+        if error is None and self._engine is None and self._doing is not None:
+            return f"opening: {self._doing}"
         return str(error) if error is not None else None
+
+    def _note(self, doing: str) -> None:
+        self._doing = doing  # a str assignment: safe to make from the opening thread
 
     @property
     def projections(self) -> dict[str, object] | None:
@@ -191,7 +199,9 @@ class EngineHolder:
             try:
                 # Shielded: a cancelled owner must still see the engine it opened, to close it.
                 with anyio.CancelScope(shield=True):
-                    engine = await anyio.to_thread.run_sync(_open_engine, self._data_dir, self._runtime)
+                    engine = await anyio.to_thread.run_sync(
+                        _open_engine, self._data_dir, self._runtime, self._note
+                    )
             except StorageUnavailable as exc:
                 self._last_error = exc
                 log.warning("store not available yet (%s); retrying in %.1fs", exc, delay)
@@ -232,6 +242,12 @@ class EngineHolder:
             return self._engine
         if self._failure is not None:
             raise self._failure
+        if self._doing is not None and self._last_error is None:
+            raise StorageUnavailable(
+                f"the memory store is still opening ({self._doing})",
+                hint="this runs once; call the tool again in a minute or two (mnemograph status shows how far "
+                "it got)",
+            )
         reason = f" ({self._last_error.message})" if self._last_error is not None else ""
         raise StorageUnavailable(
             f"the memory store is still opening{reason}", hint="wait a few seconds and call the tool again"

@@ -30,13 +30,21 @@ from storage.ports.stores import Stores
 CANONICAL_ENV = "MNEMOGRAPH_CANONICAL"
 
 
-def open_canonical(data_dir: Path, embedder: Embedder, canonical: str | None = None) -> CanonicalStore:
+def open_canonical(
+    data_dir: Path,
+    embedder: Embedder,
+    canonical: str | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> CanonicalStore:
     """The canonical store ``canonical`` names (else ``$MNEMOGRAPH_CANONICAL``): embedded Kùzu in
     ``data_dir/graph`` when empty or ``kuzu``; a graph on a FalkorDB server for ``falkordb://host:port/graph``,
     shared with every other node configured the same way (docs/scale-out.md)."""
     choice = (os.environ.get(CANONICAL_ENV, "") if canonical is None else canonical).strip()
     if choice in ("", "kuzu"):
-        return GraphStore(data_dir / "graph", dim=embedder.dim, embedder_name=embedder.name)
+        return GraphStore(
+            data_dir / "graph", dim=embedder.dim, embedder_name=embedder.name, progress=progress
+        )
     if choice.startswith("falkordb://"):
         from storage.adapters.falkordb import FalkorStore  # the client library only in this mode
 
@@ -48,11 +56,16 @@ def open_canonical(data_dir: Path, embedder: Embedder, canonical: str | None = N
 
 
 def open_stores(
-    data_dir: Path, embedder: Embedder, *, ann_threshold: int = 50_000, canonical: str | None = None
+    data_dir: Path,
+    embedder: Embedder,
+    *,
+    ann_threshold: int = 50_000,
+    canonical: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Stores:
     """One data directory's stores: the canonical store (``open_canonical``: ``graph/`` with Kùzu by default),
     and the projections ``vectors/`` (LanceDB) and ``text/`` (Tantivy), which are always the node's own."""
-    graph = open_canonical(data_dir, embedder, canonical)
+    graph = open_canonical(data_dir, embedder, canonical, progress=progress)
     try:
         return Stores(
             canonical=graph,
@@ -76,8 +89,11 @@ class Engine(EngineCore):
         warm: bool = True,
         ann_threshold: int = 50_000,
         canonical: str | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> Engine:
         """Open (creating if needed) the stores under ``data_dir`` and repair the projections.
+
+        ``progress`` is told how far a long one-off conversion of an older store has got, while the open runs one.
 
         Takes an exclusive lock on ``data_dir/owner.lock``: a second process gets StorageUnavailable.
         Never imports torch itself; with ``warm`` the embedder loads in a background thread.
@@ -106,7 +122,9 @@ class Engine(EngineCore):
             raise StorageUnavailable(f"cannot make data directory {path} private: {exc.strerror}") from exc
         emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
         try:
-            stores = open_stores(path, emb, ann_threshold=ann_threshold, canonical=canonical)
+            stores = open_stores(
+                path, emb, ann_threshold=ann_threshold, canonical=canonical, progress=progress
+            )
             engine = cls(path, emb, fd, stores)
             engine.start()
         except BaseException:

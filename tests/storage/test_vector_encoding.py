@@ -8,16 +8,19 @@ import io
 import json
 from pathlib import Path
 
+import anyio
 import kuzu
 import lancedb
 import numpy as np
 import pyarrow as pa
 import pytest
 
+from server._engine import EngineHolder
 from storage import CachedEmbedder, Engine, WriteItem
 from storage.adapters import _half as half
+from storage.adapters.kuzu import GraphStore
 from storage.adapters.lance_vectors import StagedTable, VectorIndex
-from storage.domain.errors import InvalidInput
+from storage.domain.errors import InvalidInput, StorageUnavailable
 from storage.domain.records import ProjectionRow
 from storage.domain.validation import MAX_VECTOR_TOP, MIN_VECTOR_TOP
 from storage.importers import import_into
@@ -206,6 +209,80 @@ def test_a_store_written_with_float32_vectors_opens_and_converts(
         assert eng.vectors._table.schema.field("vector").type.value_type == pa.float16()
         assert [[h.memory.id for h in eng.recall(q, ["user:ana"], k=3)] for q in QUERIES] == expected
         assert eng.verify().ok
+
+
+def test_the_conversion_of_a_float32_store_says_how_far_it_got_while_it_runs(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Converting takes a millisecond or two a memory: a large store keeps its first open after an upgrade busy
+    for minutes, past the time a call waits. What the owner tells a waiting caller comes from here."""
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    monkeypatch.setattr(GraphStore, "HALVE_BATCH", 2)
+    said: list[str] = []
+    with Engine.open(data, embedder=embedder, warm=False, progress=said.append) as eng:
+        assert eng.verify().ok
+    n = len(ids)
+    assert said[0] == (
+        f"converting the stored vectors to half precision, once after an upgrade: 0 of {n} memories"
+    )
+    assert [int(m.split(": ")[1].split(" of ")[0]) for m in said] == [*range(0, n, 2), n]
+    assert all(f" of {n} memories" in m for m in said)
+    assert "min left" in said[1]
+    said.clear()
+    with Engine.open(data, embedder=embedder, warm=False, progress=said.append):
+        pass
+    assert said == []  # converted once
+
+
+def test_a_call_that_waits_for_a_converting_store_is_told_what_it_waits_for(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the owner's engine holder, as a tool call meets it: while the conversion runs, the call's error
+    (and ``mnemograph status``) say what the store is doing and how far it got, not only "still opening"."""
+    data = tmp_path / "data"
+    vectors = _supplied(300, seed=5)
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [
+            r.id
+            for r in eng.write_many(
+                [
+                    WriteItem(f"Shelf {i} holds box {i}.", ["user:ana"], vector=v)
+                    for i, v in enumerate(vectors)
+                ]
+            )
+        ]
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    monkeypatch.setattr(GraphStore, "HALVE_BATCH", 1)
+    holder = EngineHolder(data, wait=0)
+    told: list[tuple[str, str, str | None]] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder.run)
+            while True:
+                try:
+                    await holder.get()
+                except StorageUnavailable as exc:
+                    told.append((exc.message, exc.hint or "", holder.problem))
+                    await anyio.sleep(0.002)
+                else:
+                    break
+        await holder.close()
+
+    anyio.run(main)
+    converting = [t for t in told if "converting the stored vectors" in t[0]]
+    assert converting, told
+    message, hint, problem = converting[-1]
+    assert message.startswith("the memory store is still opening (converting the stored vectors to half ")
+    assert " of 300 memories" in message
+    assert "call the tool again in a minute or two" in hint
+    assert problem is not None
+    assert problem.startswith("opening: converting the stored vectors")
 
 
 def _jsonl(path: Path, vectors: list[np.ndarray]) -> None:

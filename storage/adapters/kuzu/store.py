@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,6 +84,14 @@ def _at_once(fn: Callable[[], None]) -> None:
     fn()
 
 
+def _converting(done: int, total: int, elapsed: float) -> str:
+    """What the half-precision conversion of an older store is doing, for a caller waiting on the open."""
+    said = f"converting the stored vectors to half precision, once after an upgrade: {done:,} of {total:,} memories"
+    if done and total > done:
+        said += f", about {max(1, round(elapsed / done * (total - done) / 60))} min left"
+    return said
+
+
 @dataclass
 class _Rewrite:
     """One rewrite in progress: the new file's name, the snapshot connection, the new database."""
@@ -142,8 +151,18 @@ class GraphStore(_Exports, _Conversations):
     shared = False  # one process owns the directory (owner.lock): the reconciler numbers the changes
     identity = "kuzu"  # the graph lives in the data directory it serves
 
-    def __init__(self, directory: Path, *, dim: int, embedder_name: str) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        dim: int,
+        embedder_name: str,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        """``progress`` is told, while the open runs a long one-off conversion of an older store, what it is
+        doing and how far it got (the owner says it to callers that wait for the store)."""
         self._dir = directory
+        self._progress = progress
         self._dir.mkdir(parents=True, exist_ok=True)
         self._dim = dim
         self._lock = RWLock()
@@ -198,6 +217,8 @@ class GraphStore(_Exports, _Conversations):
         self._add_relation_names()
         self._halve_vectors()
 
+    HALVE_BATCH = 2000  # memories converted per statement by ``_halve_vectors``
+
     def _halve_vectors(self) -> None:
         """Convert the FLOAT[dim] ``vector`` of a store written before vectors were kept in half precision
         (``storage.adapters._half``) to ``vector16``/``vector_exp``, then drop it; its pages are free pages
@@ -211,14 +232,24 @@ class GraphStore(_Exports, _Conversations):
         log.warning("converting the canonical store's vectors to half precision (once, at this open)")
         self._writer.execute(f"ALTER TABLE Memory ADD IF NOT EXISTS vector16 UINT16[{int(self._dim)}]")
         self._writer.execute("ALTER TABLE Memory ADD IF NOT EXISTS vector_exp INT16")
+        left = _rows(
+            self._writer, "MATCH (m:Memory) WHERE m.vector16 IS NULL AND m.vector IS NOT NULL RETURN count(m)"
+        )[0][0]
+        done, started, said = 0, time.monotonic(), 0.0
         while True:
+            if self._progress is not None:
+                self._progress(_converting(done, int(left), time.monotonic() - started))
+            if time.monotonic() - said >= 30:
+                log.warning("%s", _converting(done, int(left), time.monotonic() - started))
+                said = time.monotonic()
             rows = _rows(
                 self._writer,
                 "MATCH (m:Memory) WHERE m.vector16 IS NULL AND m.vector IS NOT NULL RETURN m.id, m.vector "
-                "LIMIT 2000",
+                f"LIMIT {int(self.HALVE_BATCH)}",
             )
             if not rows:
                 break
+            done += len(rows)
             _exec(
                 self._writer,
                 "UNWIND $rows AS r MATCH (m:Memory {id: r.id}) "
