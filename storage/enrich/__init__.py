@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from storage.domain.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn
 from storage.enrich import _contacts, _statements
 from storage.enrich._statements import Statement, Status
-from storage.enrich._text import sentences, tokens
+from storage.enrich._text import Tok, sentences, tokens
 from storage.language.extraction import EntityLexicon, _norm
 from storage.language.extraction import extract as extract_names
 from storage.language.timeparse import TimeMention
@@ -96,8 +96,11 @@ def enrich(
     statements = _statements.read(sents, content, ctx) + _contacts.read(sents, content, ctx)
     facts: list[Fact] = []
     if relations:
-        dated = event_time is not None or bool(found.times)
-        facts = [Fact(r.subject, r.predicate, r.object, "asserted", when, dated=dated) for r in relations]
+        for r in relations:
+            at, dated = (
+                (when, True) if event_time is not None else _named_at(r, sents, content, found.times, when)
+            )
+            facts.append(Fact(r.subject, r.predicate, r.object, "asserted", at, dated=dated))
         stored = tuple(relations)
     else:
         for s in statements:
@@ -142,9 +145,29 @@ def _guess_type(name: str) -> str:
 
 
 def _at(s: Statement, times: Sequence[TimeMention], default: datetime, given: bool) -> tuple[datetime, bool]:
-    """When the statement took effect: a time named in its own sentence, else the memory's event time (stated
-    when the caller gave it or the text named one)."""
+    """When the statement took effect: a time named in its own sentence that is not where it ends ("until
+    2020", "by March"), else the memory's event time, stated only when the caller gave it. A time named in
+    another sentence dates something else ("Sam lives in Porto. He was born on 4 July 1990"; "I met Bob on 3
+    May. He works at Acme"; "Ana works at Globex; her contract ends on 1 March"): taken as the statement's
+    start, it closed the value it replaced then and made the memory valid from then."""
     for t in times:
-        if s.start <= t.start < max(s.end, s.start + 1):
+        if s.start <= t.start < max(s.end, s.start + 1) and t.direction != "before":
             return t.when.astimezone(UTC), True
-    return default, given or bool(times)
+    return default, given
+
+
+def _named_at(
+    r: RelationIn, sents: Sequence[Sequence[Tok]], text: str, times: Sequence[TimeMention], default: datetime
+) -> tuple[datetime, bool]:
+    """``_at`` for a relation the caller passed (no span of its own): a time named in a sentence that names
+    its object (its subject may well be named in another: "I met Bob on 3 May. Bob works at Acme")."""
+    name = r.object.casefold().strip()
+    for sent in sents:
+        if not sent or not name:
+            continue
+        start, end = sent[0].start, sent[-1].end
+        if name in text[start:end].casefold():
+            for t in times:
+                if start <= t.start < end and t.direction != "before":
+                    return t.when.astimezone(UTC), True
+    return default, False
