@@ -176,6 +176,7 @@ def owner_settings(s: Settings) -> dict[str, str]:
         f"{PREFIX}SALIENCE_HALF_LIFE": f"{s.salience_half_life:g}",
         f"{PREFIX}ACCESS_COUNTS": on(s.access_counts),
         f"{PREFIX}IDLE_TIMEOUT": f"{s.idle_timeout:g}",
+        f"{PREFIX}ENGINE_WAIT": f"{s.engine_wait:g}",
     }
 
 
@@ -271,6 +272,13 @@ def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple
     if str(value).strip().lower() == "none":
         return ()
     out = tuple(p.strip() for p in str(value).split(",") if p.strip())
+    if not out or any(p.lower() == "none" for p in out):
+        # "none,works_at" read as a predicate named none beside works_at, and "," as no predicate at all: both
+        # are a list the user did not mean; say how to write each.
+        raise SettingsError(
+            f"{PREFIX}{variable} takes comma-separated snake_case predicates like lives_in, or none alone for "
+            f"no predicate (empty for the default), got {str(value)[:100]!r}"
+        )
     bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]
     if bad:
         raise SettingsError(

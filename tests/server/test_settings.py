@@ -226,6 +226,11 @@ def test_none_turns_each_predicate_list_off_and_empty_keeps_the_default(engine: 
     engine.consolidate()
     with engine.graph.read() as conn:  # no derived relation (with the default list: Grand Palm in Rajasthan)
         assert not [key for key in engine.graph.all_digests(conn).values() if transitive.is_derived_key(key)]
+    # none with other predicates, or only commas, is not a list anyone means: refused, naming the variable
+    # (before, "none,works_at" made a predicate named none, and "," meant no predicate at all)
+    for value in ("none,works_at", "works_at, NONE", ",", " , ,"):
+        with pytest.raises(SettingsError, match=r"MNEMOGRAPH_TRANSITIVE_PREDICATES takes .* or none alone"):
+            load_settings({"MNEMOGRAPH_TRANSITIVE_PREDICATES": value})
     # store_options (a command opening the directory itself) follows the same rule
     store_options(None, None)(engine)
     assert engine.transitive == frozenset()  # None leaves what is set
