@@ -24,7 +24,7 @@ from storage.engine.state import (
     content_id,
     log,
 )
-from storage.engine.writes import _respell
+from storage.engine.writes import STATED_KINDS, _respell
 from storage.enrich import Enriched, Fact, enrich, speaker_of
 from storage.enrich.reconcile import reconcile
 from storage.language.extraction import EntityLexicon, _norm, extract
@@ -80,6 +80,7 @@ class _Versions(_Decisions):
                 lexicon=self.lexicon,
                 given=given,
                 speaker=speaker_of(meta, scopes, principal.name),
+                dated_throughout=before is None or before.kind not in STATED_KINDS,
             )
         except Exception:
             log.exception("offline extraction failed; amending with the carried relations only")

@@ -68,9 +68,14 @@ def enrich(
     relations: Sequence[RelationIn] = (),
     event_time: datetime | None = None,
     speaker: str | None = None,
+    dated_throughout: bool = True,
 ) -> Enriched:
     """Entities, times, relations and facts of ``content``. ``event_time``: the caller's (then no time scan);
-    ``relations``: the caller's (then none are read from the text, but the caller's are still reconciled)."""
+    ``relations``: the caller's (then none are read from the text, but the caller's are still reconciled).
+    ``dated_throughout``: a time the text names dates every statement that names none of its own (what happened
+    then: events, messages, digests); False for facts, preferences and notes, where a time in another sentence
+    dates something else ("Sam lives in Porto. He was born on 4 July 1990"), as does one that says where a
+    statement ends ("until 2020")."""
     found = extract_names(
         content, written_at=written_at, lexicon=lexicon, given=given, times=event_time is None
     )
@@ -97,15 +102,16 @@ def enrich(
     facts: list[Fact] = []
     if relations:
         for r in relations:
-            at, dated = (
-                (when, True) if event_time is not None else _named_at(r, sents, content, found.times, when)
-            )
+            if event_time is not None or dated_throughout:
+                at, dated = when, event_time is not None or bool(found.times)
+            else:
+                at, dated = _named_at(r, sents, content, found.times, when)
             facts.append(Fact(r.subject, r.predicate, r.object, "asserted", at, dated=dated))
         stored = tuple(relations)
     else:
         for s in statements:
             if s.status in ("asserted", "negated"):
-                at, dated = _at(s, found.times, when, event_time is not None)
+                at, dated = _at(s, found.times, when, event_time is not None, dated_throughout)
                 facts.append(Fact(s.subject, s.predicate, s.object, s.status, at, s.ended, dated))
         seen: dict[tuple[str, str, str], RelationIn] = {}
         for f in facts:
@@ -144,16 +150,19 @@ def _guess_type(name: str) -> str:
     return "thing" if t == "person" else t  # a bare capitalised span is not known to be a person
 
 
-def _at(s: Statement, times: Sequence[TimeMention], default: datetime, given: bool) -> tuple[datetime, bool]:
-    """When the statement took effect: a time named in its own sentence that is not where it ends ("until
-    2020", "by March"), else the memory's event time, stated only when the caller gave it. A time named in
-    another sentence dates something else ("Sam lives in Porto. He was born on 4 July 1990"; "I met Bob on 3
-    May. He works at Acme"; "Ana works at Globex; her contract ends on 1 March"): taken as the statement's
-    start, it closed the value it replaced then and made the memory valid from then."""
+def _at(
+    s: Statement, times: Sequence[TimeMention], default: datetime, given: bool, throughout: bool
+) -> tuple[datetime, bool]:
+    """When the statement took effect: a time named in its own sentence, else the memory's event time (stated
+    when the caller gave it or, ``throughout``, the text named one). Not ``throughout`` (a fact, preference or
+    note), a time that says where the statement ends ("until 2020", "by March") is not its start, and a time
+    named in another sentence dates something else ("Sam lives in Porto. He was born on 4 July 1990"; "I met
+    Bob on 3 May. He works at Acme"; "Ana works at Globex; her contract ends on 1 March"): taken as the
+    statement's start, it closed the value it replaced then and made the memory valid from then."""
     for t in times:
-        if s.start <= t.start < max(s.end, s.start + 1) and t.direction != "before":
+        if s.start <= t.start < max(s.end, s.start + 1) and (throughout or t.direction != "before"):
             return t.when.astimezone(UTC), True
-    return default, given
+    return default, given or (throughout and bool(times))
 
 
 def _named_at(
