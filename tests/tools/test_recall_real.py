@@ -446,3 +446,31 @@ async def test_a_date_the_text_names_for_something_else_is_not_when_a_statement_
     )
     stored = (await ok(client, "memory_read", {"id": since["id"]}))["memory"]
     assert stored["valid_from"].startswith("2025-02-02"), stored
+
+
+async def test_an_amend_whose_new_words_name_a_past_start_changed_then(client: Client) -> None:
+    """Found attacking session 19's stated starts: a write saying "since 1 October 2025" was valid from then,
+    but the same words given to amend (no effective_at) changed the memory only at the call, so `as_of`
+    2025-11-01 still answered the old employer. As a write, a past start the new words name is the amend's
+    effective time, when not before the version it amends began."""
+    old = await _write(
+        client, "Sam works at Initech.", kind="fact", valid_from="2023-01-01", scopes=["user:am"]
+    )
+    new = await ok(client, "amend", {"id": old["id"], "content": "Sam works at Globex since 1 October 2025."})
+    assert new["valid_from"].startswith("2025-10-01"), new
+    november = await ok(
+        client, "recall", {"query": "where did Sam work", "as_of": "2025-11-01", "scopes": ["user:am"]}
+    )
+    assert [r["id"] for r in november["results"]] == [new["id"]]
+    september = await ok(
+        client, "recall", {"query": "where did Sam work", "as_of": "2025-09-01", "scopes": ["user:am"]}
+    )
+    assert [r["id"] for r in september["results"]] == [old["id"]]
+    # a start before the amended version began is not taken (it would end that version before it began)
+    early = await _write(
+        client, "Kim works at Acme.", kind="fact", valid_from="2025-01-01", scopes=["user:am"]
+    )
+    later = await ok(
+        client, "amend", {"id": early["id"], "content": "Kim works at Umbrella since March 2020."}
+    )
+    assert later["valid_from"][:10] == datetime.now(UTC).date().isoformat(), later
