@@ -239,9 +239,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         functional_predicates=_predicates(pick("functional_predicates")),
         transitive_predicates=_predicates(pick("transitive_predicates"), "TRANSITIVE_PREDICATES"),
         resolve_by_meaning=_on_off(pick("resolve_by_meaning") or "off", "RESOLVE_BY_MEANING"),
-        anthropic_api_key=str(
-            pick("anthropic_api_key") or ""
-        ).strip(),  # "  ": none; a pasted line break: not the key
+        # Stripped: "  " is no key, and a line break pasted with one is not part of it.
+        anthropic_api_key=str(pick("anthropic_api_key") or "").strip(),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
         llm_timeout=_number(pick("llm_timeout"), "llm_timeout", float, 1.0, 600.0, 60.0),
