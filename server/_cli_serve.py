@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import errno
 import json
+import shlex
 import sys
 
 from server._cli_parser import package_version
@@ -93,7 +94,7 @@ def _note_owner_settings(settings: Settings, paths: RuntimePaths) -> None:
     print(
         f"mnemograph serve: note: the server already running on {settings.data_dir} was started with other "
         f"settings and keeps them for every client: {listed}. To apply this client's, stop it (`mnemograph stop "
-        f"--data-dir {settings.data_dir}`): the next call starts it again with the settings of the client that "
+        f"--data-dir {shlex.quote(str(settings.data_dir))}`): the next call starts it again with the settings of the client that "
         "makes it; or give every client the same settings.",
         file=sys.stderr,
     )

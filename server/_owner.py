@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import select
+import shlex
 import socket
 import subprocess
 import sys
@@ -75,7 +76,7 @@ def canonical_conflict(paths: RuntimePaths) -> str | None:
         return None
     return (
         f"a Mnemograph server already serves {paths.data_dir} on the canonical store {_canonical_name(running)}, "
-        f"not {wanted}; stop it first (`mnemograph stop --data-dir {paths.data_dir}`), or give the same "
+        f"not {wanted}; stop it first (`mnemograph stop --data-dir {shlex.quote(str(paths.data_dir))}`), or give the same "
         "--canonical (MNEMOGRAPH_CANONICAL) as it was started with"
     )
 

@@ -176,6 +176,7 @@ def owner_settings(s: Settings) -> dict[str, str]:
         f"{PREFIX}SALIENCE_HALF_LIFE": f"{s.salience_half_life:g}",
         f"{PREFIX}ACCESS_COUNTS": on(s.access_counts),
         f"{PREFIX}IDLE_TIMEOUT": f"{s.idle_timeout:g}",
+        f"{PREFIX}ENGINE_WAIT": f"{s.engine_wait:g}",
     }
 
 
@@ -238,7 +239,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         functional_predicates=_predicates(pick("functional_predicates")),
         transitive_predicates=_predicates(pick("transitive_predicates"), "TRANSITIVE_PREDICATES"),
         resolve_by_meaning=_on_off(pick("resolve_by_meaning") or "off", "RESOLVE_BY_MEANING"),
-        anthropic_api_key=str(pick("anthropic_api_key") or ""),
+        # Stripped: "  " is no key, and a line break pasted with one is not part of it.
+        anthropic_api_key=str(pick("anthropic_api_key") or "").strip(),
         anthropic_model=str(pick("anthropic_model") or "claude-sonnet-4-6"),
         llm_min_interval=_number(pick("llm_min_interval"), "llm_min_interval", float, 0.0, 3_600.0, 0.5),
         llm_timeout=_number(pick("llm_timeout"), "llm_timeout", float, 1.0, 600.0, 60.0),
@@ -271,6 +273,13 @@ def _predicates(value: object, variable: str = "FUNCTIONAL_PREDICATES") -> tuple
     if str(value).strip().lower() == "none":
         return ()
     out = tuple(p.strip() for p in str(value).split(",") if p.strip())
+    if not out or any(p.lower() == "none" for p in out):
+        # "none,works_at" read as a predicate named none beside works_at, and "," as no predicate at all: both
+        # are a list the user did not mean; say how to write each.
+        raise SettingsError(
+            f"{PREFIX}{variable} takes comma-separated snake_case predicates like lives_in, or none alone for "
+            f"no predicate (empty for the default), got {str(value)[:100]!r}"
+        )
     bad = [p for p in out if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", p)]
     if bad:
         raise SettingsError(

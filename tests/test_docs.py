@@ -9,6 +9,7 @@ from scopes import MAX_SCOPE_NAME
 from server._protocol import MAX_MESSAGE_BYTES
 from server._tokens import MAX_TOKEN_CHARS
 from server.http_front import MAX_BODY
+from server.settings import load_settings, owner_settings
 from storage.domain import models
 from tools import ALL_TOOLS
 
@@ -63,3 +64,21 @@ def test_the_settings_page_names_every_variable_the_server_reads() -> None:
     assert len(read) > 30  # the pattern still finds what load_settings reads
     missing = sorted(f"MNEMOGRAPH_{v}" for v in read | {"CANONICAL"} if f"`MNEMOGRAPH_{v}`" not in page)
     assert missing == [], f"docs/settings.md does not name {missing}"
+
+
+def test_every_setting_the_settings_page_marks_owner_is_one_a_client_is_told_about() -> None:
+    """A row of docs/settings.md marked *owner* takes effect once, in the owner: a client started with another
+    value is told so only if ``owner_settings`` carries it (MNEMOGRAPH_ENGINE_WAIT was marked owner and was
+    not: a client asking for a longer wait was silently held to the owner's). CANONICAL has its own check (a
+    client asking for another store is refused)."""
+    page = (ROOT / "docs" / "settings.md").read_text()
+    marked = set()
+    for row in page.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[3] == "owner":
+            marked |= set(re.findall(r"`(MNEMOGRAPH_[A-Z_]+)`", cells[0]))
+    told = set(owner_settings(load_settings({}))) | {"MNEMOGRAPH_CANONICAL"}
+    assert len(marked) > 10  # the pattern still reads the table
+    assert marked == told, (
+        f"marked owner but not told: {sorted(marked - told)}; told, not marked: {sorted(told - marked)}"
+    )

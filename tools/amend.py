@@ -27,7 +27,8 @@ class AmendIn(WireModel):
         default=None,
         description="When the change took effect in the world (ISO 8601), if not now, e.g. '2024-10-01' for "
         "'works at Globex since 1 October'. The old version is valid until then, the new one from then: "
-        "recall with as_of answers accordingly.",
+        "recall with as_of answers accordingly. Omitted, a past start the new content names ('since 1 October "
+        "2025') is taken, else now.",
     )
 
 
@@ -35,7 +36,10 @@ class AmendOut(BaseModel):
     id: str = Field(description="The id of the new version (its first 12 hex characters).")
     supersedes: str = Field(description="The id of the version it replaced (now superseded).")
     scopes: list[str] = Field(description="The scopes of the new version (those of the old one).")
-    valid_from: datetime = Field(description="When the new version took effect (effective_at, or now).")
+    valid_from: datetime = Field(
+        description="When the new version took effect (effective_at, else a past start its content names, else "
+        "now)."
+    )
     also_supersedes: list[str] = Field(
         default_factory=list,
         description="Other memories the new version updated or ended, as a memory_write of the same text would "

@@ -365,6 +365,26 @@ class _Conversations(_Erasure):
         shown = tuple(self._shown_write(r, targets, principal) for r in receipts)
         return ConversationReceipt(conv, shown, "off" if self._consolidator_off else "scheduled")
 
+    def write_many(
+        self,
+        items: Sequence[WriteItem],
+        *,
+        principal: Principal = LOCAL_PRINCIPAL,
+        extractor: llm.Extractor | None = None,
+        near: str | None = None,
+    ) -> list[WriteReceipt]:
+        receipts = super().write_many(items, principal=principal, extractor=extractor, near=near)
+        # After the commit: a plain memory joined its day's group, and a containment statement may have joined a
+        # derivation (storage.engine.derived); the worker looks again once they can be due. Without it a
+        # derivation found at write time waited for whatever woke the worker next (a conversation, a restart,
+        # `mnemograph digests`): a running server never built "Grand Palm located in Rajasthan".
+        self._wake_consolidator()
+        return receipts
+
+    def _apply_llm(self, job: llm.Job, result: llm.LlmResult | None, error: ExtractionFailed | None) -> None:
+        super()._apply_llm(job, result, error)
+        self._wake_consolidator()  # relations the model read may have joined derivations (as a write's do)
+
     def _added(self, tx: Tx, p: _Prepared, principal: Principal, cur: str, made: Any = None) -> WriteReceipt:
         # A plain memory joins its scopes' groups of the day, in its own transaction: the store is the queue of
         # the day digests, so one due when the process stops is built after the next start.

@@ -195,6 +195,7 @@ class _Derived(_Conversations):
         super()._rejoin_conversations(imported, known)
         self._discover([m.id for m in imported])  # derivations are left out of exports: found again here
         self._sweep_around([m.id for m in imported])  # two imported values the file did not link: linked now
+        self._wake_consolidator()  # the derivations found above are pending (this line had slid into sweep_all)
 
     def link(self, id: str, scope: str, **kwargs: Any) -> LinkReceipt:
         receipt = super().link(id, scope, **kwargs)
@@ -221,7 +222,6 @@ class _Derived(_Conversations):
             if not got:
                 break
         return linked
-        self._wake_consolidator()
 
     def _source(self, memory_id: str, scopes: Sequence[str], mine: set[str]) -> bool:
         """A memory a derivation may start from: not derived itself, sharing a scope with the new memory."""

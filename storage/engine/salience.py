@@ -74,7 +74,7 @@ class AccessCounts:
             for mid in ids:
                 if mid in self._gone:
                     continue
-                mine[mid] = mine.get(mid, 0) + 1
+                mine[mid] = mine.pop(mid, 0) + 1  # last in order: the most recently counted (see _prune)
                 self._pending += 1
             if len(mine) > MAX_PER_PRINCIPAL:
                 _prune(mine)
@@ -164,12 +164,16 @@ def _load(path: Path) -> dict[str, dict[str, int]]:
 
 
 def _prune(mine: dict[str, int]) -> None:
-    """Keep the ``KEEP_AFTER_PRUNE`` share of the cap most often returned (in place); ties keep the earlier
-    counted (dicts keep insertion order and the sort is stable)."""
+    """Keep the ``KEEP_AFTER_PRUNE`` share of the cap most often returned (in place); ties keep the most
+    recently counted (``record`` moves a counted memory to the end of the dict's order). Ties kept the earlier
+    counted before: once the cap filled with memories returned once, the memory that overflowed it (the one
+    just returned) was forgotten at once, and a new memory could build no count unless returned again before
+    the next prune, while memories last returned long ago stayed for good."""
     keep = int(MAX_PER_PRINCIPAL * KEEP_AFTER_PRUNE)
-    kept = sorted(mine.items(), key=lambda item: -item[1])[:keep]
+    ranked = sorted(enumerate(mine.items()), key=lambda item: (-item[1][1], -item[0]))[:keep]
+    ranked.sort()  # back in the order counted, so later prunes break ties the same way
     mine.clear()
-    mine.update(kept)
+    mine.update(item for _, item in ranked)
 
 
 def _store(path: Path, counts: Mapping[str, Mapping[str, int]]) -> None:
@@ -182,7 +186,8 @@ def _store(path: Path, counts: Mapping[str, Mapping[str, int]]) -> None:
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({"version": _VERSION, "counts": counts}, f, separators=(",", ":"), sort_keys=True)
+        # In the order counted (not sorted): the next start breaks ties for the most recently counted too.
+        json.dump({"version": _VERSION, "counts": counts}, f, separators=(",", ":"))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -24,7 +24,7 @@ from storage.engine.state import (
     content_id,
     log,
 )
-from storage.engine.writes import _respell
+from storage.engine.writes import STATED_KINDS, _respell, _stated_start
 from storage.enrich import Enriched, Fact, enrich, speaker_of
 from storage.enrich.reconcile import reconcile
 from storage.language.extraction import EntityLexicon, _norm, extract
@@ -80,6 +80,7 @@ class _Versions(_Decisions):
                 lexicon=self.lexicon,
                 given=given,
                 speaker=speaker_of(meta, scopes, principal.name),
+                dated_throughout=before is None or before.kind not in STATED_KINDS,
             )
         except Exception:
             log.exception("offline extraction failed; amending with the carried relations only")
@@ -125,6 +126,13 @@ class _Versions(_Decisions):
             )
             self._require_current(old, "amend", principal, tx.conn)
             start = effective or tx.now
+            if effective is None:
+                # As a write's: a fact, preference or note whose new words name a past start ("Sam works at
+                # Globex since 1 October 2025") changed then, if not before the version it amends began.
+                # Before, it changed now, and `as_of` between the two found the old employer.
+                stated = _stated_start(old.kind, facts, tx.now)
+                if old.valid_from <= stated < tx.now:
+                    start = stated
             if start > tx.now:
                 raise InvalidInput(
                     f"effective_at ({start.isoformat()}) is in the future",

@@ -382,6 +382,7 @@ class _Writes(_Resolution):
                 relations=rels,
                 event_time=ev,
                 speaker=speaker,
+                dated_throughout=mkind not in STATED_KINDS,
             )
         except Exception:
             # Extraction is a best effort on top of the write: a fault in it must cost the memory its derived
@@ -870,6 +871,10 @@ class _Writes(_Resolution):
 
 
 _Said = TypeVar("_Said", RelationIn, Fact)
+# Kinds that state how things are (not what happened at a time): a time named in one of their sentences dates
+# that sentence's statements only (``storage.enrich.enrich``'s ``dated_throughout``), and a past start their
+# statements name is when they became valid (``_stated_start``).
+STATED_KINDS = frozenset((MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.NOTE))
 
 
 def _stated_start(kind: MemoryKind, facts: Sequence[Fact], now: datetime) -> datetime:
@@ -878,7 +883,7 @@ def _stated_start(kind: MemoryKind, facts: Sequence[Fact], now: datetime) -> dat
     2025"), if past; else now. Without it the memory held only from its writing while what it replaced was
     closed on 1 October, and ``as_of`` in between found neither. Events and messages keep their validity from
     the writing (they carry an event time instead)."""
-    if kind not in (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.NOTE):
+    if kind not in STATED_KINDS:
         return now
     said = [f.at for f in facts if f.dated and f.status == "asserted" and f.at < now]
     return min(said) if said else now

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from storage.domain.models import MAX_ENTITIES, MAX_RELATIONS, EntityIn, RelationIn
 from storage.enrich import _contacts, _statements
 from storage.enrich._statements import Statement, Status
-from storage.enrich._text import sentences, tokens
+from storage.enrich._text import Tok, sentences, tokens
 from storage.language.extraction import EntityLexicon, _norm
 from storage.language.extraction import extract as extract_names
 from storage.language.timeparse import TimeMention
@@ -68,9 +68,14 @@ def enrich(
     relations: Sequence[RelationIn] = (),
     event_time: datetime | None = None,
     speaker: str | None = None,
+    dated_throughout: bool = True,
 ) -> Enriched:
     """Entities, times, relations and facts of ``content``. ``event_time``: the caller's (then no time scan);
-    ``relations``: the caller's (then none are read from the text, but the caller's are still reconciled)."""
+    ``relations``: the caller's (then none are read from the text, but the caller's are still reconciled).
+    ``dated_throughout``: a time the text names dates every statement that names none of its own (what happened
+    then: events, messages, digests); False for facts, preferences and notes, where a time in another sentence
+    dates something else ("Sam lives in Porto. He was born on 4 July 1990"), as does one that says where a
+    statement ends ("until 2020")."""
     found = extract_names(
         content, written_at=written_at, lexicon=lexicon, given=given, times=event_time is None
     )
@@ -96,13 +101,17 @@ def enrich(
     statements = _statements.read(sents, content, ctx) + _contacts.read(sents, content, ctx)
     facts: list[Fact] = []
     if relations:
-        dated = event_time is not None or bool(found.times)
-        facts = [Fact(r.subject, r.predicate, r.object, "asserted", when, dated=dated) for r in relations]
+        for r in relations:
+            if event_time is not None or dated_throughout:
+                at, dated = when, event_time is not None or bool(found.times)
+            else:
+                at, dated = _named_at(r, sents, content, found.times, when)
+            facts.append(Fact(r.subject, r.predicate, r.object, "asserted", at, dated=dated))
         stored = tuple(relations)
     else:
         for s in statements:
             if s.status in ("asserted", "negated"):
-                at, dated = _at(s, found.times, when, event_time is not None)
+                at, dated = _at(s, found.times, when, event_time is not None, dated_throughout)
                 facts.append(Fact(s.subject, s.predicate, s.object, s.status, at, s.ended, dated))
         seen: dict[tuple[str, str, str], RelationIn] = {}
         for f in facts:
@@ -141,10 +150,33 @@ def _guess_type(name: str) -> str:
     return "thing" if t == "person" else t  # a bare capitalised span is not known to be a person
 
 
-def _at(s: Statement, times: Sequence[TimeMention], default: datetime, given: bool) -> tuple[datetime, bool]:
+def _at(
+    s: Statement, times: Sequence[TimeMention], default: datetime, given: bool, throughout: bool
+) -> tuple[datetime, bool]:
     """When the statement took effect: a time named in its own sentence, else the memory's event time (stated
-    when the caller gave it or the text named one)."""
+    when the caller gave it or, ``throughout``, the text named one). Not ``throughout`` (a fact, preference or
+    note), a time that says where the statement ends ("until 2020", "by March") is not its start, and a time
+    named in another sentence dates something else ("Sam lives in Porto. He was born on 4 July 1990"; "I met
+    Bob on 3 May. He works at Acme"; "Ana works at Globex; her contract ends on 1 March"): taken as the
+    statement's start, it closed the value it replaced then and made the memory valid from then."""
     for t in times:
-        if s.start <= t.start < max(s.end, s.start + 1):
+        if s.start <= t.start < max(s.end, s.start + 1) and (throughout or t.direction != "before"):
             return t.when.astimezone(UTC), True
-    return default, given or bool(times)
+    return default, given or (throughout and bool(times))
+
+
+def _named_at(
+    r: RelationIn, sents: Sequence[Sequence[Tok]], text: str, times: Sequence[TimeMention], default: datetime
+) -> tuple[datetime, bool]:
+    """``_at`` for a relation the caller passed (no span of its own): a time named in a sentence that names
+    its object (its subject may well be named in another: "I met Bob on 3 May. Bob works at Acme")."""
+    name = r.object.casefold().strip()
+    for sent in sents:
+        if not sent or not name:
+            continue
+        start, end = sent[0].start, sent[-1].end
+        if name in text[start:end].casefold():
+            for t in times:
+                if start <= t.start < end and t.direction != "before":
+                    return t.when.astimezone(UTC), True
+    return default, False

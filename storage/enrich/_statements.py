@@ -67,6 +67,20 @@ class Context:
 
 # Predicates whose subject is a place or a thing: a name typed as a person by default is typed a thing.
 _CONTAINED = frozenset(("located_in", "part_of", "based_in"))
+# Containment said in the past ("Acme was part of Globex", "was once headquartered in Boston") says what held
+# then, not what holds now: read as a current relation, it was chained (Acme part of whatever holds Globex today)
+# and superseded nothing. Not read (a person's "was based in" keeps its older reading, as lives_in).
+_CONTAINMENT = frozenset(("located_in", "part_of", "based_in", "member_of"))
+_PAST = frozenset(("was", "were"))
+_BETWEEN_PAST = frozenset(("a", "an", "the", "once", "formerly", "previously", "still", "also", "originally"))
+
+
+def _said_in_the_past(lows: list[str], i: int) -> bool:
+    """Whether the words right before the phrase at ``i`` put it in the past: "was (once) (a) ...", "had been"."""
+    k = i - 1
+    while k >= 0 and lows[k] in _BETWEEN_PAST:
+        k -= 1
+    return k >= 0 and (lows[k] in _PAST or (lows[k] == "been" and k > 0 and lows[k - 1] == "had"))
 
 
 def read(sents: list[list[Tok]], text: str, ctx: Context) -> list[Statement]:
@@ -102,6 +116,9 @@ def read(sents: list[list[Tok]], text: str, ctx: Context) -> list[Statement]:
                     stype = "thing"  # "The Grand Palm is located in Udaipur": a name, not a person's
                 if pred == "lives_in" and stype == "org":
                     pred = "based_in"  # "Globex Inc is based in Berlin"
+                if pred in _CONTAINMENT and _said_in_the_past(lows, i):
+                    i = end
+                    continue
                 for obj, otype in objs:
                     if obj.casefold() != subj[0].casefold():
                         found.append(Statement(subj[0], pred, obj, status, stype, otype, ended))

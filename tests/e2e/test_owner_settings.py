@@ -9,12 +9,15 @@ in effect and how to apply them.
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.e2e.conftest import MNEMOGRAPH, Store, call
+from tests.e2e.conftest import MNEMOGRAPH, Store, _store, call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -40,6 +43,13 @@ def status_json(store: Store) -> str:
         check=True,
     )
     return done.stdout.decode()
+
+
+def as_a_shell_runs(command: str, env: dict[str, str]) -> str:
+    """What ``command``, pasted into a shell, prints (stdout and stderr); fails the test unless it succeeds."""
+    done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode() + done.stderr.decode()
 
 
 async def test_a_client_with_other_owner_settings_is_told_which_are_not_in_effect(store: Store) -> None:
@@ -71,3 +81,27 @@ async def test_a_client_with_other_owner_settings_is_told_which_are_not_in_effec
         assert status["settings"]["MNEMOGRAPH_TRANSITIVE_PREDICATES"] == "none"
         assert status["settings"]["MNEMOGRAPH_ANTHROPIC_API_KEY"] == "set"
         assert "sk-ant-not-a-key" not in shown
+
+
+async def test_the_stop_command_a_client_is_told_runs_as_printed_on_a_path_with_spaces_and_quotes(
+    tmp_path: Path,
+) -> None:
+    """Found attacking session 19's note: it printed `mnemograph stop --data-dir /home/me/my data's dir`, which a
+    person who pastes it into a shell runs as three arguments and an open quote. Printed shell-quoted, it stops
+    the owner of that store (as the note that another store is served did too)."""
+    for store in _store(tmp_path / "my data's dir"):
+        first = StdioServerParameters(
+            command=MNEMOGRAPH,
+            args=["serve", "--data-dir", str(store.data_dir)],
+            env=store.env(MNEMOGRAPH_DIGESTS="off"),
+        )
+        async with Client(first, mode="legacy") as client:
+            await call(client, "list_scopes", {})
+        owner = store.owner_pid()
+        assert owner is not None
+        told = serve_stderr(store)
+        assert "MNEMOGRAPH_DIGESTS is off there (this client: on)" in told
+        (command,) = re.findall(r"\(`(mnemograph stop [^`]*)`\)", told)
+        env = {**store.env(), "PATH": f"{Path(MNEMOGRAPH).parent}:{os.environ['PATH']}"}
+        said = as_a_shell_runs(command, env)
+        assert f"stopped the server of {store.data_dir} (pid {owner})" in said

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from server._engine import WriteTimeOptions, store_options, write_time
-from server.settings import SettingsError, load_settings, login_scope
+from server.settings import SettingsError, load_settings, login_scope, owner_settings
 from storage import Engine, RelationIn
 from storage.domain.models import MessageIn
 from storage.enrich import transitive
@@ -97,6 +97,14 @@ def test_write_time_settings(tmp_path: Path) -> None:
     assert s.anthropic_api_key == "sk-ant-secret"
     assert "sk-ant-secret" not in repr(s)  # a secret never reaches a log line through a repr
     assert load_settings({"MNEMOGRAPH_DATA_DIR": str(tmp_path)}).anthropic_api_key == ""  # off by default
+    # a key blanked out with spaces is no key (it showed as set and turned Claude on, every call refused); one
+    # pasted with its line break is the key
+    blank = load_settings({"MNEMOGRAPH_ANTHROPIC_API_KEY": "  "})
+    assert (blank.anthropic_api_key, owner_settings(blank)["MNEMOGRAPH_ANTHROPIC_API_KEY"]) == ("", "unset")
+    assert (
+        load_settings({"MNEMOGRAPH_ANTHROPIC_API_KEY": "sk-ant-secret\n"}).anthropic_api_key
+        == "sk-ant-secret"
+    )
     with pytest.raises(SettingsError, match="MNEMOGRAPH_FUNCTIONAL_PREDICATES takes comma-separated"):
         load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives in"})
     with pytest.raises(SettingsError, match="MNEMOGRAPH_TRANSITIVE_PREDICATES takes comma-separated"):
@@ -226,6 +234,11 @@ def test_none_turns_each_predicate_list_off_and_empty_keeps_the_default(engine: 
     engine.consolidate()
     with engine.graph.read() as conn:  # no derived relation (with the default list: Grand Palm in Rajasthan)
         assert not [key for key in engine.graph.all_digests(conn).values() if transitive.is_derived_key(key)]
+    # none with other predicates, or only commas, is not a list anyone means: refused, naming the variable
+    # (before, "none,works_at" made a predicate named none, and "," meant no predicate at all)
+    for value in ("none,works_at", "works_at, NONE", ",", " , ,"):
+        with pytest.raises(SettingsError, match=r"MNEMOGRAPH_TRANSITIVE_PREDICATES takes .* or none alone"):
+            load_settings({"MNEMOGRAPH_TRANSITIVE_PREDICATES": value})
     # store_options (a command opening the directory itself) follows the same rule
     store_options(None, None)(engine)
     assert engine.transitive == frozenset()  # None leaves what is set

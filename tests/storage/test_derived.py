@@ -81,6 +81,31 @@ def test_containment_written_in_plain_words_is_chained_without_a_model(engine: E
         assert engine.write(text, ["user:ana"]).relations == ()
 
 
+def test_containment_said_in_the_past_is_not_chained_as_if_it_held_now(engine: Engine) -> None:
+    """Found attacking session 19's containment phrases: "Acme was part of Globex" was read as Acme part of
+    Globex today, so with "Globex is part of Initech" the consolidator derived that Acme is part of Initech,
+    which no one said and which the writer's own words deny."""
+    for text in (
+        "Acme was part of Globex.",
+        "The Annex was once located in Soho.",
+        "Umbrella had been headquartered in Raccoon City.",
+        "Sam was a member of the Chess Club.",
+    ):
+        assert engine.write(text, ["user:ana"], kind="fact").relations == (), text
+    engine.write("Globex is part of Initech.", ["user:ana"], kind="fact")
+    engine.write("Soho lies in London.", ["user:ana"], kind="fact")
+    engine.consolidate()
+    assert list(derived(engine).values()) == []
+    # said in the present it is read, and chained
+    assert engine.write("Acme is part of Globex.", ["user:ana"], kind="fact").relations == (
+        "Acme —part_of→ Globex",
+    )
+    engine.consolidate()
+    assert list(derived(engine).values()) == [
+        "Acme part of Initech (derived: Acme part of Globex; Globex part of Initech)"
+    ]
+
+
 def test_a_reader_who_cannot_read_every_source_never_meets_the_derivation(engine: Engine) -> None:
     # The hotel is known to both teams; that Udaipur is in Rajasthan only to team:a.
     h, c = hotel_and_city(engine, ["team:a", "team:b"], ["team:a"])

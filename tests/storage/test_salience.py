@@ -327,3 +327,31 @@ def test_the_counts_file_stays_bounded_however_many_memories_are_returned(
     reread = salience.AccessCounts(path)
     assert reread.of("ana")("x7") == 2
     assert reread.total() <= 50 + 1
+
+
+def test_past_the_cap_the_memory_just_returned_is_counted_and_those_returned_long_ago_are_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found attacking session 19's cap: ties were broken for the earliest counted, so with the cap full of
+    memories returned once, the one a recall had just returned was the one forgotten (and the next, and the
+    next), while memories last returned long ago stayed for good: salience learnt nothing new."""
+    monkeypatch.setattr(salience, "MAX_PER_PRINCIPAL", 50)
+    path = tmp_path / ACCESS_FILE
+    counts = salience.AccessCounts(path)
+    counts.record("ana", [f"old{i:02d}" for i in range(50)])
+    counts.record("ana", ["old07"])  # returned again: counted twice
+    counts.record("ana", ["new"])  # the 51st: a prune
+    assert counts.of("ana")("new") == 1
+    assert counts.of("ana")("old07") == 2
+    assert counts.of("ana")("old00") == 0  # the longest since returned (once) is forgotten
+    counts.record("ana", ["old00"])  # and counted afresh when returned again
+    counts.flush()
+    on_disk = json.loads(path.read_bytes())["counts"]["ana"]
+    assert len(on_disk) <= 50
+    assert {on_disk["new"], on_disk["old07"], on_disk["old00"]} == {1, 2}
+    # the order counted survives a restart: the next prune, in a new process, still forgets the oldest
+    reread = salience.AccessCounts(path)
+    reread.record("ana", [f"late{i:02d}" for i in range(10)])
+    assert reread.of("ana")("new") == 1
+    assert reread.of("ana")("late09") == 1
+    assert reread.of("ana")("old01") == 0

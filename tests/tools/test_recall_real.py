@@ -405,3 +405,72 @@ async def test_recall_in_a_scope_that_does_not_exist_says_so(client: Client) -> 
     assert "warning" not in right
     nothing = await ok(client, "recall", {"query": "the moon landing", "scopes": ["project:site"]})
     assert "warning" not in nothing  # an existing scope with no match: no warning
+
+
+async def test_a_date_the_text_names_for_something_else_is_not_when_a_statement_took_effect(
+    client: Client,
+) -> None:
+    """Found attacking session 19's change: any date anywhere in a memory was taken as when each of its
+    statements took effect. "Sam lives in Porto. He was born on 4 July 1990." made the Porto memory valid from
+    1990 and closed Lisbon (valid from 2020) in 1990, before it began: `as_of` 2021 answered Porto, and
+    Lisbon's memory kept no validity at all. Only a time named in a statement's own sentence, and not where it
+    ends ("until", "ends on" said in its own clause), is when it took effect."""
+    today = datetime.now(UTC).date().isoformat()
+    lisbon = await _write(client, "Sam lives in Lisbon.", kind="fact", valid_from="2020-01-01")
+    porto = await _write(client, "Sam lives in Porto. He was born on 4 July 1990.", kind="fact")
+    assert lisbon["id"] in porto["supersedes"]
+    moved = (await ok(client, "memory_read", {"id": porto["id"]}))["memory"]
+    assert moved["valid_from"].startswith(today), moved
+    ended = (await ok(client, "memory_read", {"id": lisbon["id"]}))["memory"]
+    assert ended["valid_from"].startswith("2020-01-01"), ended
+    assert ended["valid_to"].startswith(today), ended
+    then = await ok(client, "recall", {"query": "where does Sam live", "as_of": "2021-01-01"})
+    assert [r["id"] for r in then["results"]] == [lisbon["id"]]
+    # a date in another clause of the same line, and one that says when it ends, start nothing either
+    initech = {"relations": [{"subject": "Bob", "predicate": "works_at", "object": "Initech"}]}
+    for text, more in (
+        ("Ana works at Globex; her contract ends on 1 March 2026.", {}),
+        ("Bob works at Acme until 2020.", {}),
+        ("I met Bob on 3 May 2024. He works at Initech.", initech),
+    ):
+        out = await _write(client, text, kind="fact", scopes=["user:other"], **more)
+        stored = (await ok(client, "memory_read", {"id": out["id"]}))["memory"]
+        assert stored["valid_from"].startswith(today), (text, stored)
+    # the date said of the statement itself still counts, from the text or beside a caller's relation
+    since = await _write(
+        client,
+        "I met Kim at a party. Kim works at Umbrella since 2 February 2025.",
+        kind="fact",
+        scopes=["user:other"],
+        relations=[{"subject": "Kim", "predicate": "works_at", "object": "Umbrella"}],
+    )
+    stored = (await ok(client, "memory_read", {"id": since["id"]}))["memory"]
+    assert stored["valid_from"].startswith("2025-02-02"), stored
+
+
+async def test_an_amend_whose_new_words_name_a_past_start_changed_then(client: Client) -> None:
+    """Found attacking session 19's stated starts: a write saying "since 1 October 2025" was valid from then,
+    but the same words given to amend (no effective_at) changed the memory only at the call, so `as_of`
+    2025-11-01 still answered the old employer. As a write, a past start the new words name is the amend's
+    effective time, when not before the version it amends began."""
+    old = await _write(
+        client, "Sam works at Initech.", kind="fact", valid_from="2023-01-01", scopes=["user:am"]
+    )
+    new = await ok(client, "amend", {"id": old["id"], "content": "Sam works at Globex since 1 October 2025."})
+    assert new["valid_from"].startswith("2025-10-01"), new
+    november = await ok(
+        client, "recall", {"query": "where did Sam work", "as_of": "2025-11-01", "scopes": ["user:am"]}
+    )
+    assert [r["id"] for r in november["results"]] == [new["id"]]
+    september = await ok(
+        client, "recall", {"query": "where did Sam work", "as_of": "2025-09-01", "scopes": ["user:am"]}
+    )
+    assert [r["id"] for r in september["results"]] == [old["id"]]
+    # a start before the amended version began is not taken (it would end that version before it began)
+    early = await _write(
+        client, "Kim works at Acme.", kind="fact", valid_from="2025-01-01", scopes=["user:am"]
+    )
+    later = await ok(
+        client, "amend", {"id": early["id"], "content": "Kim works at Umbrella since March 2020."}
+    )
+    assert later["valid_from"][:10] == datetime.now(UTC).date().isoformat(), later
