@@ -183,6 +183,7 @@ class _Home:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        self._unsure = False  # the last check could not tell (said once in the log, not every 0.2 s)
         self._hold()  # not there yet: held once the store creates it (an owner started on a new directory)
 
     def _hold(self) -> None:
@@ -194,11 +195,23 @@ class _Home:
             self._hold()
             return False
         held = os.fstat(self._fd)
+        if held.st_nlink == 0:
+            return True  # removed, whatever the path now shows
         try:
             now = os.stat(self.path)
-        except OSError:
-            return True
-        return held.st_nlink == 0 or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
+        except (FileNotFoundError, NotADirectoryError):
+            return True  # nothing at the path (or a file where a parent directory was)
+        except OSError as exc:
+            # Any other error (EIO, ESTALE on a network file system, EACCES on a parent) says nothing about the
+            # directory's being gone: stopping without closing the stores on it would be the harm. Checked again.
+            if not self._unsure:
+                log.warning(
+                    "cannot check the data directory %s (%s); still serving it", self.path, exc.strerror
+                )
+            self._unsure = True
+            return False
+        self._unsure = False
+        return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
 async def _until_stop(
