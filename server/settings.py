@@ -154,7 +154,8 @@ def owner_settings(s: Settings) -> dict[str, str]:
     info file; ``mnemograph serve`` compares them with its own and says which it cannot apply."""
 
     def listed(value: tuple[str, ...] | None) -> str:
-        return "the default" if value is None else ",".join(value) or "none"
+        # Sorted, each once: the engine takes them as a set, so another order is the same setting.
+        return "the default" if value is None else ",".join(sorted(set(value))) or "none"
 
     def on(flag: bool) -> str:
         return "on" if flag else "off"

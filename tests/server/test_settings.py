@@ -244,3 +244,18 @@ def test_none_turns_each_predicate_list_off_and_empty_keeps_the_default(engine: 
     assert engine.transitive == frozenset()  # None leaves what is set
     store_options(("lives_in",), ())(engine)
     assert (engine.functional, engine.transitive) == (frozenset({"lives_in"}), frozenset())
+
+
+def test_the_same_predicates_in_another_order_are_the_same_owner_setting() -> None:
+    """A client is told which of its settings the running owner does not apply, by comparing these values: the
+    same predicates listed in another order (or one twice) were told as a difference, though the engine takes
+    them as a set."""
+    one = owner_settings(load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "works_at,lives_in"}))
+    other = owner_settings(load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives_in, works_at,lives_in"}))
+    assert (
+        one["MNEMOGRAPH_FUNCTIONAL_PREDICATES"]
+        == other["MNEMOGRAPH_FUNCTIONAL_PREDICATES"]
+        == "lives_in,works_at"
+    )
+    fewer = owner_settings(load_settings({"MNEMOGRAPH_FUNCTIONAL_PREDICATES": "lives_in"}))
+    assert fewer["MNEMOGRAPH_FUNCTIONAL_PREDICATES"] != one["MNEMOGRAPH_FUNCTIONAL_PREDICATES"]
