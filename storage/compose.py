@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from storage.adapters.embedder import CachedEmbedder, MiniLMEmbedder
 from storage.adapters.kuzu import GraphStore
 from storage.adapters.lance_vectors import VectorIndex
 from storage.adapters.tantivy_text import TextIndex
-from storage.domain.errors import InvalidInput, Locked, StorageUnavailable
+from storage.domain.errors import InvalidInput, Locked, ProjectionDamaged, StorageUnavailable
 from storage.engine import backup as snapshots
 from storage.engine.core import EngineCore
 from storage.engine.private_files import make_private
@@ -55,6 +56,9 @@ def open_canonical(
     )
 
 
+PROJECTION_DIRS = ("vectors", "text")
+
+
 def open_stores(
     data_dir: Path,
     embedder: Embedder,
@@ -62,16 +66,32 @@ def open_stores(
     ann_threshold: int = 50_000,
     canonical: str | None = None,
     progress: Callable[[str], None] | None = None,
+    fresh_projections: bool = False,
 ) -> Stores:
     """One data directory's stores: the canonical store (``open_canonical``: ``graph/`` with Kùzu by default),
-    and the projections ``vectors/`` (LanceDB) and ``text/`` (Tantivy), which are always the node's own."""
+    and the projections ``vectors/`` (LanceDB) and ``text/`` (Tantivy), which are always the node's own.
+    ``fresh_projections``: delete the projections' files first (``mnemograph reindex`` without a running server:
+    they are then built anew from the canonical store, whatever state they were in)."""
     graph = open_canonical(data_dir, embedder, canonical, progress=progress)
     try:
-        return Stores(
-            canonical=graph,
-            vectors=VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold),
-            text=TextIndex(data_dir / "text"),
-        )
+        if fresh_projections:
+            for name in PROJECTION_DIRS:
+                path = data_dir / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                elif path.exists() or path.is_symlink():
+                    path.unlink()
+        try:
+            vectors = VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold)
+            text = TextIndex(data_dir / "text")
+        except (OSError, ValueError, RuntimeError) as exc:
+            # The adapters set aside what they cannot read and start empty; this is what they could not.
+            raise ProjectionDamaged(
+                f"the search indexes in {data_dir} cannot be opened ({type(exc).__name__}: {str(exc)[:200]})",
+                hint=f"run `mnemograph reindex --data-dir {data_dir}` (after `mnemograph stop` if a server "
+                "runs): it deletes and rebuilds them from the canonical store, which holds every memory",
+            ) from exc
+        return Stores(canonical=graph, vectors=vectors, text=text)
     except BaseException:
         graph.close()
         raise
@@ -90,8 +110,11 @@ class Engine(EngineCore):
         ann_threshold: int = 50_000,
         canonical: str | None = None,
         progress: Callable[[str], None] | None = None,
+        fresh_projections: bool = False,
     ) -> Engine:
-        """Open (creating if needed) the stores under ``data_dir`` and repair the projections.
+        """Open (creating if needed) the stores under ``data_dir`` and repair the projections: replayed past
+        their watermarks, or rebuilt from the canonical store when they cannot be trusted (logged). With
+        ``fresh_projections`` their files are deleted first and built anew (``open_stores``).
 
         ``progress`` is told how far a long one-off conversion of an older store has got, while the open runs one.
 
@@ -123,7 +146,12 @@ class Engine(EngineCore):
         emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
         try:
             stores = open_stores(
-                path, emb, ann_threshold=ann_threshold, canonical=canonical, progress=progress
+                path,
+                emb,
+                ann_threshold=ann_threshold,
+                canonical=canonical,
+                progress=progress,
+                fresh_projections=fresh_projections,
             )
             engine = cls(path, emb, fd, stores)
             engine.start()
