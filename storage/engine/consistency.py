@@ -11,6 +11,7 @@ from storage.domain.models import (
     VerifyReport,
 )
 from storage.engine import backup as snapshots
+from storage.engine._durable import write_durably
 from storage.engine.state import log
 from storage.engine.versions import _Versions
 
@@ -173,9 +174,7 @@ class _Consistency(_Versions):
         recorded = self.data_dir / CANONICAL_RECORD
         if recorded.exists() and recorded.read_text().strip() == self.graph.identity:
             return
-        tmp = recorded.with_suffix(".tmp")
-        tmp.write_text(self.graph.identity + "\n")
-        tmp.replace(recorded)
+        write_durably(recorded, self.graph.identity + "\n")
 
     # -- backup ------------------------------------------------------------------------------------
 

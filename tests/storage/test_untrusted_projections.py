@@ -208,3 +208,23 @@ def test_a_process_killed_between_write_and_rename_leaves_the_old_watermark(tmp_
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert (tmp_path / "WATERMARK.tmp").read_text() == "8"  # written in full, never renamed
     assert Watermark(path).value == 7
+
+
+def test_the_canonical_record_is_written_durably(
+    data_dir: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``CANONICAL`` (which canonical store the projections mirror) is a state file too: fsynced, renamed, and
+    its directory fsynced."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with Engine.open(data_dir, embedder=embedder, warm=False):
+        pass
+    assert (data_dir / "CANONICAL").read_text() == "kuzu\n"
+    at = synced.index(str(data_dir / "CANONICAL.tmp"))
+    assert str(data_dir) in synced[at + 1 :]
