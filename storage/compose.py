@@ -8,6 +8,7 @@ here, behind configuration, and passes tests/storage/contract.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -153,9 +154,22 @@ class Engine(EngineCore):
                 progress=progress,
                 fresh_projections=fresh_projections,
             )
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
             engine = cls(path, emb, fd, stores)
             engine.start()
         except BaseException:
+            # A repair that failed (a rebuild on a full disk): release the stores, so that the owner's next try
+            # (or the user's ``mnemograph reindex``) in this process or another can open them again. Kùzu only
+            # when no commit failed (closing would checkpoint a transaction whose log never reached disk).
+            for projection in stores.projections:
+                with contextlib.suppress(Exception):
+                    projection.close()
+            if stores.canonical.failed is None:
+                with contextlib.suppress(Exception):
+                    stores.canonical.close()
             os.close(fd)
             raise
         if warm:

@@ -44,7 +44,11 @@ class EngineCore(_Derived):
             self._lexicon_at = 0.0
             self.reconciler.on_changes = self._follow_changes
         self.reconciler.start()
-        self._check_row_counts()
+        try:
+            self._check_row_counts()
+        except BaseException:
+            self.reconciler.close()  # its threads would outlive the failed open
+            raise
         self._reload_tree()
         self._reload_lexicon()
         if (self.data_dir / VACUUM_MARKER).exists():
