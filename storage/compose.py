@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import shlex
 import shutil
 import threading
 from collections.abc import Callable
@@ -30,6 +32,7 @@ from storage.ports.embedder import Embedder
 from storage.ports.stores import Stores
 
 CANONICAL_ENV = "MNEMOGRAPH_CANONICAL"
+log = logging.getLogger("mnemograph.engine")
 
 
 def open_canonical(
@@ -74,28 +77,51 @@ def open_stores(
     ``fresh_projections``: delete the projections' files first (``mnemograph reindex`` without a running server:
     they are then built anew from the canonical store, whatever state they were in)."""
     graph = open_canonical(data_dir, embedder, canonical, progress=progress)
+
+    def projections() -> tuple[VectorIndex, TextIndex]:
+        vectors = VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold)
+        return vectors, TextIndex(data_dir / "text")
+
     try:
         if fresh_projections:
-            for name in PROJECTION_DIRS:
-                path = data_dir / name
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                elif path.exists() or path.is_symlink():
-                    path.unlink()
+            _delete_projections(data_dir)
         try:
-            vectors = VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold)
-            text = TextIndex(data_dir / "text")
+            vectors, text = projections()
         except (OSError, ValueError, RuntimeError) as exc:
-            # The adapters set aside what they cannot read and start empty; this is what they could not.
-            raise ProjectionDamaged(
-                f"the search indexes in {data_dir} cannot be opened ({type(exc).__name__}: {str(exc)[:200]})",
-                hint=f"run `mnemograph reindex --data-dir {data_dir}` (after `mnemograph stop` if a server "
-                "runs): it deletes and rebuilds them from the canonical store, which holds every memory",
-            ) from exc
+            # The adapters set aside what they cannot read and start empty; this is what they could not (their
+            # path taken by a file, say). They are only copies: deleted, and built anew by the engine's start.
+            log.warning(
+                "the search indexes in %s cannot be opened (%s: %s); deleting them to rebuild them from the "
+                "canonical store",
+                data_dir,
+                type(exc).__name__,
+                exc,
+            )
+            try:
+                _delete_projections(data_dir)
+                vectors, text = projections()
+            except (OSError, ValueError, RuntimeError) as again:
+                raise ProjectionDamaged(
+                    f"the search indexes in {data_dir} cannot be opened nor made anew "
+                    f"({type(again).__name__}: {str(again)[:200]})",
+                    hint="make the data directory writable (or make room on its disk), then run "
+                    f"`mnemograph reindex --data-dir {shlex.quote(str(data_dir))}` (after `mnemograph stop` if "
+                    "a server runs): it rebuilds them from the canonical store, which holds every memory",
+                ) from again
         return Stores(canonical=graph, vectors=vectors, text=text)
     except BaseException:
         graph.close()
         raise
+
+
+def _delete_projections(data_dir: Path) -> None:
+    """Delete the projections' files (whatever is at their paths): they are rebuilt from the canonical store."""
+    for name in PROJECTION_DIRS:
+        path = data_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
 
 
 class Engine(EngineCore):
