@@ -12,6 +12,7 @@ import dataclasses
 import http.client
 import json
 import os
+import shlex
 import socket
 import time
 from collections.abc import Callable
@@ -73,9 +74,20 @@ def run_admin(
 
     body = args or {}
 
+    # A reindex without a running server deletes the search indexes before it opens the store, so that it
+    # repairs also indexes too damaged to open; the open then builds them anew (a second rebuild would only
+    # repeat it: the report is the verify that follows).
+    fresh = op == "reindex"
+
     def work() -> dict[str, Any]:
         return _run(
-            paths, f"/-/{op}", body, lambda engine: perform(engine, op, body), timeout=timeout, setup=setup
+            paths,
+            f"/-/{op}",
+            body,
+            lambda engine: perform(engine, "verify" if fresh else op, body),
+            timeout=timeout,
+            setup=setup,
+            fresh_projections=fresh,
         )
 
     if label is None:
@@ -138,6 +150,7 @@ def _run(
     *,
     timeout: float,
     setup: Callable[[Engine], None] | None = None,
+    fresh_projections: bool = False,
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
@@ -145,7 +158,7 @@ def _run(
         if report is not None:
             return report
         try:
-            return _direct(paths, direct, setup)
+            return _direct(paths, direct, setup, fresh_projections=fresh_projections)
         except StorageUnavailable as exc:  # an owner is starting up, or another CLI holds the directory
             if time.monotonic() > deadline:
                 raise AdminError(str(exc)) from exc
@@ -154,9 +167,12 @@ def _run(
             raise AdminError(str(exc)) from exc
 
 
+REPAIR = "mnemograph reindex"  # what rebuilds the search indexes from the canonical store
+
+
 def report_json(report: VerifyReport) -> dict[str, Any]:
-    """A verify report as JSON, with its ``ok`` verdict."""
-    return {**dataclasses.asdict(report), "ok": report.ok}
+    """A verify report as JSON, with its ``ok`` verdict, and when it is not ok the ``repair`` command."""
+    return {**dataclasses.asdict(report), "ok": report.ok} | ({} if report.ok else {"repair": REPAIR})
 
 
 def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
@@ -256,11 +272,15 @@ class _Counting:
 
 
 def _direct(
-    paths: RuntimePaths, fn: Callable[[Engine], dict[str, Any]], setup: Callable[[Engine], None] | None = None
+    paths: RuntimePaths,
+    fn: Callable[[Engine], dict[str, Any]],
+    setup: Callable[[Engine], None] | None = None,
+    *,
+    fresh_projections: bool = False,
 ) -> dict[str, Any]:
     from storage import Engine, MnemographError  # the store libraries load only on this path
 
-    with Engine.open(paths.data_dir, warm=False) as engine:
+    with Engine.open(paths.data_dir, warm=False, fresh_projections=fresh_projections) as engine:
         if setup is not None:
             setup(engine)
         try:
@@ -286,6 +306,16 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+def _owner_stopped(paths: RuntimePaths, route: str, why: str) -> str:
+    data = shlex.quote(str(paths.data_dir))
+    return (
+        f"the Mnemograph server of {paths.data_dir} stopped or failed before it answered {route} ({why}); "
+        f"its log is {paths.log_file}. Run the command again (it starts a new server, or opens the store "
+        f"itself); if it fails again, `mnemograph stop --data-dir {data}` then `mnemograph reindex --data-dir "
+        f"{data}` rebuilds the search indexes from the canonical store"
+    )
+
+
 def _via_owner(paths: RuntimePaths, route: str, body: dict[str, Any]) -> dict[str, Any] | None:
     from server._owner import canonical_conflict
 
@@ -296,13 +326,20 @@ def _via_owner(paths: RuntimePaths, route: str, body: dict[str, Any]) -> dict[st
     try:
         conn.request("POST", route, body=json.dumps(body), headers={"content-type": "application/json"})
         response = conn.getresponse()
-        answer = json.loads(response.read())
+        raw = response.read()
     except (FileNotFoundError, ConnectionRefusedError):
         return None  # no owner
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        raise AdminError(f"the owner failed during {route}: {exc}") from exc
+    except (OSError, http.client.HTTPException) as exc:
+        raise AdminError(_owner_stopped(paths, route, f"{type(exc).__name__}: {exc}")) from exc
     finally:
         conn.close()
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        # Not a JSON parse error for the user to decode: the server went away (or failed) mid-answer.
+        raise AdminError(
+            _owner_stopped(paths, route, f"it answered {len(raw)} bytes that are not JSON")
+        ) from None
     if response.status != 200:
         raise AdminError(answer.get("message", f"the owner answered {response.status}"))
     result: dict[str, Any] = answer

@@ -204,7 +204,7 @@ def _admin(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     elif args.json:
         print(json.dumps(report, indent=2))
     elif args.op in ("verify", "reindex"):
-        print(_format_report(report))
+        print(_format_report(report, args.data_dir))
     elif args.op == "digests":
         print(f"{report['digests_built']} conversation digest(s) rebuilt")
     elif args.op == "sweep":
@@ -348,7 +348,9 @@ def _token(args: argparse.Namespace, settings: Settings, paths: RuntimePaths) ->
     return 0
 
 
-def _format_report(report: dict[str, Any]) -> str:
+def _format_report(report: dict[str, Any], data_dir: str | None = None) -> str:
+    """A verify (or reindex) report for the terminal: rows per store (a projection holding a memory twice
+    counts both), the ids each disagrees on, and the command that repairs any drift."""
     lines = [f"{'store':<10} {'memories':>9}  {'watermark':>9}"]
     for store, count in sorted(report["counts"].items()):
         watermark = report["watermarks"].get(store, report["canonical_seq"])
@@ -357,7 +359,13 @@ def _format_report(report: dict[str, Any]) -> str:
     drift = {name: ids for name, ids in report["drift"].items() if ids}
     for name, ids in sorted(drift.items()):
         lines.append(f"drift {name}: {len(ids)} ({', '.join(ids[:5])}{', …' if len(ids) > 5 else ''})")
-    lines.append("ok" if report["ok"] else "DRIFT: run `mnemograph reindex` to rebuild the derived stores")
+    where = f" --data-dir {shlex.quote(str(data_dir))}" if data_dir else ""
+    lines.append(
+        "ok"
+        if report["ok"]
+        else f"DRIFT: run `mnemograph reindex{where}` to rebuild the search indexes from the canonical store "
+        "(it holds every memory: nothing is lost)"
+    )
     return "\n".join(lines)
 
 

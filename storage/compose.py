@@ -8,8 +8,12 @@ here, behind configuration, and passes tests/storage/contract.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import logging
 import os
+import shlex
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +23,7 @@ from storage.adapters.embedder import CachedEmbedder, MiniLMEmbedder
 from storage.adapters.kuzu import GraphStore
 from storage.adapters.lance_vectors import VectorIndex
 from storage.adapters.tantivy_text import TextIndex
-from storage.domain.errors import InvalidInput, Locked, StorageUnavailable
+from storage.domain.errors import InvalidInput, Locked, ProjectionDamaged, StorageUnavailable
 from storage.engine import backup as snapshots
 from storage.engine.core import EngineCore
 from storage.engine.private_files import make_private
@@ -28,6 +32,7 @@ from storage.ports.embedder import Embedder
 from storage.ports.stores import Stores
 
 CANONICAL_ENV = "MNEMOGRAPH_CANONICAL"
+log = logging.getLogger("mnemograph.engine")
 
 
 def open_canonical(
@@ -55,6 +60,9 @@ def open_canonical(
     )
 
 
+PROJECTION_DIRS = ("vectors", "text")
+
+
 def open_stores(
     data_dir: Path,
     embedder: Embedder,
@@ -62,19 +70,58 @@ def open_stores(
     ann_threshold: int = 50_000,
     canonical: str | None = None,
     progress: Callable[[str], None] | None = None,
+    fresh_projections: bool = False,
 ) -> Stores:
     """One data directory's stores: the canonical store (``open_canonical``: ``graph/`` with Kùzu by default),
-    and the projections ``vectors/`` (LanceDB) and ``text/`` (Tantivy), which are always the node's own."""
+    and the projections ``vectors/`` (LanceDB) and ``text/`` (Tantivy), which are always the node's own.
+    ``fresh_projections``: delete the projections' files first (``mnemograph reindex`` without a running server:
+    they are then built anew from the canonical store, whatever state they were in)."""
     graph = open_canonical(data_dir, embedder, canonical, progress=progress)
+
+    def projections() -> tuple[VectorIndex, TextIndex]:
+        vectors = VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold)
+        return vectors, TextIndex(data_dir / "text")
+
     try:
-        return Stores(
-            canonical=graph,
-            vectors=VectorIndex(data_dir / "vectors", dim=embedder.dim, ann_threshold=ann_threshold),
-            text=TextIndex(data_dir / "text"),
-        )
+        if fresh_projections:
+            _delete_projections(data_dir)
+        try:
+            vectors, text = projections()
+        except (OSError, ValueError, RuntimeError) as exc:
+            # The adapters set aside what they cannot read and start empty; this is what they could not (their
+            # path taken by a file, say). They are only copies: deleted, and built anew by the engine's start.
+            log.warning(
+                "the search indexes in %s cannot be opened (%s: %s); deleting them to rebuild them from the "
+                "canonical store",
+                data_dir,
+                type(exc).__name__,
+                exc,
+            )
+            try:
+                _delete_projections(data_dir)
+                vectors, text = projections()
+            except (OSError, ValueError, RuntimeError) as again:
+                raise ProjectionDamaged(
+                    f"the search indexes in {data_dir} cannot be opened nor made anew "
+                    f"({type(again).__name__}: {str(again)[:200]})",
+                    hint="make the data directory writable (or make room on its disk), then run "
+                    f"`mnemograph reindex --data-dir {shlex.quote(str(data_dir))}` (after `mnemograph stop` if "
+                    "a server runs): it rebuilds them from the canonical store, which holds every memory",
+                ) from again
+        return Stores(canonical=graph, vectors=vectors, text=text)
     except BaseException:
         graph.close()
         raise
+
+
+def _delete_projections(data_dir: Path) -> None:
+    """Delete the projections' files (whatever is at their paths): they are rebuilt from the canonical store."""
+    for name in PROJECTION_DIRS:
+        path = data_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
 
 
 class Engine(EngineCore):
@@ -90,8 +137,11 @@ class Engine(EngineCore):
         ann_threshold: int = 50_000,
         canonical: str | None = None,
         progress: Callable[[str], None] | None = None,
+        fresh_projections: bool = False,
     ) -> Engine:
-        """Open (creating if needed) the stores under ``data_dir`` and repair the projections.
+        """Open (creating if needed) the stores under ``data_dir`` and repair the projections: replayed past
+        their watermarks, or rebuilt from the canonical store when they cannot be trusted (logged). With
+        ``fresh_projections`` their files are deleted first and built anew (``open_stores``).
 
         ``progress`` is told how far a long one-off conversion of an older store has got, while the open runs one.
 
@@ -123,11 +173,29 @@ class Engine(EngineCore):
         emb = embedder if embedder is not None else CachedEmbedder(MiniLMEmbedder())
         try:
             stores = open_stores(
-                path, emb, ann_threshold=ann_threshold, canonical=canonical, progress=progress
+                path,
+                emb,
+                ann_threshold=ann_threshold,
+                canonical=canonical,
+                progress=progress,
+                fresh_projections=fresh_projections,
             )
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
             engine = cls(path, emb, fd, stores)
             engine.start()
         except BaseException:
+            # A repair that failed (a rebuild on a full disk): release the stores, so that the owner's next try
+            # (or the user's ``mnemograph reindex``) in this process or another can open them again. Kùzu only
+            # when no commit failed (closing would checkpoint a transaction whose log never reached disk).
+            for projection in stores.projections:
+                with contextlib.suppress(Exception):
+                    projection.close()
+            if stores.canonical.failed is None:
+                with contextlib.suppress(Exception):
+                    stores.canonical.close()
             os.close(fd)
             raise
         if warm:

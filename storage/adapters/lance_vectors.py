@@ -19,10 +19,13 @@ one; the old table's files are gone when ``switch`` returns.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -35,8 +38,10 @@ from lancedb.query import LanceVectorQueryBuilder
 
 from storage.adapters import _half as half
 from storage.adapters._rwlock import RWLock
-from storage.adapters.watermark import Watermark
+from storage.adapters.watermark import Watermark, fsync_directory
 from storage.domain.records import ProjectionRow
+
+log = logging.getLogger("mnemograph.vectors")
 
 TABLE = "memories"  # the first table's name; rebuilds name theirs memories-000001, memories-000002, ...
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
@@ -105,7 +110,29 @@ class VectorIndex:
         # and neither may take the other's name nor drop the other's table.
         self._staged: set[str] = set()
         self._staging = threading.Lock()
-        self._db = lancedb.connect(str(directory))
+        self.watermark = Watermark(directory / "WATERMARK")
+        # Why the table found at open could not be trusted (``storage.ports.projection.Projection.damaged``).
+        self.damaged: str | None = self.watermark.damaged
+        try:
+            self._open()
+        except Exception as exc:  # LanceError (RuntimeError), ValueError, OSError: files missing or damaged
+            # A projection is only a copy: it is started empty and rebuilt from the canonical store at open.
+            self.damaged = f"its table cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+            log.warning("the vector index in %s is damaged (%s); it will be rebuilt", directory, self.damaged)
+            for entry in directory.iterdir():
+                if entry.name.endswith(".lance") or entry.name.startswith("CURRENT"):
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            self.watermark.set(0)
+            self._open()
+        self._index_type, self._has_scalar = self._indexes()
+        self._appends = 0
+        # Rows added since the vector index was built in one segment (counted by this process).
+        self._rows_since_build = 0
+
+    def _open(self) -> None:
+        """Open the live table (``CURRENT``), creating it when the projection is new; read every row's id, so
+        that a table whose data files are missing or damaged fails here, at open, not at its first search."""
+        self._db = lancedb.connect(str(self._dir))
         self._name = self._current_name()
         tables = self._db.list_tables().tables
         for stale in tables:
@@ -113,22 +140,27 @@ class VectorIndex:
                 self._db.drop_table(stale)  # left by a rebuild interrupted before or after its switch
         if self._name in tables:
             self._table = self._db.open_table(self._name)
+            self._table.search().select(["id"]).limit(None).to_arrow()
         else:
+            if self.watermark.value > 0 and self.damaged is None:
+                # The watermark says rows were applied, but their table is gone (deleted under us).
+                self.damaged = f"its table {self._name} is missing"
+                log.warning("the vector index in %s lost its table; it will be rebuilt", self._dir)
             self._table = self._db.create_table(self._name, schema=self._schema)
         # A table written before vectors were kept in half precision stays float32 until ``maintain`` converts it.
         self._vector_type = self._table.schema.field("vector").type.value_type
-        self.watermark = Watermark(directory / "WATERMARK")
-        self._index_type, self._has_scalar = self._indexes()
-        self._appends = 0
-        # Rows added since the vector index was built in one segment (counted by this process).
-        self._rows_since_build = 0
 
     def close(self) -> None:
         """Nothing to release: every LanceDB write is committed when it returns."""
 
     def _current_name(self) -> str:
         pointer = self._dir / "CURRENT"
-        return pointer.read_text().strip() if pointer.exists() else TABLE
+        if not pointer.exists():
+            return TABLE
+        name = pointer.read_text().strip()
+        if not re.fullmatch(rf"{TABLE}(-\d{{6}})?", name):
+            raise ValueError(f"{pointer} does not name a table ({name[:40]!r})")
+        return name
 
     def _indexes(self, table: lancedb.table.Table | None = None) -> tuple[str | None, bool]:
         """The type of the table's vector index (None without one), and whether every scalar index exists."""
@@ -363,6 +395,11 @@ class VectorIndex:
             return {}
         return dict(zip(table["id"].to_pylist(), table["live"].to_pylist(), strict=True))
 
+    def duplicates(self) -> list[str]:
+        with self._lock.shared():
+            ids = self._table.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist()
+        return sorted(i for i, n in Counter(ids).items() if n > 1)
+
     @property
     def has_ann_index(self) -> bool:
         return self._has_index
@@ -420,6 +457,7 @@ class StagedTable:
             owner._vector_type = pa.float16()
             owner._rows_since_build = 0
             owner._appends = self._appends
+        fsync_directory(owner._dir)  # the switch is on disk before the old table's files are dropped
 
     def drop_old(self) -> None:
         """Drop every table but this one, whose files go with them."""

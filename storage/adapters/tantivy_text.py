@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import tantivy
 
 from storage.adapters._rwlock import RWLock
-from storage.adapters.watermark import Watermark
+from storage.adapters.watermark import Watermark, write_durably
 from storage.domain.errors import StorageUnavailable
 from storage.domain.records import ProjectionRow
 
@@ -196,12 +197,23 @@ class TextIndex:
         self._schema = _schema()
         self._lock = RWLock()
         self.watermark = Watermark(directory / "WATERMARK")
-        self.damaged: str | None = None  # why the index found at open was discarded, if it was
+        # Why the index found at open was not trusted, if it was not (a damaged watermark counts too).
+        self.damaged: str | None = self.watermark.damaged
         self._lost_writer: tantivy.IndexWriter | None = None  # its rollback failed (``_roll_back``)
-        current = self._current_name()
+        try:
+            current = self._current_name()
+        except ValueError as exc:
+            log.warning("the text index in %s is damaged (%s); it will be rebuilt", directory, exc)
+            self.damaged = str(exc)
+            (directory / "CURRENT").unlink()
+            current = self._current_name()
         for entry in directory.iterdir():
-            if entry.is_dir() and entry.name != current:
+            if entry.is_dir() and entry.name != current and entry.name != "WATERMARK":
                 shutil.rmtree(entry)  # left by an interrupted rebuild
+        if not (directory / current).is_dir() and self.watermark.value > 0 and self.damaged is None:
+            # The watermark says documents were applied, but their index is gone (deleted under us).
+            self.damaged = f"its index {current} is missing"
+            log.warning("the text index in %s lost its index; it will be rebuilt", directory)
         try:
             self._open(current)
             self._probe()
@@ -222,7 +234,12 @@ class TextIndex:
 
     def _current_name(self) -> str:
         pointer = self._dir / "CURRENT"
-        return pointer.read_text().strip() if pointer.exists() else "index-000001"
+        if not pointer.exists():
+            return "index-000001"
+        name = pointer.read_text(errors="replace").strip()
+        if not re.fullmatch(r"index-\d{6}", name):
+            raise ValueError(f"{pointer} does not name an index ({name[:40]!r})")
+        return name
 
     def _open(self, name: str) -> None:
         path = self._dir / name
@@ -353,13 +370,21 @@ class TextIndex:
         return tantivy.Query.const_score_query(query, 0.0)
 
     def live_status(self) -> dict[str, bool]:
+        return {mid: live for mid, live in self._documents()}
+
+    def duplicates(self) -> list[str]:
+        counts = Counter(mid for mid, _live in self._documents())
+        return sorted(i for i, n in counts.items() if n > 1)
+
+    def _documents(self) -> list[tuple[str, bool]]:
+        """Every document's id and whether it is live (an id twice if it is there twice)."""
         with self._lock.shared(), _unavailable():
             searcher = self._index.searcher()
-            out: dict[str, bool] = {}
+            out: list[tuple[str, bool]] = []
             for live in ("1", "0"):
                 q = tantivy.Query.term_query(self._schema, "live", live)
                 for _score, addr in searcher.search(q, max(1, searcher.num_docs)).hits:
-                    out[searcher.doc(addr)["id"][0]] = live == "1"
+                    out.append((searcher.doc(addr)["id"][0], live == "1"))
             return out
 
     def count(self) -> int:
@@ -390,9 +415,7 @@ class StagedIndex:
         with owner._lock.exclusive():
             self._old = owner._current_name()
             self._old_writer = owner._writer
-            tmp = owner._dir / "CURRENT.tmp"
-            tmp.write_text(self._name)
-            tmp.replace(owner._dir / "CURRENT")
+            write_durably(owner._dir / "CURRENT", self._name)
             owner._index, owner._writer = self._index, self._writer
             owner._index.reload()
 

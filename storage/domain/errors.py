@@ -62,6 +62,13 @@ class StorageUnavailable(MnemographError):
     code = "storage_unavailable"
 
 
+class ProjectionDamaged(MnemographError):
+    """A search index (a projection) in the data directory cannot be opened, and the open could not set it
+    aside to rebuild it. The canonical store is intact; ``mnemograph reindex`` deletes and rebuilds the indexes."""
+
+    code = "projection_damaged"
+
+
 class CanonicalUnreachable(StorageUnavailable):
     """The shared canonical store (a FalkorDB server, for nodes that scale out) does not answer: nothing can be
     read or written until it is back. Same code as any unavailable store; the type lets a node say why."""

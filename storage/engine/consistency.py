@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO
 
-from storage.domain.errors import StoreMismatch
+from storage.domain.errors import StorageUnavailable, StoreMismatch
 from storage.domain.models import (
     VerifyReport,
 )
 from storage.engine import backup as snapshots
+from storage.engine._durable import write_durably
+from storage.engine.state import log
 from storage.engine.versions import _Versions
 
 # The canonical store a data directory's projections mirror (``CanonicalStore.identity``).
@@ -21,7 +23,9 @@ class _Consistency(_Versions):
     # -- consistency -------------------------------------------------------------------------------
 
     def verify(self) -> VerifyReport:
-        """Compare the projections with the canonical store, id by id, once they have caught up."""
+        """Compare the projections with the canonical store, id by id and row by row, once they have caught up:
+        ``counts`` are rows (a projection holding a memory twice counts it twice, and ``drift`` names it under
+        ``<projection>_duplicate``)."""
         self.reconciler.wait_projected()
         with self.graph.read() as conn:
             canonical = self.graph.all_ids(conn)
@@ -29,13 +33,14 @@ class _Consistency(_Versions):
         counts = {self.graph.name: len(canonical)}
         for projection in self.stores.projections:
             name, live = projection.name, projection.live_status()
-            counts[name] = len(live)
+            counts[name] = projection.count()
             missing = sorted(set(canonical) - set(live))
             extra = sorted(set(live) - set(canonical))
             stale = sorted(i for i in set(canonical) & set(live) if canonical[i] != live[i])
             drift[f"{name}_missing"] = missing
             drift[f"{name}_extra"] = extra
             drift[f"{name}_stale"] = stale
+            drift[f"{name}_duplicate"] = projection.duplicates()
         return VerifyReport(
             canonical_memories=len(canonical),
             live_memories=sum(canonical.values()),
@@ -55,13 +60,71 @@ class _Consistency(_Versions):
         self.reconciler.on_writer(lambda: self.reconciler.on_projector(rebuild))
         return self.verify()
 
-    def _rebuild_projections(self) -> None:
+    def _rebuild_projections(self, names: Collection[str] | None = None) -> None:
+        """Rebuild the projections (those ``names``, else all) from the canonical store. One that cannot be
+        rebuilt (its disk full or read-only) raises StorageUnavailable naming the command that repairs it."""
         with self.graph.read() as conn:
             seq = self.graph.max_seq(conn)
             rows = list(self.graph.projection_rows(conn).values())
         for projection in self.stores.projections:
-            projection.replace_all(rows)
-            projection.watermark.set(seq)
+            if names is not None and projection.name not in names:
+                continue
+            try:
+                projection.replace_all(rows)
+                projection.watermark.set(seq)
+            except (OSError, ValueError, RuntimeError) as exc:  # the store libraries' I/O errors
+                raise StorageUnavailable(
+                    f"the search index {projection.name} in {self.data_dir} could not be rebuilt from the "
+                    f"canonical store ({type(exc).__name__}: {str(exc)[:200]})",
+                    hint="make room on the disk (or make it writable), then run "
+                    f"`mnemograph reindex --data-dir {self.data_dir}`; no memory is lost, the canonical store "
+                    "holds them all",
+                ) from exc
+
+    def _untrusted_projections(self) -> dict[str, str]:
+        """The projections whose files found at open cannot be trusted, each with why: damaged (a watermark,
+        table or index that cannot be read, or is missing while its watermark says rows were applied), or a
+        watermark ahead of the canonical change log (rows it claims were never committed here: a directory
+        removed and made anew under a running owner, files copied in from elsewhere)."""
+        reasons = {p.name: p.damaged for p in self.stores.projections if p.damaged}
+        if self.graph.shared:
+            return reasons  # ``_projection_behind_log`` compares with a shared log's head
+        with self.graph.read() as conn:
+            oldest = self.graph.oldest_change(conn)
+            head = self.graph.max_seq(conn)
+        # Kùzu's log is pruned up to what every projection applied, so a watermark past its newest change is
+        # only possible when the log is empty (pruned whole); with changes in it, it is ahead of the store.
+        for projection in self.stores.projections:
+            mark = projection.watermark.value
+            if oldest is not None and mark > head and projection.name not in reasons:
+                reasons[projection.name] = (
+                    f"its watermark {mark} is ahead of the canonical store's change {head}"
+                )
+        return reasons
+
+    def _check_row_counts(self) -> None:
+        """Once the projections have caught up at open: each must hold one row per canonical memory. One that
+        holds more (duplicates, another store's rows) or fewer (rows lost under a watermark that says they were
+        applied) is rebuilt, with a warning. A store this process owns only: other nodes of a shared one write
+        meanwhile."""
+        if self.graph.shared:
+            return
+
+        def check() -> None:
+            with self.graph.read() as conn:
+                expected = self.graph.memory_count(conn)
+            off = {p.name: p.count() for p in self.stores.projections if p.count() != expected}
+            if off:
+                log.warning(
+                    "the search indexes %s hold another number of rows than the canonical store's %d memories; "
+                    "rebuilding them from the canonical store",
+                    ", ".join(f"{name} ({count})" for name, count in off.items()),
+                    expected,
+                )
+                self._rebuild_projections(off)
+                self.reconciler.rebuilt()
+
+        self.reconciler.on_writer(lambda: self.reconciler.on_projector(check))
 
     def _projection_behind_log(self) -> bool:
         """True when a projection cannot be repaired by replay: it was lost (watermark 0 while memories
@@ -111,9 +174,7 @@ class _Consistency(_Versions):
         recorded = self.data_dir / CANONICAL_RECORD
         if recorded.exists() and recorded.read_text().strip() == self.graph.identity:
             return
-        tmp = recorded.with_suffix(".tmp")
-        tmp.write_text(self.graph.identity + "\n")
-        tmp.replace(recorded)
+        write_durably(recorded, self.graph.identity + "\n")
 
     # -- backup ------------------------------------------------------------------------------------
 

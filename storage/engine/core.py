@@ -31,14 +31,24 @@ class EngineCore(_Derived):
     def start(self) -> None:
         """Repair what a crash left (projections behind the change log, an unfinished erasure), then start the
         reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use."""
+        untrusted = self._untrusted_projections()
         if self._projection_behind_log():
             log.warning("rebuilding the search indexes from the canonical store %s", self.graph.identity)
             self._rebuild_projections()
+        elif untrusted:
+            for name, why in untrusted.items():
+                log.warning("the search index %s cannot be trusted: %s; rebuilding it", name, why)
+            self._rebuild_projections(untrusted)
         self._record_canonical()
         if self.graph.shared:
             self._lexicon_at = 0.0
             self.reconciler.on_changes = self._follow_changes
         self.reconciler.start()
+        try:
+            self._check_row_counts()
+        except BaseException:
+            self.reconciler.close()  # its threads would outlive the failed open
+            raise
         self._reload_tree()
         self._reload_lexicon()
         if (self.data_dir / VACUUM_MARKER).exists():

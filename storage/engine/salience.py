@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from storage.engine._durable import fsync_directory
+
 log = logging.getLogger("mnemograph")
 
 ACCESS_FILE = "accesses.json"
@@ -191,3 +193,4 @@ def _store(path: Path, counts: Mapping[str, Mapping[str, int]]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    fsync_directory(path.parent)

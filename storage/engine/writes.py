@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from scopes import (
     LOCAL_PRINCIPAL,
@@ -226,8 +227,7 @@ class _Writes(_Resolution):
             return ()
         with self.graph.read() as conn:
             stored = self.graph.current_texts(conn, ids, _now())
-        new = np.asarray(p.vector, dtype=np.float32)
-        new /= float(np.linalg.norm(new)) or 1.0
+        new = _unit(p.vector)
         out = []
         for i, (content, kind, vec) in stored.items():
             # The words first: most candidates are turned away without a cosine. A memory of another kind is
@@ -236,8 +236,7 @@ class _Writes(_Resolution):
                 continue
             if not same_claim(content, p.content, 1.0):
                 continue
-            old = np.asarray(vec, dtype=np.float32)
-            cos = float(new @ old) / (float(np.linalg.norm(old)) or 1.0)
+            cos = float(new @ _unit(vec))
             if is_near(content, p.content, cos):
                 out.append((i, round(cos, 3)))
         if out:
@@ -905,3 +904,16 @@ def _as_written(text: str, name: str) -> str | None:
     words = r"\s+".join(re.escape(w) for w in name.split())
     found = re.search(rf"(?<!\w){words}(?!\w)", text, re.IGNORECASE)
     return " ".join(found.group(0).split()) if found else None
+
+
+def _unit(vector: Sequence[float]) -> npt.NDArray[np.float64]:
+    """``vector`` scaled to length 1, for a cosine. A supplied vector's largest number may be anywhere from
+    2**-125 to 2**127 (``storage.domain.validation``): its squares overflow float32 above about 1.8e19 (the
+    norm was inf, the cosine nan) and vanish below about 1e-19 (the norm was 0). So it is divided by its
+    largest magnitude first, in float64; an all-zero vector stays zero (cosine 0 with anything)."""
+    v = np.asarray(vector, dtype=np.float64)
+    top = float(np.max(np.abs(v))) if v.size else 0.0
+    if top == 0.0 or not np.isfinite(top):
+        return np.zeros_like(v)
+    v = v / top
+    return v / float(np.linalg.norm(v))

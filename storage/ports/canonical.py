@@ -225,6 +225,10 @@ class CanonicalReads(Protocol):
         """Every memory id, mapped to whether it is live (neither retired nor superseded)."""
         ...
 
+    def memory_count(self, conn: Session) -> int:
+        """How many memories the store holds (current or not): what each projection must hold, row for row."""
+        ...
+
     def vector_of(self, conn: Session, memory_id: str) -> list[float] | None: ...
 
     def present(self, conn: Session, ids: Sequence[str]) -> set[str]:

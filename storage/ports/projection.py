@@ -62,6 +62,13 @@ class Projection(Protocol):
     @property
     def watermark(self) -> Watermark: ...
 
+    @property
+    def damaged(self) -> str | None:
+        """Why the files found at open cannot be trusted (a watermark that cannot be read, a table or index that
+        is missing or cannot be read), or None. A damaged projection opens empty; the engine rebuilds it from the
+        canonical store before serving."""
+        ...
+
     def apply(
         self, upserts: Sequence[ProjectionRow], deletes: Sequence[str], *, fresh: Sequence[str] = ()
     ) -> None:
@@ -83,8 +90,12 @@ class Projection(Protocol):
         """Every projected id and whether it is live (neither superseded nor retired): ``verify`` compares it."""
         ...
 
+    def duplicates(self) -> list[str]:
+        """Ids the projection holds more than once (``verify`` reports them; ``reindex`` removes them)."""
+        ...
+
     def count(self) -> int:
-        """How many memories the projection holds."""
+        """How many rows the projection holds (one per memory, unless some are ``duplicates``)."""
         ...
 
     @property

@@ -123,7 +123,13 @@ class Reconciler:
 
     def start(self) -> None:
         """Replay what the projections missed (crash repair), then start both threads."""
-        # The engine may have rebuilt the projections since __init__ (watermarks moved either way).
+        # The engine may have rebuilt the projections since __init__ (watermarks moved either way): one it
+        # rebuilt because its watermark was ahead of the log no longer numbers the next changes.
+        with self._graph.read() as conn:
+            self._seq = self._graph.max_seq(conn)
+        if not self._graph.shared:
+            self._seq = max(self._seq, *(p.watermark.value for p in self._projections))
+        self._committed = self._seq
         self._projected = min((p.watermark.value for p in self._projections), default=self._seq)
         self._last_pruned = self._last_maintained = self._projected
         self._catch_up(replay=True)

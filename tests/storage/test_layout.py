@@ -122,6 +122,10 @@ class IdsProjection:
     def count(self) -> int:
         return len(self._rows)
 
+    def duplicates(self) -> list[str]:
+        return []  # a dict holds each id once
+
+    damaged = None
     appends_since_maintain = 0
 
     def maintain(self) -> None:

@@ -10,10 +10,11 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scopes import Grant, Principal
-from storage import Engine, InvalidInput
+from storage import Engine, InvalidInput, WriteItem
 
 DATA = Path(__file__).parent / "data"
 PAIRS = [json.loads(line) for f in ("near_duplicate_pairs", "near_duplicate_heldout") for line in
@@ -347,3 +348,21 @@ def test_a_report_never_names_a_memory_that_left_the_writers_scopes_while_it_was
     mine = engine.write("We deploy on Tuesdays", ["team:t"], principal=b, on_near_duplicate="report")
     assert mine.status == "added"
     assert mine.near_duplicates == ()
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e40, 3e-37])
+def test_a_stored_vector_of_huge_or_tiny_numbers_is_still_compared(engine: Engine, scale: float) -> None:
+    """A memory imported with its own vector (``WriteItem.vector``), whose largest number may be anywhere from
+    2**-125 to 2**127: the paraphrase written next is compared with it by cosine, which does not depend on the
+    scale. In float32 the squares overflowed above about 1e19 (norm inf, cosine nan: no near-duplicate, and a
+    RuntimeWarning) and vanished below about 1e-19 (norm 0)."""
+    stored = "I'm allergic to peanuts"
+    unit = engine.embedder.embed([stored])[0]
+    scale = min(scale, 1.6e38 / float(np.max(np.abs(unit))))  # the largest number just inside the range
+    first = engine.write_many(
+        [WriteItem(stored, ["user:ana"], "fact", vector=[float(x) * scale for x in unit])]
+    )[0]
+    _settled(engine)
+    second = engine.write("I have a peanut allergy", ["user:ana"], kind="fact", on_near_duplicate="report")
+    assert [i for i, _ in second.near_duplicates] == [first.id]
+    assert 0.8 <= second.near_duplicates[0][1] < 1

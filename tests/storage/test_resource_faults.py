@@ -472,3 +472,30 @@ def test_a_watermark_that_could_not_be_written_costs_no_duplicate_rows(
         assert hits[0].memory.id == receipt.id
         assert (hits[0].lanes.get("bm25"), hits[0].lanes.get("vector")) == (1, 1), hits[0].lanes
         assert eng.verify().ok
+
+
+def test_an_index_that_cannot_be_rebuilt_at_open_names_the_command_that_repairs_it(
+    small_fs: Path, embedder: CachedEmbedder
+) -> None:
+    """A vector index that cannot be trusted (its watermark scrambled) on a disk with no room to rebuild it: the
+    open fails saying which index, why, and ``mnemograph reindex``; it releases the stores, so that the same
+    process opens them once there is room (the owner retries so), and the rebuild then happens."""
+    data = small_fs / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        for n in range(20):
+            eng.write(f"Tide table {n}: high water at {n}:40.", ["user:tide"])
+    (data / "vectors" / "WATERMARK").write_text("not a number")
+    filler = _fill(small_fs)
+    os.truncate(filler, filler.stat().st_size - 16384)  # room for Kùzu's open, none for a new table
+    try:
+        with pytest.raises(StorageUnavailable) as info:
+            Engine.open(data, embedder=embedder, warm=False)
+    finally:
+        filler.unlink()
+    assert "lancedb" in info.value.message
+    assert "could not be rebuilt" in info.value.message
+    assert f"`mnemograph reindex --data-dir {data}`" in info.value.hint
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        report = eng.verify()
+        assert report.ok, report.drift
+        assert report.counts == {"kuzu": 20, "lancedb": 20, "tantivy": 20}

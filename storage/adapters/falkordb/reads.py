@@ -301,6 +301,10 @@ class _Reads:
         rows = session(conn).rows(f"MATCH (m:Memory) RETURN m.id, {LIVE}")
         return {r[0]: bool(r[1]) for r in rows}
 
+    def memory_count(self, conn: Session) -> int:
+        rows = session(conn).rows("MATCH (m:Memory) RETURN count(m)")
+        return int(rows[0][0]) if rows else 0
+
     def vector_of(self, conn: Session, memory_id: str) -> list[float] | None:
         rows = session(conn).rows("MATCH (m:Memory {id: $id}) RETURN m.vector", {"id": memory_id})
         return [float(x) for x in rows[0][0]] if rows else None

@@ -391,6 +391,10 @@ class _Reads:
         rows = _rows(conn, "MATCH (m:Memory) RETURN m.id, m.retired_at IS NULL AND m.superseded_by IS NULL")
         return {r[0]: bool(r[1]) for r in rows}
 
+    def memory_count(self, conn: Session) -> int:
+        rows = _rows(conn, "MATCH (m:Memory) RETURN count(m)")
+        return int(rows[0][0]) if rows else 0
+
     def vector_of(self, conn: Session, memory_id: str) -> list[float] | None:
         rows = _rows(conn, f"MATCH (m:Memory {{id: $id}}) RETURN {VECTOR}", {"id": memory_id})
         return vector_value(*rows[0]) if rows else None

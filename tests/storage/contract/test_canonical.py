@@ -40,6 +40,7 @@ def test_a_committed_write_reads_back_whole(canonical: CanonicalStore, embedder:
         )
         assert (got.metadata, got.provenance.client, got.event_time) == ({"k": "v"}, "pytest", T0)
         assert canonical.all_ids(s) == {mid: True}
+        assert canonical.memory_count(s) == 1
         assert canonical.ids_with_prefix(s, mid[:8]) == [mid]
         assert sorted(canonical.scopes_of(s, mid)) == ["team:t", "user:ana"]
         vector = canonical.vector_of(s, mid)
@@ -80,6 +81,7 @@ def test_versions_supersede_and_retire(canonical: CanonicalStore, embedder: Cach
         assert got[old].superseded_by == new
         assert got[new].supersedes == old
         assert canonical.all_ids(s) == {old: False, new: True}
+        assert canonical.memory_count(s) == 2  # current or not
         assert canonical.live_state(s, old) is False
     with canonical.transaction() as tx:
         canonical.retire(tx, new, at=T0, valid_to=T0, reason="no longer true")

@@ -31,6 +31,9 @@ def test_apply_upserts_and_deletes_idempotently(
         p.apply([a, b], [])  # a replay after a crash: the same rows again
         assert p.count() == 2
         assert p.live_status() == {a.id: True, b.id: True}
+        assert (p.duplicates(), p.damaged) == ([], None)
+        p.apply([a], [], fresh=[a.id])  # a retried batch taken for new: added without its delete
+        assert (p.count(), p.duplicates()) == (3, [a.id])
         retired = ProjectionRow(a.id, a.content, a.kind, a.scopes, False, a.event_time, a.vector)
         p.apply([retired], [b.id])
         p.apply([retired], [b.id])
@@ -79,5 +82,28 @@ def test_replace_all_leaves_no_byte_of_what_it_dropped(
         assert {what: paths for what, paths in left.items() if paths} == {}
         assert p.live_status() == {kept.id: True}
         assert p.appends_since_maintain >= 0
+    finally:
+        p.close()
+
+
+def test_files_emptied_under_it_open_empty_and_damaged(
+    open_projection: OpenProjection, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """Every file of the projection emptied (what a removal racing its writes, or a crash on a file system that
+    lost them, can leave): it opens, empty, at watermark 0, and says why it cannot be trusted, so that the engine
+    rebuilds it from the canonical store instead of failing or serving nothing."""
+    p = open_projection(tmp_path, embedder.dim)
+    p.apply([_row(embedder, "A note."), _row(embedder, "Another note.")], [])
+    p.watermark.set(7)
+    p.close()
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"")
+    p = open_projection(tmp_path, embedder.dim)
+    try:
+        assert p.damaged
+        assert (p.count(), p.watermark.value, p.live_status()) == (0, 0, {})
+        p.apply([_row(embedder, "A note.")], [])
+        assert p.count() == 1
     finally:
         p.close()
