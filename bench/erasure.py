@@ -138,10 +138,12 @@ def child(path: Path) -> dict[str, Any]:
         out[op] = {"seconds": b - a, "phases_ms": {k: v * 1000 for k, v in phases[op].items()}}
         for kind, samples in log.items():
             during = [d for s, d in samples if s < b and s + d > a]
+            longest = max(((d, s) for s, d in samples if s < b and s + d > a), default=(0.0, a))
             before = [d for s, d in samples if s + d < first]
             out[op][kind] = {
                 "ops": len(during),
                 "max_ms": max(during, default=0.0) * 1000,
+                "max_began_s": longest[1] - a,  # into the erasure's call: which phase the stall fell in
                 "p50_ms": statistics.median(during) * 1000 if during else 0.0,
                 "baseline_p50_ms": statistics.median(before) * 1000 if before else 0.0,
                 "baseline_max_ms": max(before, default=0.0) * 1000,
