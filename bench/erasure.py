@@ -6,6 +6,8 @@ store, the old one from a checkout of the starting commit.
     git worktree add /tmp/erase-old 8bbfbdc          # the old code, once
     python bench/erasure.py --sizes 10000 --old /tmp/erase-old --out docs/benchmarks/erasure.md
     python bench/erasure.py --quick                   # 2,000 memories, this code only, prints only
+    python bench/erasure.py --sizes 100000 --build /tmp/s100k/store   # build a store once and keep it ...
+    python bench/erasure.py --sizes 100000 --store /tmp/s100k/store   # ... then run the variants on copies of it
 
 Stores are filled with supplied random unit vectors (the embedding is not what is measured); recall embeds its
 query (warm model, a rotating set of 40 questions, so the cache answers after the first round).
@@ -34,11 +36,12 @@ DOC = ROOT / "docs" / "benchmarks" / "erasure.md"
 LIMIT_S = 1200  # per variant: erase + purge under load (at 100,000 memories each takes about a minute)
 
 
-def build(path: Path, n: int) -> float:
+def build(path: Path, n: int, progress: int = 0) -> float:
     """A store of ``n`` memories in 20 user scopes, settled and maintained; returns memories/s acknowledged.
 
     Filled through the bulk path (``write_many`` calls of ``BULK_CHUNK`` writes: one transaction each, the same
-    rows as single writes), which is what lets 100,000 and more be measured at all."""
+    rows as single writes), which is what lets 100,000 and more be measured at all. ``progress``: print the fill
+    rate every that many chunks."""
     sys.path[:0] = [str(ROOT), str(HERE)]
     from _common import Sentences
 
@@ -58,6 +61,9 @@ def build(path: Path, n: int) -> float:
                     for i in range(lo, min(n, lo + BULK_CHUNK))
                 ]
             )
+            if progress and (lo // BULK_CHUNK + 1) % progress == 0:
+                done = min(n, lo + BULK_CHUNK)
+                print(f"  {done:,} written, {done / (time.perf_counter() - start):.0f}/s", flush=True)
         rate = n / (time.perf_counter() - start)
         while not eng.reconciler.wait_projected(60):
             pass
@@ -132,10 +138,12 @@ def child(path: Path) -> dict[str, Any]:
         out[op] = {"seconds": b - a, "phases_ms": {k: v * 1000 for k, v in phases[op].items()}}
         for kind, samples in log.items():
             during = [d for s, d in samples if s < b and s + d > a]
+            longest = max(((d, s) for s, d in samples if s < b and s + d > a), default=(0.0, a))
             before = [d for s, d in samples if s + d < first]
             out[op][kind] = {
                 "ops": len(during),
                 "max_ms": max(during, default=0.0) * 1000,
+                "max_began_s": longest[1] - a,  # into the erasure's call: which phase the stall fell in
                 "p50_ms": statistics.median(during) * 1000 if during else 0.0,
                 "baseline_p50_ms": statistics.median(before) * 1000 if before else 0.0,
                 "baseline_max_ms": max(before, default=0.0) * 1000,
@@ -214,28 +222,39 @@ def main() -> None:
     ap.add_argument("--old", type=Path, help="a checkout of the old code (e.g. 8bbfbdc)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--build", type=Path, help="only build a store of the one size here, and keep it")
+    ap.add_argument("--store", type=Path, help="a store built by --build: run on copies")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child)))
         return
     sizes = [2_000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    if (args.build or args.store) and len(sizes) != 1:
+        raise SystemExit("--build and --store take one size (--sizes N)")
+    if args.build:
+        t = time.perf_counter()
+        rate = build(args.build, sizes[0], progress=5)
+        print(f"built {sizes[0]:,} memories in {time.perf_counter() - t:.0f} s ({rate:.0f}/s acknowledged)")
+        return
     variants = {"new": ROOT, **({"old": args.old.resolve()} if args.old else {})}
     results: dict[int, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="erasure-bench-") as tmp:
         for n in sizes:
-            store = Path(tmp) / f"store-{n}"
-            t = time.perf_counter()
-            rate = build(store, n)
-            print(
-                f"built {n:,} memories in {time.perf_counter() - t:.0f} s ({rate:.0f}/s acknowledged)",
-                flush=True,
-            )
+            store = args.store or Path(tmp) / f"store-{n}"
+            if not args.store:
+                t = time.perf_counter()
+                rate = build(store, n)
+                print(
+                    f"built {n:,} memories in {time.perf_counter() - t:.0f} s ({rate:.0f}/s acknowledged)",
+                    flush=True,
+                )
             results[n] = {}
             for name, code in variants.items():
                 results[n][name] = run_variant(code, store, Path(tmp) / f"run-{name}")
                 print(name, json.dumps(results[n][name]), flush=True)
-            shutil.rmtree(store)
+            if not args.store:
+                shutil.rmtree(store)
     text = table(results)
     print(text)
     if args.out:

@@ -6,6 +6,7 @@ maintenance), the time to open the store again and the resident memory of the pr
     python bench/scale.py --sizes 10000 --compare 2000 --out docs/benchmarks/scale.md
     python bench/scale.py --sizes 10000,100000 --compare 0 --embed-max 10000 --out ... --plot docs/benchmarks/scale.png
     python bench/scale.py --quick                   # 1,000 memories, prints only
+    python bench/scale.py --sizes 100000 --store /tmp/s100k/store   # a copy of a store built by bench/erasure.py
 
 Memories are the synthetic corpus of ``_common.Sentences`` (names, places, facts that supersede each other) in 20
 user scopes. "Vectors supplied" lines carry random unit vectors: the store they make is measured at every size
@@ -14,7 +15,9 @@ hours on a small machine; its recall latency is that of a store of that size (th
 filters), not a ranking. The "engine embeds" store (real MiniLM vectors) is made and measured too up to
 ``--embed-max`` memories. Recall: 200 questions, each embedded once, beside a bare embedding of a different
 question of the same set, interleaved. Single writes: 60 ``Engine.write`` calls of new texts, the engine embedding
-each (what a client's ``memory_write`` costs below MCP).
+each (what a client's ``memory_write`` costs below MCP). With ``--store``, no import: a copy of a store that
+``bench/erasure.py --build`` made (the same corpus, scopes and random unit vectors, maintained and closed) is
+opened and measured as the "vectors supplied" store, its first state being "as built" rather than "as ingested".
 """
 
 from __future__ import annotations
@@ -158,6 +161,18 @@ def maintain(eng: Engine) -> None:
     eng.graph.checkpoint()
 
 
+def prebuilt(tmp: Path, n: int, store: Path, model: MiniLMEmbedder) -> dict[str, Any]:
+    """The measures of ``measure_store`` on a copy of ``store`` (``n`` memories), the original left untouched."""
+    log(f"{n:,} memories, a copy of {store}")
+    shutil.copytree(store, tmp / "given")
+    t = time.perf_counter()
+    eng = Engine.open(tmp / "given", embedder=CachedEmbedder(model), warm=False)
+    out: dict[str, Any] = {"n": n, "store": str(store), "first_open_s": time.perf_counter() - t}
+    out["given_store"] = measure_store(tmp / "given", n, eng, model)
+    shutil.rmtree(tmp / "given")
+    return out
+
+
 def at_size(tmp: Path, n: int, compare: int, embed_max: int, model: MiniLMEmbedder) -> dict[str, Any]:
     texts = Sentences(11).memories(n)
     rng = np.random.default_rng(n)
@@ -203,6 +218,9 @@ def table(results: list[dict[str, Any]]) -> str:
             if key in r:
                 c = r[key]
                 lines.append(f"| {c['n']:,} | {label} | {c['acked_per_s']:.0f} | {c['visible_per_s']:.0f} |")
+        if "given" not in r:  # a store built before (--store): no import measured
+            lines.append(f"| {r['n']:,} | none: a copy of a store built before | | |")
+            continue
         lines.append(
             f"| {r['n']:,} | vectors supplied, bulk | {r['given']['acked_per_s']:.0f} | "
             f"{r['given']['visible_per_s']:.0f} |"
@@ -226,7 +244,7 @@ def table(results: list[dict[str, Any]]) -> str:
             for key, disk in (("as_ingested", "disk_as_ingested"), ("maintained", "disk_maintained")):
                 rec, emb = m[key]["recall"], m[key]["embed"]
                 lines.append(
-                    f"| {r['n']:,} | {label} | {key.replace('_', ' ')} | {rec['p50']:.1f} / {rec['p95']:.1f} / "
+                    f"| {r['n']:,} | {label} | {state(r, key)} | {rec['p50']:.1f} / {rec['p95']:.1f} / "
                     f"{rec.get('p99', 0):.1f} | {emb['p50']:.1f} / {emb['p95']:.1f} | "
                     f"{rec['p95'] / emb['p50']:.2f}× | {m[disk]:,.0f} ({m['parts_' + key]}) |"
                 )
@@ -249,6 +267,10 @@ def table(results: list[dict[str, Any]]) -> str:
                     f"{m['rss_mib']:.0f} |"
                 )
     return "\n".join(lines)
+
+
+def state(r: dict[str, Any], key: str) -> str:
+    return "as built, reopened" if key == "as_ingested" and "store" in r else key.replace("_", " ")
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -296,8 +318,11 @@ def main() -> None:
     )
     ap.add_argument("--plot", type=Path, help="write a log-log plot of recall latency against size here")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--store", type=Path, help="measure a copy of this store, no import")
     args = ap.parse_args()
     sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    if args.store and len(sizes) != 1:
+        raise SystemExit("--store takes one size (--sizes N)")
     compare = 500 if args.quick else args.compare
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     model = MiniLMEmbedder()
@@ -308,7 +333,10 @@ def main() -> None:
         for n in sizes:
             sub = Path(tmp) / str(n)
             sub.mkdir()
-            results.append(at_size(sub, n, compare, args.embed_max, model))
+            if args.store:
+                results.append(prebuilt(sub, n, args.store, model))
+            else:
+                results.append(at_size(sub, n, compare, args.embed_max, model))
             log(json.dumps(results[-1]))
     text = table(results)
     print(text)
