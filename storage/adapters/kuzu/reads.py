@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, wait
 from datetime import datetime
@@ -24,6 +25,7 @@ from storage.adapters.kuzu._cypher import (
     utc,
     vector_value,
 )
+from storage.adapters.kuzu._kept import MENTIONS_PER_ENTITY, Mention, Mentions, select
 from storage.domain.models import Memory
 from storage.domain.records import (
     Change,
@@ -50,9 +52,22 @@ class _Reads:
     """Queries inside ``read()`` / ``transaction()``: records, scopes, entities, the change log."""
 
     _writer: kuzu.Connection
+    _local: threading.local
+    # Moves when a transaction ends (``GraphStore.transaction``): what is kept was read at one value of it.
+    _data_version: int
+    _mentions: Mentions
 
     def _thread_conn(self) -> kuzu.Connection:
         raise NotImplementedError  # GraphStore's
+
+    def _keeps(self, conn: Session) -> bool:
+        """Whether a read on ``conn`` sees committed data only, so that what it reads may be kept: the calling
+        thread's read connection (``read()``) outside a snapshot, never the writer inside its transaction."""
+        return (
+            conn is getattr(self._local, "conn", None)
+            and conn is not self._writer
+            and not getattr(self._local, "snapshot", False)
+        )
 
     def max_seq(self, conn: Session) -> int:
         rows = _rows(conn, "MATCH (c:Change) RETURN max(c.seq)")
@@ -274,6 +289,14 @@ class _Reads:
         first, at most ``limit`` (the canonical filter in recall still decides what is returned). With
         ``valid_at`` (and ``live_only``), only memories valid at that instant: exactly those a current-view
         query may see (``recall.visible``)."""
+        if self._keeps(conn):
+            version = self._data_version  # before the read: a commit during it makes what it keeps stale
+            kept = self._mentions.get(entity, version)
+            if kept is False:
+                kept = self._mentions_of(conn, entity)
+                self._mentions.put(entity, version, kept)
+            if kept is not None:
+                return select(kept, scopes, live_only=live_only, limit=limit, valid_at=valid_at)
         live = " AND m.retired_at IS NULL AND m.superseded_by IS NULL" if live_only else ""
         if live_only and valid_at is not None:
             live += " AND m.valid_from <= $now AND (m.valid_to IS NULL OR m.valid_to > $now)"
@@ -293,6 +316,25 @@ class _Reads:
             params,
         )
         return [r[0] for r in rows]
+
+    def _mentions_of(self, conn: Session, entity: str) -> list[Mention] | None:
+        """Every memory mentioning the entity, in ``mentioning``'s order, with what its filter reads; None when
+        there are more than ``MENTIONS_PER_ENTITY`` (then the reader's filter runs in the store)."""
+        count = _rows(conn, "MATCH (e:Entity {id: $e})<-[:MENTIONS]-(:Memory) RETURN count(*)", {"e": entity})
+        if count and int(count[0][0]) > MENTIONS_PER_ENTITY:
+            return None
+        rows = _rows(
+            conn,
+            # Entity first, then WITH, as in ``mentioning``: only the entity's mentions are read.
+            "MATCH (e:Entity {id: $e})<-[:MENTIONS]-(m:Memory) WITH m "
+            "RETURN m.id, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.valid_from, m.valid_to "
+            "ORDER BY m.recorded_at DESC, m.id LIMIT $n",
+            {"e": entity, "n": MENTIONS_PER_ENTITY + 1},
+        )
+        if len(rows) > MENTIONS_PER_ENTITY:
+            return None
+        scope_set = self._mentions.scope_set
+        return [Mention(mid, scope_set(ss), bool(live), vf, vt) for mid, ss, live, vf, vt in rows]
 
     def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
         rows = _rows(
