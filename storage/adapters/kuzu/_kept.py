@@ -5,11 +5,12 @@ knows each moment the data can change: it counts them (``GraphStore._data_versio
 at one count and is used only while the count has not moved. Nothing here is a second source of truth; a kept
 answer is the answer the store gave, reused until a commit could have changed it.
 
-Kept: every mention of an entity the graph lane walks from (``Mentions``). The lane reads them at each recall
-for each entity the query names, with a scope and validity filter and a sort that Kùzu evaluates for every
-mention of the entity, in every scope: 4-9 ms an entity at 10,000 memories (about 280 mentions each), five
-times a recall, and ten times that at 100,000. Kept once per entity with what the filter needs, a recall
-filters them in Python in well under a millisecond, for any reader's scopes.
+Kept, per entity the graph lane walks from (``PerEntity``): every mention, and every relation. The lane reads
+them at each recall for each entity the query names or reaches, with a scope (and validity) filter and a sort
+that Kùzu evaluates for every mention or edge of the entity, in every scope: 4-9 ms an entity at 10,000
+memories (about 280 mentions and 100 relations each), eight times a recall, and more at 100,000. Kept once per
+entity with what the filter needs, a recall filters them in Python in well under a millisecond, for any
+reader's scopes.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal, NamedTuple
+from typing import Generic, Literal, NamedTuple, TypeVar
 
-# Mentions of one entity read in one statement at most to be kept; an entity mentioned more often is read with
-# the reader's filter in the store, as before (its mentions would cost more to read whole than filtered).
+# Rows of one entity read in one statement at most to be kept; an entity with more mentions (relations) is read
+# with the reader's filter in the store, as before (its rows would cost more to read whole than filtered).
 MENTIONS_PER_ENTITY = 4096
-# Mentions kept in all (about 200 bytes each), the least recently used entity's dropped first.
-MENTIONS_KEPT = 131_072
+RELATIONS_PER_ENTITY = 2048
+# Rows kept in all, per kind (a few hundred bytes each), the least recently used entity's dropped first.
+ROWS_KEPT = 131_072
+T = TypeVar("T")
 
 
 class Mention(NamedTuple):
@@ -37,17 +40,18 @@ class Mention(NamedTuple):
     valid_to: datetime | None
 
 
-class Mentions:
-    """Each entity's mentions, most recently recorded first (then by id), as read at a data version."""
+class PerEntity(Generic[T]):
+    """Each entity's rows (mentions or relations), in the order of the statement they stand for, as read at a
+    data version."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, tuple[int, list[Mention] | None]] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[int, list[T] | None]] = OrderedDict()
         self._total = 0
         self._lock = threading.Lock()
         self._scope_sets: dict[tuple[str, ...], frozenset[str]] = {}
 
-    def get(self, entity: str, version: int) -> list[Mention] | Literal[False] | None:
-        """The entity's mentions kept at ``version``; None if it has too many to keep; False if not kept."""
+    def get(self, entity: str, version: int) -> list[T] | Literal[False] | None:
+        """The entity's rows kept at ``version``; None if it has too many to keep; False if not kept."""
         with self._lock:
             got = self._kept.get(entity)
             if got is None or got[0] != version:
@@ -55,8 +59,8 @@ class Mentions:
             self._kept.move_to_end(entity)
             return got[1]
 
-    def put(self, entity: str, version: int, rows: list[Mention] | None) -> None:
-        """Keep ``rows`` read at ``version`` (None: the entity has too many mentions to keep)."""
+    def put(self, entity: str, version: int, rows: list[T] | None) -> None:
+        """Keep ``rows`` read at ``version`` (None: the entity has too many to keep)."""
         with self._lock:
             old = self._kept.get(entity)
             if old is not None and old[0] > version:
@@ -66,7 +70,7 @@ class Mentions:
                 self._total -= len(old[1] or ()) + 1
             self._kept[entity] = (version, rows)
             self._total += len(rows or ()) + 1
-            while (self._total > MENTIONS_KEPT or len(self._kept) > MENTIONS_KEPT) and len(self._kept) > 1:
+            while (self._total > ROWS_KEPT or len(self._kept) > ROWS_KEPT) and len(self._kept) > 1:
                 _, (_, dropped) = self._kept.popitem(last=False)
                 self._total -= len(dropped or ()) + 1
 
@@ -76,7 +80,7 @@ class Mentions:
         with self._lock:
             got = self._scope_sets.get(key)
             if got is None:
-                if len(self._scope_sets) > MENTIONS_KEPT:
+                if len(self._scope_sets) > ROWS_KEPT:
                     self._scope_sets.clear()
                 got = self._scope_sets[key] = frozenset(key)
             return got

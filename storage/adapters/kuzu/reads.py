@@ -25,7 +25,7 @@ from storage.adapters.kuzu._cypher import (
     utc,
     vector_value,
 )
-from storage.adapters.kuzu._kept import MENTIONS_PER_ENTITY, Mention, Mentions, select
+from storage.adapters.kuzu._kept import MENTIONS_PER_ENTITY, RELATIONS_PER_ENTITY, Mention, PerEntity, select
 from storage.domain.models import Memory
 from storage.domain.records import (
     Change,
@@ -55,7 +55,8 @@ class _Reads:
     _local: threading.local
     # Moves when a transaction ends (``GraphStore.transaction``): what is kept was read at one value of it.
     _data_version: int
-    _mentions: Mentions
+    _mentions: PerEntity[Mention]
+    _relations: PerEntity[Relation]
 
     def _thread_conn(self) -> kuzu.Connection:
         raise NotImplementedError  # GraphStore's
@@ -384,6 +385,31 @@ class _Reads:
         store queries of one per direction."""
         if scopes is not None and not scopes:
             return []  # no scope to share (and Kùzu cannot type an empty list parameter: "ANY type")
+        if self._keeps(conn):
+            version = self._data_version  # before the read: a commit during it makes what it keeps stale
+            kept = self._relations.get(entity, version)
+            if kept is False:
+                kept = self._relations_of(conn, entity)
+                self._relations.put(entity, version, kept)
+            if kept is not None:
+                if scopes is not None:
+                    wanted = set(scopes)
+                    kept = [r for r in kept if not wanted.isdisjoint(r.scopes)]
+                return kept[:limit]
+        return self._read_relations(conn, entity, limit=limit, scopes=scopes)
+
+    def _relations_of(self, conn: Session, entity: str) -> list[Relation] | None:
+        """Every relation of the entity, in ``relations``' order; None when there are more than
+        ``RELATIONS_PER_ENTITY`` (then the reader's filter runs in the store)."""
+        count = _rows(conn, "MATCH (a:Entity {id: $e})-[r:RELATES]-(:Entity) RETURN count(r)", {"e": entity})
+        if count and int(count[0][0]) > RELATIONS_PER_ENTITY:
+            return None
+        rels = self._read_relations(conn, entity, limit=RELATIONS_PER_ENTITY + 1, scopes=None)
+        return None if len(rels) > RELATIONS_PER_ENTITY else rels
+
+    def _read_relations(
+        self, conn: Session, entity: str, *, limit: int, scopes: Sequence[str] | None
+    ) -> list[Relation]:
         shares = ""
         params: dict[str, Any] = {"e": entity, "n": limit}
         if scopes is not None:

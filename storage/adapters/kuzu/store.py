@@ -38,10 +38,11 @@ from storage.adapters.kuzu._cypher import (
     log,
     vector_params,
 )
-from storage.adapters.kuzu._kept import Mentions
+from storage.adapters.kuzu._kept import Mention, PerEntity
 from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
 from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
+from storage.domain.records import Relation
 from storage.ports.canonical import FileSpace, Session
 
 # Journaled statements left for the final pause of a rewrite; more are replayed beside live traffic first. About
@@ -151,7 +152,8 @@ class GraphStore(_Exports, _Conversations):
         self._local = threading.local()
         self._generation = 0
         self._data_version = 0  # moves when a transaction ends, or the database is switched (``_kept``)
-        self._mentions = Mentions()
+        self._mentions: PerEntity[Mention] = PerEntity()
+        self._relations: PerEntity[Relation] = PerEntity()
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
         self._failed: str | None = None
