@@ -44,9 +44,11 @@ class PerEntity(Generic[T]):
     """Each entity's rows (mentions or relations), in the order of the statement they stand for, as read at a
     data version."""
 
-    def __init__(self) -> None:
+    def __init__(self, after: int = 1) -> None:
         self._kept: OrderedDict[str, tuple[int, list[T] | None]] = OrderedDict()
         self._total = 0
+        self._after = after
+        self._asked: dict[str, tuple[int, int]] = {}  # entity -> (data version, times asked at it)
         self._lock = threading.Lock()
         self._scope_sets: dict[tuple[str, ...], frozenset[str]] = {}
 
@@ -58,6 +60,19 @@ class PerEntity(Generic[T]):
                 return False
             self._kept.move_to_end(entity)
             return got[1]
+
+    def asked_again(self, entity: str, version: int) -> bool:
+        """Whether the entity was asked for ``after`` times before at ``version`` (and note that it is asked now).
+        Its rows are read whole only then: read whole, they cost more than the reader's filtered statement (all
+        scopes, all columns), which pays only if they are used again before the next commit. A store written
+        between every two recalls so keeps reading only what each reader asks for."""
+        with self._lock:
+            at, n = self._asked.get(entity, (version, 0))
+            n = n if at == version else 0
+            if len(self._asked) > ROWS_KEPT:
+                self._asked.clear()
+            self._asked[entity] = (version, n + 1)
+            return n >= self._after
 
     def put(self, entity: str, version: int, rows: list[T] | None) -> None:
         """Keep ``rows`` read at ``version`` (None: the entity has too many to keep)."""

@@ -293,10 +293,10 @@ class _Reads:
         if self._keeps(conn):
             version = self._data_version  # before the read: a commit during it makes what it keeps stale
             kept = self._mentions.get(entity, version)
-            if kept is False:
+            if kept is False and self._mentions.asked_again(entity, version):
                 kept = self._mentions_of(conn, entity)
                 self._mentions.put(entity, version, kept)
-            if kept is not None:
+            if kept is not None and kept is not False:
                 return select(kept, scopes, live_only=live_only, limit=limit, valid_at=valid_at)
         live = " AND m.retired_at IS NULL AND m.superseded_by IS NULL" if live_only else ""
         if live_only and valid_at is not None:
@@ -388,10 +388,10 @@ class _Reads:
         if self._keeps(conn):
             version = self._data_version  # before the read: a commit during it makes what it keeps stale
             kept = self._relations.get(entity, version)
-            if kept is False:
+            if kept is False and self._relations.asked_again(entity, version):
                 kept = self._relations_of(conn, entity)
                 self._relations.put(entity, version, kept)
-            if kept is not None:
+            if kept is not None and kept is not False:
                 if scopes is not None:
                     wanted = set(scopes)
                     kept = [r for r in kept if not wanted.isdisjoint(r.scopes)]

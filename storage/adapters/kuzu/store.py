@@ -153,7 +153,9 @@ class GraphStore(_Exports, _Conversations):
         self._generation = 0
         self._data_version = 0  # moves when a transaction ends, or the database is switched (``_kept``)
         self._mentions: PerEntity[Mention] = PerEntity()
-        self._relations: PerEntity[Relation] = PerEntity()
+        # The graph lane asks for an entity's relations twice in one recall (its newest over every scope, then a
+        # reader's window): read whole at the third ask, when a second recall wants them.
+        self._relations: PerEntity[Relation] = PerEntity(after=2)
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
         self._failed: str | None = None
