@@ -25,8 +25,9 @@ from typing import Generic, Literal, NamedTuple, TypeVar
 # with the reader's filter in the store, as before (its rows would cost more to read whole than filtered).
 MENTIONS_PER_ENTITY = 4096
 RELATIONS_PER_ENTITY = 2048
-# Rows kept in all, per kind (a few hundred bytes each), the least recently used entity's dropped first.
-ROWS_KEPT = 131_072
+# Rows kept in all, per kind, the least recently used entity's dropped first: about 14 MB of mentions (220 bytes
+# each) and up to 26 MB of relations (180-400 bytes each, as their strings are shared or not) at most.
+ROWS_KEPT = 65_536
 T = TypeVar("T")
 
 
