@@ -25,9 +25,10 @@ from typing import Generic, Literal, NamedTuple, TypeVar
 # with the reader's filter in the store, as before (its rows would cost more to read whole than filtered).
 MENTIONS_PER_ENTITY = 4096
 RELATIONS_PER_ENTITY = 2048
-# Rows kept in all, per kind, the least recently used entity's dropped first: about 14 MB of mentions (220 bytes
-# each) and up to 26 MB of relations (180-400 bytes each, as their strings are shared or not) at most.
-ROWS_KEPT = 65_536
+# Rows kept in all, the least recently used entity's dropped first: mentions about 220 bytes each (29 MB at most;
+# 100,000 memories mention about 40 names 2,800 times each), relations 180-400 bytes each (26 MB at most).
+MENTIONS_KEPT = 131_072
+RELATIONS_KEPT = 65_536
 T = TypeVar("T")
 
 
@@ -45,10 +46,10 @@ class PerEntity(Generic[T]):
     """Each entity's rows (mentions or relations), in the order of the statement they stand for, as read at a
     data version."""
 
-    def __init__(self, after: int = 1) -> None:
+    def __init__(self, *, after: int, rows: int) -> None:
         self._kept: OrderedDict[str, tuple[int, list[T] | None]] = OrderedDict()
         self._total = 0
-        self._after = after
+        self._after, self._rows = after, rows
         self._asked: dict[str, tuple[int, int]] = {}  # entity -> (data version, times asked at it)
         self._lock = threading.Lock()
         self._scope_sets: dict[tuple[str, ...], frozenset[str]] = {}
@@ -70,7 +71,7 @@ class PerEntity(Generic[T]):
         with self._lock:
             at, n = self._asked.get(entity, (version, 0))
             n = n if at == version else 0
-            if len(self._asked) > ROWS_KEPT:
+            if len(self._asked) > self._rows:
                 self._asked.clear()
             self._asked[entity] = (version, n + 1)
             return n >= self._after
@@ -86,7 +87,7 @@ class PerEntity(Generic[T]):
                 self._total -= len(old[1] or ()) + 1
             self._kept[entity] = (version, rows)
             self._total += len(rows or ()) + 1
-            while (self._total > ROWS_KEPT or len(self._kept) > ROWS_KEPT) and len(self._kept) > 1:
+            while (self._total > self._rows or len(self._kept) > self._rows) and len(self._kept) > 1:
                 _, (_, dropped) = self._kept.popitem(last=False)
                 self._total -= len(dropped or ()) + 1
 
@@ -96,7 +97,7 @@ class PerEntity(Generic[T]):
         with self._lock:
             got = self._scope_sets.get(key)
             if got is None:
-                if len(self._scope_sets) > ROWS_KEPT:
+                if len(self._scope_sets) > self._rows:
                     self._scope_sets.clear()
                 got = self._scope_sets[key] = frozenset(key)
             return got

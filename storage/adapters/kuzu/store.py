@@ -38,7 +38,7 @@ from storage.adapters.kuzu._cypher import (
     log,
     vector_params,
 )
-from storage.adapters.kuzu._kept import Mention, PerEntity
+from storage.adapters.kuzu._kept import MENTIONS_KEPT, RELATIONS_KEPT, Mention, PerEntity
 from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
 from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
@@ -152,10 +152,10 @@ class GraphStore(_Exports, _Conversations):
         self._local = threading.local()
         self._generation = 0
         self._data_version = 0  # moves when a transaction ends, or the database is switched (``_kept``)
-        self._mentions: PerEntity[Mention] = PerEntity()
+        self._mentions: PerEntity[Mention] = PerEntity(after=1, rows=MENTIONS_KEPT)
         # The graph lane asks for an entity's relations twice in one recall (its newest over every scope, then a
         # reader's window): read whole at the third ask, when a second recall wants them.
-        self._relations: PerEntity[Relation] = PerEntity(after=2)
+        self._relations: PerEntity[Relation] = PerEntity(after=2, rows=RELATIONS_KEPT)
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
         self._failed: str | None = None
