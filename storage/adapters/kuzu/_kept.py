@@ -52,7 +52,6 @@ class PerEntity(Generic[T]):
         self._after, self._rows = after, rows
         self._asked: dict[str, tuple[int, int]] = {}  # entity -> (data version, times asked at it)
         self._lock = threading.Lock()
-        self._scope_sets: dict[tuple[str, ...], frozenset[str]] = {}
 
     def get(self, entity: str, version: int) -> list[T] | Literal[False] | None:
         """The entity's rows kept at ``version``; None if it has too many to keep; False if not kept."""
@@ -90,17 +89,6 @@ class PerEntity(Generic[T]):
             while (self._total > self._rows or len(self._kept) > self._rows) and len(self._kept) > 1:
                 _, (_, dropped) = self._kept.popitem(last=False)
                 self._total -= len(dropped or ()) + 1
-
-    def scope_set(self, scopes: Sequence[str] | None) -> frozenset[str]:
-        """One shared frozenset per distinct scope list (most memories share a handful of them)."""
-        key = tuple(scopes or ())
-        with self._lock:
-            got = self._scope_sets.get(key)
-            if got is None:
-                if len(self._scope_sets) > self._rows:
-                    self._scope_sets.clear()
-                got = self._scope_sets[key] = frozenset(key)
-            return got
 
 
 def select(

@@ -334,8 +334,16 @@ class _Reads:
         )
         if len(rows) > MENTIONS_PER_ENTITY:
             return None
-        scope_set = self._mentions.scope_set
-        return [Mention(mid, scope_set(ss), bool(live), vf, vt) for mid, ss, live, vf, vt in rows]
+        # One frozenset per distinct scope list: most of an entity's mentions share a handful of them.
+        sets: dict[tuple[str, ...], frozenset[str]] = {}
+        out = []
+        for mid, ss, live, vf, vt in rows:
+            key = tuple(ss or ())
+            scope_set = sets.get(key)
+            if scope_set is None:
+                scope_set = sets[key] = frozenset(key)
+            out.append(Mention(mid, scope_set, bool(live), vf, vt))
+        return out
 
     def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
         rows = _rows(
