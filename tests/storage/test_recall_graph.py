@@ -245,6 +245,55 @@ def test_relations_kept_between_recalls_follow_every_change_a_user_makes(
     assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in paths()
 
 
+def test_mentions_kept_between_recalls_follow_every_change_a_user_makes(
+    trip: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each entity's mentions are kept by the canonical store until a transaction ends, once a second recall
+    asks for them: a recall repeated then reads none of them again, and what the next recall finds through them
+    reflects each write, link, unlink, amend, retire, purge and erasure made before it, whether it was read
+    with the reader's filter (the first recall after a commit), whole (the second) or from what was kept."""
+    query = "What do we know about Hotel Aria?"
+    aria = [EntityIn("Hotel Aria", "place")]
+
+    def found(scopes: tuple[str, ...] = ("user:ana",)) -> set[str]:
+        every = [
+            {h.memory.content for h in trip.recall(query, list(scopes), recipe="graph", k=10)} for _ in "abc"
+        ]
+        assert every[0] == every[1] == every[2]
+        return every[0]
+
+    assert BOOKED in found()
+    store = trip.graph
+    reads: list[str] = []
+    read = store._mentions_of  # type: ignore[attr-defined]
+    monkeypatch.setattr(store, "_mentions_of", lambda conn, e: reads.append(e) or read(conn, e))
+    assert found() == found()
+    assert reads == []  # nothing committed since: every walk used what was kept
+
+    pool = trip.write("Hotel Aria has a rooftop pool.", ["user:bo"], entities=aria)
+    assert "Hotel Aria has a rooftop pool." not in found()  # another user's memory
+    assert reads  # read whole again after the commit, by the second recall
+    trip.link(pool.id, "user:ana")
+    assert "Hotel Aria has a rooftop pool." in found()
+    trip.unlink(pool.id, "user:ana")
+    assert "Hotel Aria has a rooftop pool." not in found()
+    trip.link(pool.id, "user:ana")
+    amended = trip.amend(pool.id, "Hotel Aria has a rooftop pool and a gym.")
+    assert {"Hotel Aria has a rooftop pool and a gym."} <= found() - {"Hotel Aria has a rooftop pool."}
+    trip.retire(amended.id)
+    assert not any("rooftop" in c for c in found())
+
+    trip.write("Hotel Aria gives trip members a discount.", ["project:trips"], entities=aria)
+    assert "Hotel Aria gives trip members a discount." in found(("user:ana", "project:trips"))
+    trip.purge("project:trips", confirm="project:trips")
+    assert "Hotel Aria gives trip members a discount." not in found(("user:ana", "project:trips"))
+    spa = trip.write("Hotel Aria opened a spa.", ["user:ana"], entities=aria)
+    assert "Hotel Aria opened a spa." in found()
+    trip.erase(spa.id, confirm=spa.id)
+    assert "Hotel Aria opened a spa." not in found()
+    assert BOOKED in found()
+
+
 def test_another_scopes_relations_never_crowd_out_a_readers_own_path(trip: Engine) -> None:
     """Bo writes relations about Lisbon in his own scope, which Ana cannot read. Ana's recall must not change:
     if it did, she would learn that someone writes about Lisbon, and a tenant could hide another's answers."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, wait
 from datetime import datetime
@@ -24,6 +25,7 @@ from storage.adapters.kuzu._cypher import (
     utc,
     vector_value,
 )
+from storage.adapters.kuzu._kept import MENTIONS_PER_ENTITY, RELATIONS_PER_ENTITY, Mention, PerEntity, select
 from storage.domain.models import Memory
 from storage.domain.records import (
     Change,
@@ -50,9 +52,23 @@ class _Reads:
     """Queries inside ``read()`` / ``transaction()``: records, scopes, entities, the change log."""
 
     _writer: kuzu.Connection
+    _local: threading.local
+    # Moves when a transaction ends (``GraphStore.transaction``): what is kept was read at one value of it.
+    _data_version: int
+    _mentions: PerEntity[Mention]
+    _relations: PerEntity[Relation]
 
     def _thread_conn(self) -> kuzu.Connection:
         raise NotImplementedError  # GraphStore's
+
+    def _keeps(self, conn: Session) -> bool:
+        """Whether a read on ``conn`` sees committed data only, so that what it reads may be kept: the calling
+        thread's read connection (``read()``) outside a snapshot, never the writer inside its transaction."""
+        return (
+            conn is getattr(self._local, "conn", None)
+            and conn is not self._writer
+            and not getattr(self._local, "snapshot", False)
+        )
 
     def max_seq(self, conn: Session) -> int:
         rows = _rows(conn, "MATCH (c:Change) RETURN max(c.seq)")
@@ -274,6 +290,14 @@ class _Reads:
         first, at most ``limit`` (the canonical filter in recall still decides what is returned). With
         ``valid_at`` (and ``live_only``), only memories valid at that instant: exactly those a current-view
         query may see (``recall.visible``)."""
+        if self._keeps(conn):
+            version = self._data_version  # before the read: a commit during it makes what it keeps stale
+            kept = self._mentions.get(entity, version)
+            if kept is False and self._mentions.asked_again(entity, version):
+                kept = self._mentions_of(conn, entity)
+                self._mentions.put(entity, version, kept)
+            if kept is not None and kept is not False:
+                return select(kept, scopes, live_only=live_only, limit=limit, valid_at=valid_at)
         live = " AND m.retired_at IS NULL AND m.superseded_by IS NULL" if live_only else ""
         if live_only and valid_at is not None:
             live += " AND m.valid_from <= $now AND (m.valid_to IS NULL OR m.valid_to > $now)"
@@ -293,6 +317,33 @@ class _Reads:
             params,
         )
         return [r[0] for r in rows]
+
+    def _mentions_of(self, conn: Session, entity: str) -> list[Mention] | None:
+        """Every memory mentioning the entity, in ``mentioning``'s order, with what its filter reads; None when
+        there are more than ``MENTIONS_PER_ENTITY`` (then the reader's filter runs in the store)."""
+        count = _rows(conn, "MATCH (e:Entity {id: $e})<-[:MENTIONS]-(:Memory) RETURN count(*)", {"e": entity})
+        if count and int(count[0][0]) > MENTIONS_PER_ENTITY:
+            return None
+        rows = _rows(
+            conn,
+            # Entity first, then WITH, as in ``mentioning``: only the entity's mentions are read.
+            "MATCH (e:Entity {id: $e})<-[:MENTIONS]-(m:Memory) WITH m "
+            "RETURN m.id, m.scopes, m.retired_at IS NULL AND m.superseded_by IS NULL, m.valid_from, m.valid_to "
+            "ORDER BY m.recorded_at DESC, m.id LIMIT $n",
+            {"e": entity, "n": MENTIONS_PER_ENTITY + 1},
+        )
+        if len(rows) > MENTIONS_PER_ENTITY:
+            return None
+        # One frozenset per distinct scope list: most of an entity's mentions share a handful of them.
+        sets: dict[tuple[str, ...], frozenset[str]] = {}
+        out = []
+        for mid, ss, live, vf, vt in rows:
+            key = tuple(ss or ())
+            scope_set = sets.get(key)
+            if scope_set is None:
+                scope_set = sets[key] = frozenset(key)
+            out.append(Mention(mid, scope_set, bool(live), vf, vt))
+        return out
 
     def aliases_given(self, conn: Session, entity: str, *, scopes: Sequence[str]) -> set[str]:
         rows = _rows(
@@ -342,6 +393,31 @@ class _Reads:
         store queries of one per direction."""
         if scopes is not None and not scopes:
             return []  # no scope to share (and Kùzu cannot type an empty list parameter: "ANY type")
+        if self._keeps(conn):
+            version = self._data_version  # before the read: a commit during it makes what it keeps stale
+            kept = self._relations.get(entity, version)
+            if kept is False and self._relations.asked_again(entity, version):
+                kept = self._relations_of(conn, entity)
+                self._relations.put(entity, version, kept)
+            if kept is not None and kept is not False:
+                if scopes is not None:
+                    wanted = set(scopes)
+                    kept = [r for r in kept if not wanted.isdisjoint(r.scopes)]
+                return kept[:limit]
+        return self._read_relations(conn, entity, limit=limit, scopes=scopes)
+
+    def _relations_of(self, conn: Session, entity: str) -> list[Relation] | None:
+        """Every relation of the entity, in ``relations``' order; None when there are more than
+        ``RELATIONS_PER_ENTITY`` (then the reader's filter runs in the store)."""
+        count = _rows(conn, "MATCH (a:Entity {id: $e})-[r:RELATES]-(:Entity) RETURN count(r)", {"e": entity})
+        if count and int(count[0][0]) > RELATIONS_PER_ENTITY:
+            return None
+        rels = self._read_relations(conn, entity, limit=RELATIONS_PER_ENTITY + 1, scopes=None)
+        return None if len(rels) > RELATIONS_PER_ENTITY else rels
+
+    def _read_relations(
+        self, conn: Session, entity: str, *, limit: int, scopes: Sequence[str] | None
+    ) -> list[Relation]:
         shares = ""
         params: dict[str, Any] = {"e": entity, "n": limit}
         if scopes is not None:

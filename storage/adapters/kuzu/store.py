@@ -39,9 +39,11 @@ from storage.adapters.kuzu._cypher import (
     log,
     vector_params,
 )
+from storage.adapters.kuzu._kept import MENTIONS_KEPT, RELATIONS_KEPT, Mention, PerEntity
 from storage.adapters.kuzu.conversations import _Conversations
 from storage.adapters.kuzu.exports import _Exports
 from storage.domain.errors import StorageUnavailable, StoreFailed, StoreMismatch
+from storage.domain.records import Relation
 from storage.ports.canonical import FileSpace, Session
 
 # Journaled statements left for the final pause of a rewrite; more are replayed beside live traffic first. About
@@ -168,6 +170,14 @@ class GraphStore(_Exports, _Conversations):
         self._lock = RWLock()
         self._local = threading.local()
         self._generation = 0
+        self._data_version = 0  # moves when a transaction ends, or the database is switched (``_kept``)
+        # An entity's mentions are read whole at the first ask: that costs about what the reader's filtered
+        # statement does (Kùzu's time goes into reading each mentioning memory's columns, for both), 1.2x at
+        # 100,000 memories. Its relations cost more whole (every edge's properties): read whole at the third ask,
+        # when a second recall wants them (the graph lane asks twice in one: its newest over every scope, then a
+        # reader's window).
+        self._mentions: PerEntity[Mention] = PerEntity(after=0, rows=MENTIONS_KEPT)
+        self._relations: PerEntity[Relation] = PerEntity(after=2, rows=RELATIONS_KEPT)
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
         self._failed: str | None = None
@@ -348,6 +358,7 @@ class GraphStore(_Exports, _Conversations):
             self._readers.clear()
         self._writer.close()
         self._generation += 1
+        self._data_version += 1
 
     # -- connections -------------------------------------------------------------------------------
 
@@ -403,10 +414,12 @@ class GraphStore(_Exports, _Conversations):
                     _RECORDING.pop(conn, None)
             except BaseException:
                 conn.execute("ROLLBACK")
+                self._data_version += 1
                 raise
             try:
                 conn.execute("COMMIT")
             except RuntimeError as exc:
+                self._data_version += 1
                 if _checkpoint_timeout(exc):
                     # The commit is in the WAL and visible (Kùzu commits, then checkpoints when the WAL is
                     # large, and only the checkpoint waited in vain for an open read transaction): the write is
@@ -433,6 +446,8 @@ class GraphStore(_Exports, _Conversations):
                     hint="nothing from this call was kept; free disk space or make the data directory "
                     "writable, then retry",
                 ) from exc
+            # Before the caller hears of the commit: a read it starts next never reuses what was read before.
+            self._data_version += 1
             self._journaled(journal, statements)
         if journal is None:  # a rewrite's snapshot is open otherwise: the log grows until it is done
             self._after_commit()
@@ -657,9 +672,11 @@ class GraphStore(_Exports, _Conversations):
             with self.read() as session:
                 conn = cast(kuzu.Connection, session)
                 conn.execute("BEGIN TRANSACTION READ ONLY")
+                self._local.snapshot = True  # it reads an older state than the store's: nothing is kept
                 try:
                     yield conn
                 finally:
+                    self._local.snapshot = False
                     conn.execute("COMMIT")
         finally:
             with self._long_reads_lock:
