@@ -481,6 +481,11 @@ class CanonicalConversations(Protocol):
         """Ids of the conversation's messages (any order)."""
         ...
 
+    def conversation_keys_ending(self, conn: Session, suffix: str) -> list[str]:
+        """Keys of the conversations (with or without messages) whose key ends with ``suffix``: reads the
+        conversations, not their members (a purge finds its scope's days without reading every membership)."""
+        ...
+
     def conversations_of(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, str | None]:
         """The conversations the given memories belong to, or whose digest they are: key -> digest id."""
         ...

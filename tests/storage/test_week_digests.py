@@ -468,10 +468,15 @@ def test_purging_a_scope_drops_its_days_and_weeks_even_of_memories_shared_with_a
     ids = import_recorded(engine, tmp_path, a_week(), scope=["user:ana", "project:web"])  # type: ignore[arg-type]
     engine.consolidate()
     tag = days.scope_tag("user:ana")
+    with engine.graph.read() as conn:  # what the purge finds of them, without reading every membership
+        own = [k for k, _ in engine.graph.export_conversations(conn) if days.tag_of(k) == tag]
+        assert own
+        assert engine.graph.conversation_keys_ending(conn, ":" + tag) == sorted(own)
     engine.purge("user:ana", confirm="user:ana")
     engine.consolidate()
     with engine.graph.read() as conn:
         assert [k for k, _ in engine.graph.export_conversations(conn) if days.tag_of(k) == tag] == []
+        assert engine.graph.conversation_keys_ending(conn, ":" + tag) == []
     assert files_containing(data_dir, tag.encode()) == []
     assert len(week_digests(engine)) == 1  # project:web's own
     engine.create_scope("user:ana")

@@ -56,6 +56,9 @@ class _Conversations(_Exports):
     def export_conversations(self, conn: Session) -> list[tuple[str, list[str]]]:
         return []
 
+    def conversation_keys_ending(self, conn: Session, suffix: str) -> list[str]:
+        return []
+
     def conversation_state(self, conn: Session, key: str) -> tuple[datetime | None, str | None] | None:
         return None
 

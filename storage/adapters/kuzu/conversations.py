@@ -119,6 +119,10 @@ class _Conversations(_Writes):
             else:
                 _exec(conn, "MATCH (c:Conversation {key: $k}) DETACH DELETE c", {"k": key})
 
+    def conversation_keys_ending(self, conn: Session, suffix: str) -> list[str]:
+        rows = _rows(conn, "MATCH (c:Conversation) WHERE ends_with(c.key, $s) RETURN c.key", {"s": suffix})
+        return sorted(r[0] for r in rows)
+
     def export_conversations(self, conn: Session) -> list[tuple[str, list[str]]]:
         rows = _rows(
             conn,
