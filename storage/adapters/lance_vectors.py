@@ -36,9 +36,10 @@ import pyarrow as pa
 from lancedb.index import Bitmap, IvfFlat, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
+from storage._durable import fsync_directory
 from storage.adapters import _half as half
 from storage.adapters._rwlock import RWLock
-from storage.adapters.watermark import Watermark, fsync_directory
+from storage.adapters.watermark import Watermark
 from storage.domain.records import ProjectionRow
 
 log = logging.getLogger("mnemograph.vectors")

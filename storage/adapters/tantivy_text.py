@@ -17,8 +17,9 @@ from pathlib import Path
 
 import tantivy
 
+from storage._durable import write_durably
 from storage.adapters._rwlock import RWLock
-from storage.adapters.watermark import Watermark, write_durably
+from storage.adapters.watermark import Watermark
 from storage.domain.errors import StorageUnavailable
 from storage.domain.records import ProjectionRow
 

@@ -10,35 +10,12 @@ trusted, and the engine rebuilds it from the canonical store at open.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 from pathlib import Path
 
+from storage._durable import write_durably
+
 log = logging.getLogger("mnemograph.projections")
-
-
-def write_durably(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash (or power loss) at any point leaves either the old content
-    or the new one: written to a temporary file beside it, fsynced, renamed over it, then the directory fsynced
-    (so the rename itself is on disk before the caller goes on)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_directory(path.parent)
-
-
-def fsync_directory(directory: Path) -> None:
-    """Make the entries of ``directory`` (a rename, a new file) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Watermark:

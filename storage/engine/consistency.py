@@ -6,12 +6,12 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO
 
+from storage._durable import write_durably
 from storage.domain.errors import StorageUnavailable, StoreMismatch
 from storage.domain.models import (
     VerifyReport,
 )
 from storage.engine import backup as snapshots
-from storage.engine._durable import write_durably
 from storage.engine.state import log
 from storage.engine.versions import _Versions
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from storage.engine._durable import fsync_directory
+from storage._durable import fsync_directory
 
 log = logging.getLogger("mnemograph")
 

@@ -26,7 +26,7 @@ import pytest
 from server._admin import report_json
 from server.cli import _format_report
 from storage import CachedEmbedder, Engine
-from storage.adapters import watermark as watermark_module
+from storage import _durable as durable_module
 from storage.adapters.watermark import Watermark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,8 +177,8 @@ def test_a_watermark_is_written_durably(tmp_path: Path, monkeypatch: pytest.Monk
         synced.append(f"rename {Path(src).name} -> {Path(dst).name}")
         real_replace(src, dst)
 
-    monkeypatch.setattr(watermark_module.os, "fsync", fsync)
-    monkeypatch.setattr(watermark_module.os, "replace", replace)
+    monkeypatch.setattr(durable_module.os, "fsync", fsync)
+    monkeypatch.setattr(durable_module.os, "replace", replace)
     mark.set(42)
     assert synced == [str(tmp_path / "WATERMARK.tmp"), "rename WATERMARK.tmp -> WATERMARK", str(tmp_path)]
     assert Watermark(tmp_path / "WATERMARK").value == 42
@@ -187,12 +187,13 @@ def test_a_watermark_is_written_durably(tmp_path: Path, monkeypatch: pytest.Monk
 _KILL_BEFORE_RENAME = """
 import os, signal, sys
 from pathlib import Path
+from storage import _durable
 from storage.adapters import watermark
 mark = watermark.Watermark(Path(sys.argv[1]))
 mark.set(7)
 def killed(src, dst):
     os.kill(os.getpid(), signal.SIGKILL)
-watermark.os.replace = killed
+_durable.os.replace = killed
 mark.set(8)
 """
 

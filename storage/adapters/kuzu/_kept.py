@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Generic, Literal, NamedTuple, TypeVar
 
@@ -74,6 +74,18 @@ class PerEntity(Generic[T]):
                 self._asked.clear()
             self._asked[entity] = (version, n + 1)
             return n >= self._after
+
+    def fetch(
+        self, entity: str, version: int, read: Callable[[], list[T] | None]
+    ) -> list[T] | Literal[False] | None:
+        """The entity's rows at ``version`` (taken before ``read`` runs: a commit during it leaves what it read
+        kept at the older version, never used again): kept ones, else ``read()`` when asked for often enough
+        (``asked_again``), else False (the caller reads with its own filter)."""
+        kept = self.get(entity, version)
+        if kept is False and self.asked_again(entity, version):
+            kept = read()
+            self.put(entity, version, kept)
+        return kept
 
     def put(self, entity: str, version: int, rows: list[T] | None) -> None:
         """Keep ``rows`` read at ``version`` (None: the entity has too many to keep)."""

@@ -291,11 +291,7 @@ class _Reads:
         ``valid_at`` (and ``live_only``), only memories valid at that instant: exactly those a current-view
         query may see (``recall.visible``)."""
         if self._keeps(conn):
-            version = self._data_version  # before the read: a commit during it makes what it keeps stale
-            kept = self._mentions.get(entity, version)
-            if kept is False and self._mentions.asked_again(entity, version):
-                kept = self._mentions_of(conn, entity)
-                self._mentions.put(entity, version, kept)
+            kept = self._mentions.fetch(entity, self._data_version, lambda: self._mentions_of(conn, entity))
             if kept is not None and kept is not False:
                 return select(kept, scopes, live_only=live_only, limit=limit, valid_at=valid_at)
         live = " AND m.retired_at IS NULL AND m.superseded_by IS NULL" if live_only else ""
@@ -394,11 +390,7 @@ class _Reads:
         if scopes is not None and not scopes:
             return []  # no scope to share (and Kùzu cannot type an empty list parameter: "ANY type")
         if self._keeps(conn):
-            version = self._data_version  # before the read: a commit during it makes what it keeps stale
-            kept = self._relations.get(entity, version)
-            if kept is False and self._relations.asked_again(entity, version):
-                kept = self._relations_of(conn, entity)
-                self._relations.put(entity, version, kept)
+            kept = self._relations.fetch(entity, self._data_version, lambda: self._relations_of(conn, entity))
             if kept is not None and kept is not False:
                 if scopes is not None:
                     wanted = set(scopes)

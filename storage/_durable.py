@@ -1,9 +1,7 @@
-"""Small state files of the engine (which canonical store the projections mirror), written so that a crash or
-power loss at any moment leaves the old content or the new, never an empty or partial file.
-
-The same steps as ``storage.adapters.watermark.write_durably``, which the engine may not import (only the
-composition root imports adapters). Standard library only.
-"""
+"""Small state files (watermarks, the record of which canonical store the projections mirror, pointers to the
+current index), written so that a crash or power loss at any moment leaves the old content or the new, never an
+empty or partial file. Standard library only: outside the storage layers, so the engine and the adapters share it
+(neither may import the other)."""
 
 from __future__ import annotations
 
