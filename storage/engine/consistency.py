@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO
@@ -77,7 +78,7 @@ class _Consistency(_Versions):
                     f"the search index {projection.name} in {self.data_dir} could not be rebuilt from the "
                     f"canonical store ({type(exc).__name__}: {str(exc)[:200]})",
                     hint="make room on the disk (or make it writable), then run "
-                    f"`mnemograph reindex --data-dir {self.data_dir}`; no memory is lost, the canonical store "
+                    f"`mnemograph reindex --data-dir {shlex.quote(str(self.data_dir))}`; no memory is lost, the canonical store "
                     "holds them all",
                 ) from exc
 

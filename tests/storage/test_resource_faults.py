@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -480,7 +481,7 @@ def test_an_index_that_cannot_be_rebuilt_at_open_names_the_command_that_repairs_
     """A vector index that cannot be trusted (its watermark scrambled) on a disk with no room to rebuild it: the
     open fails saying which index, why, and ``mnemograph reindex``; it releases the stores, so that the same
     process opens them once there is room (the owner retries so), and the rebuild then happens."""
-    data = small_fs / "data"
+    data = small_fs / "tide's data"  # the command in the hint must come out shell-quoted
     with Engine.open(data, embedder=embedder, warm=False) as eng:
         for n in range(20):
             eng.write(f"Tide table {n}: high water at {n}:40.", ["user:tide"])
@@ -494,7 +495,7 @@ def test_an_index_that_cannot_be_rebuilt_at_open_names_the_command_that_repairs_
         filler.unlink()
     assert "lancedb" in info.value.message
     assert "could not be rebuilt" in info.value.message
-    assert f"`mnemograph reindex --data-dir {data}`" in info.value.hint
+    assert f"`mnemograph reindex --data-dir {shlex.quote(str(data))}`" in info.value.hint
     with Engine.open(data, embedder=embedder, warm=False) as eng:
         report = eng.verify()
         assert report.ok, report.drift

@@ -12,8 +12,10 @@ watermark is written durably.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from server._admin import report_json
+from server._admin import perform, report_json
 from server.cli import _format_report
 from storage import CachedEmbedder, Engine
 from storage.adapters import watermark as watermark_module
@@ -31,6 +33,12 @@ from storage.adapters.watermark import Watermark
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 6
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A directory name a shell must have quoted: the repair commands named here are run as given."""
+    return tmp_path / "my data's dir"
 
 
 def _build(data: Path, embedder: CachedEmbedder) -> str:
@@ -140,6 +148,11 @@ def test_verify_counts_rows_and_names_duplicates_and_reindex_removes_them(
     shown = report_json(report)
     assert shown["ok"] is False
     assert shown["repair"] == "mnemograph reindex"
+    # Through the owner (``verify --json``): the store's own directory, shell-quoted, since a bare
+    # ``mnemograph reindex`` would rebuild the default store's indexes, not this one's.
+    answered = json.loads(json.dumps(perform(engine, "verify", {})))
+    assert answered["ok"] is False
+    assert shlex.split(answered["repair"]) == ["mnemograph", "reindex", "--data-dir", str(engine.data_dir)]
     text = _format_report(shown, "/srv/mem")
     assert f"drift {projection}_duplicate: 1 ({ids[1]})" in text
     assert text.splitlines()[-1].startswith("DRIFT: run `mnemograph reindex --data-dir /srv/mem`")
