@@ -170,9 +170,11 @@ def _run(
 REPAIR = "mnemograph reindex"  # what rebuilds the search indexes from the canonical store
 
 
-def report_json(report: VerifyReport) -> dict[str, Any]:
-    """A verify report as JSON, with its ``ok`` verdict, and when it is not ok the ``repair`` command."""
-    return {**dataclasses.asdict(report), "ok": report.ok} | ({} if report.ok else {"repair": REPAIR})
+def report_json(report: VerifyReport, data_dir: Path | None = None) -> dict[str, Any]:
+    """A verify report as JSON, with its ``ok`` verdict, and when it is not ok the ``repair`` command: for the
+    store at ``data_dir`` when given (shell-quoted), since a bare ``mnemograph reindex`` repairs the default one."""
+    repair = REPAIR if data_dir is None else f"{REPAIR} --data-dir {shlex.quote(str(data_dir))}"
+    return {**dataclasses.asdict(report), "ok": report.ok} | ({} if report.ok else {"repair": repair})
 
 
 def perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, Any]:
@@ -192,9 +194,9 @@ def _perform(engine: Engine, op: Operation, args: dict[str, Any]) -> dict[str, A
     from storage.engine.backup import to_json
 
     if op == "verify":
-        return report_json(engine.verify())
+        return report_json(engine.verify(), engine.data_dir)
     if op == "reindex":
-        return report_json(engine.reindex())
+        return report_json(engine.reindex(), engine.data_dir)
     if op == "digests":
         return {"digests_built": engine.rebuild_digests(), "ok": True}
     if op == "sweep":

@@ -170,6 +170,9 @@ class EngineHolder:
 
     def _note(self, doing: str) -> None:
         self._doing = doing  # a str assignment: safe to make from the opening thread
+        # An attempt that gets this far is past what failed a previous one (the directory held by a CLI, say):
+        # that error no longer says why the store is not ready, and a waiting call must hear of the progress.
+        self._last_error = None
 
     @property
     def projections(self) -> dict[str, object] | None:

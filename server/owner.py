@@ -194,10 +194,11 @@ class _Home:
         if self._fd is None:
             self._hold()
             return False
-        held = os.fstat(self._fd)
-        if held.st_nlink == 0:
-            return True  # removed, whatever the path now shows
         try:
+            # The held descriptor too: fstat on a network file system's directory can fail with ESTALE or EIO.
+            held = os.fstat(self._fd)
+            if held.st_nlink == 0:
+                return True  # removed, whatever the path now shows
             now = os.stat(self.path)
         except (FileNotFoundError, NotADirectoryError):
             return True  # nothing at the path (or a file where a parent directory was)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO
@@ -65,7 +66,15 @@ class _Consistency(_Versions):
         rebuilt (its disk full or read-only) raises StorageUnavailable naming the command that repairs it."""
         with self.graph.read() as conn:
             seq = self.graph.max_seq(conn)
+            pruned_whole = self.graph.oldest_change(conn) is None
             rows = list(self.graph.projection_rows(conn).values())
+        if pruned_whole and not self.graph.shared:
+            # An erasure prunes the embedded log whole, and its head goes with it: the head is then what the
+            # projections (and the reconciler) numbered last. A watermark of 0 over a store with memories would
+            # read as a projection lost at the next open, rebuilt again at every open until the next write.
+            seq = max(
+                seq, self.reconciler.committed_seq, *(p.watermark.value for p in self.stores.projections)
+            )
         for projection in self.stores.projections:
             if names is not None and projection.name not in names:
                 continue
@@ -77,7 +86,7 @@ class _Consistency(_Versions):
                     f"the search index {projection.name} in {self.data_dir} could not be rebuilt from the "
                     f"canonical store ({type(exc).__name__}: {str(exc)[:200]})",
                     hint="make room on the disk (or make it writable), then run "
-                    f"`mnemograph reindex --data-dir {self.data_dir}`; no memory is lost, the canonical store "
+                    f"`mnemograph reindex --data-dir {shlex.quote(str(self.data_dir))}`; no memory is lost, the canonical store "
                     "holds them all",
                 ) from exc
 

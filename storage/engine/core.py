@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import threading
 import time
 from collections.abc import Sequence
@@ -43,7 +44,18 @@ class EngineCore(_Derived):
         if self.graph.shared:
             self._lexicon_at = 0.0
             self.reconciler.on_changes = self._follow_changes
-        self.reconciler.start()
+        try:
+            self.reconciler.start()  # replays what the projections missed first
+        except (OSError, ValueError, RuntimeError) as exc:  # the store libraries' I/O errors (a full disk)
+            # A StorageUnavailable, as a rebuild that fails here is: the owner retries it (the disk freed)
+            # instead of taking the raw error for a store that can never open.
+            raise StorageUnavailable(
+                f"the search indexes in {self.data_dir} could not catch up with the canonical store "
+                f"({type(exc).__name__}: {str(exc)[:200]})",
+                hint="make room on the disk (or make it writable); the next open catches up, or run "
+                f"`mnemograph reindex --data-dir {shlex.quote(str(self.data_dir))}`; no memory is lost, the "
+                "canonical store holds them all",
+            ) from exc
         try:
             self._check_row_counts()
         except BaseException:

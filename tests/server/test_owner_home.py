@@ -58,3 +58,23 @@ def test_a_path_the_file_system_cannot_answer_for_is_not_taken_for_gone(
     shutil.rmtree(data)
     monkeypatch.setattr(owner.os, "stat", stale)
     assert home.gone()  # removed: the held descriptor says so, whatever the path answers
+
+
+def test_a_held_directory_the_file_system_cannot_answer_for_is_not_taken_for_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``os.fstat`` of the held descriptor fails too on a network file system (ESTALE, EIO): it raised out of the
+    owner's watch, which stopped the owner as a crash would, the stores unclosed."""
+    data = tmp_path / "data"
+    data.mkdir()
+    home = _Home(data)
+
+    def stale(fd: int) -> os.stat_result:
+        raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+
+    monkeypatch.setattr(owner.os, "fstat", stale)
+    assert not home.gone()
+    monkeypatch.undo()
+    assert not home.gone()
+    shutil.rmtree(data)
+    assert home.gone()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -480,7 +481,7 @@ def test_an_index_that_cannot_be_rebuilt_at_open_names_the_command_that_repairs_
     """A vector index that cannot be trusted (its watermark scrambled) on a disk with no room to rebuild it: the
     open fails saying which index, why, and ``mnemograph reindex``; it releases the stores, so that the same
     process opens them once there is room (the owner retries so), and the rebuild then happens."""
-    data = small_fs / "data"
+    data = small_fs / "tide's data"  # the command in the hint must come out shell-quoted
     with Engine.open(data, embedder=embedder, warm=False) as eng:
         for n in range(20):
             eng.write(f"Tide table {n}: high water at {n}:40.", ["user:tide"])
@@ -494,8 +495,37 @@ def test_an_index_that_cannot_be_rebuilt_at_open_names_the_command_that_repairs_
         filler.unlink()
     assert "lancedb" in info.value.message
     assert "could not be rebuilt" in info.value.message
-    assert f"`mnemograph reindex --data-dir {data}`" in info.value.hint
+    assert f"`mnemograph reindex --data-dir {shlex.quote(str(data))}`" in info.value.hint
     with Engine.open(data, embedder=embedder, warm=False) as eng:
         report = eng.verify()
         assert report.ok, report.drift
         assert report.counts == {"kuzu": 20, "lancedb": 20, "tantivy": 20}
+
+
+def test_a_replay_at_open_that_fails_on_a_full_disk_is_retried_not_a_permanent_failure(
+    tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A write acknowledged while the text index's disk was full, the store closed; the next open replays it
+    into the still full disk. The raw LanceError/ValueError it raised the owner took for a store that can never
+    open (no retry, not even once the disk was freed); a StorageUnavailable is retried, as a failed rebuild is."""
+    data = tmp_path / "data"
+    text = data / "text"
+    text.mkdir(parents=True)
+    with _tmpfs(text, "64m"):
+        with Engine.open(data, embedder=embedder, warm=False) as eng:
+            for n in range(20):
+                eng.write(f"Tide table {n}: high water at {n}:40.", ["user:tide"])
+            assert eng.reconciler.wait_projected()
+            filler = _fill(text)
+            receipt = eng.write("The canary fern needs water on Fridays.", ["user:tide"])
+            assert not eng.reconciler.wait_projected(timeout=2)
+        with pytest.raises(StorageUnavailable) as info:
+            Engine.open(data, embedder=embedder, warm=False)
+        assert "could not catch up" in info.value.message
+        assert "mnemograph reindex --data-dir" in (info.value.hint or "")
+        filler.unlink()
+        with Engine.open(data, embedder=embedder, warm=False) as eng:
+            report = eng.verify()
+            assert report.ok, report.drift
+            assert report.counts == {"kuzu": 21, "lancedb": 21, "tantivy": 21}
+            assert eng.recall("canary fern water", ["user:tide"], k=1)[0].memory.id == receipt.id

@@ -12,8 +12,10 @@ watermark is written durably.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from server._admin import report_json
+from server._admin import perform, report_json
 from server.cli import _format_report
 from storage import CachedEmbedder, Engine
 from storage import _durable as durable_module
@@ -31,6 +33,12 @@ from storage.adapters.watermark import Watermark
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 6
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A directory name a shell must have quoted: the repair commands named here are run as given."""
+    return tmp_path / "my data's dir"
 
 
 def _build(data: Path, embedder: CachedEmbedder) -> str:
@@ -140,6 +148,11 @@ def test_verify_counts_rows_and_names_duplicates_and_reindex_removes_them(
     shown = report_json(report)
     assert shown["ok"] is False
     assert shown["repair"] == "mnemograph reindex"
+    # Through the owner (``verify --json``): the store's own directory, shell-quoted, since a bare
+    # ``mnemograph reindex`` would rebuild the default store's indexes, not this one's.
+    answered = json.loads(json.dumps(perform(engine, "verify", {})))
+    assert answered["ok"] is False
+    assert shlex.split(answered["repair"]) == ["mnemograph", "reindex", "--data-dir", str(engine.data_dir)]
     text = _format_report(shown, "/srv/mem")
     assert f"drift {projection}_duplicate: 1 ({ids[1]})" in text
     assert text.splitlines()[-1].startswith("DRIFT: run `mnemograph reindex --data-dir /srv/mem`")
@@ -229,3 +242,36 @@ def test_the_canonical_record_is_written_durably(
     assert (data_dir / "CANONICAL").read_text() == "kuzu\n"
     at = synced.index(str(data_dir / "CANONICAL.tmp"))
     assert str(data_dir) in synced[at + 1 :]
+
+
+@pytest.mark.parametrize("how", ["reindex", "damaged at open"])
+def test_a_rebuild_after_an_erasure_is_not_done_again_at_every_open(
+    data_dir: Path, embedder: CachedEmbedder, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An erasure prunes the change log whole. A rebuild then (``mnemograph reindex``, or the open's repair of
+    an index it cannot trust) set the watermarks to the empty log's head, 0: over a store with memories that
+    reads as projections lost, and every later open rebuilt both in full until the next write came."""
+    top = _build(data_dir, embedder)
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        gone = eng.write("The old key code was 4471.", ["user:inv"]).id
+        eng.erase(gone, confirm=gone)
+        if how == "reindex":
+            assert eng.reindex().ok
+    if how == "damaged at open":
+        (data_dir / "vectors" / "WATERMARK").write_text("not a number")
+        with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+            assert eng.verify().ok
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+            report = eng.verify()
+            assert report.ok, report.drift
+            assert report.counts == {"kuzu": N, "lancedb": N, "tantivy": N}
+            assert min(report.watermarks.values()) > N  # the erasure's changes counted, not an empty log's 0
+            assert eng.recall("crates of quinces shelf 15", ["user:inv"], k=3)[0].memory.id == top
+        rebuilt = [r.getMessage() for r in caplog.records if "rebuild" in r.getMessage()]
+        assert rebuilt == []
+    with Engine.open(data_dir, embedder=embedder, warm=False) as eng:
+        new = eng.write("The loading dock closes at six.", ["user:inv"])
+        assert eng.recall("loading dock closes", ["user:inv"], k=1)[0].memory.id == new.id
+        assert eng.verify().ok

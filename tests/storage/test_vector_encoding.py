@@ -285,6 +285,59 @@ def test_a_call_that_waits_for_a_converting_store_is_told_what_it_waits_for(
     assert problem.startswith("opening: converting the stored vectors")
 
 
+def test_a_conversion_after_a_retried_open_is_reported_not_the_old_error(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner's first open attempt fails for a moment (the directory held by a CLI ``reindex``, say) and its
+    retry then converts the vectors for minutes: a waiting call and ``mnemograph status`` said the first
+    attempt's error ("wait a few seconds") the whole time, never the conversion and how far it got."""
+    from server import _engine
+
+    data = tmp_path / "data"
+    vectors = _supplied(200, seed=9)
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        items = [
+            WriteItem(f"Crate {i} holds jar {i}.", ["user:ana"], vector=v) for i, v in enumerate(vectors)
+        ]
+        ids = [r.id for r in eng.write_many(items)]
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    monkeypatch.setattr(GraphStore, "HALVE_BATCH", 1)
+    real, attempts = _engine._open_engine, []
+
+    def held_once(*args: object) -> Engine:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise StorageUnavailable("the data directory is held by mnemograph reindex")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_engine, "_open_engine", held_once)
+    holder = EngineHolder(data, wait=0)
+    told: list[tuple[str, str | None]] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder.run)
+            while True:
+                try:
+                    await holder.get()
+                except StorageUnavailable as exc:
+                    told.append((exc.message, holder.problem))
+                    await anyio.sleep(0.002)
+                else:
+                    break
+        await holder.close()
+
+    anyio.run(main)
+    assert len(attempts) == 2
+    converting = [t for t in told if "converting the stored vectors" in t[0]]
+    assert converting, told[-3:]
+    message, problem = converting[-1]
+    assert " of 200 memories" in message
+    assert problem is not None
+    assert problem.startswith("opening: converting the stored vectors")
+
+
 def _jsonl(path: Path, vectors: list[np.ndarray]) -> None:
     with path.open("w") as out:
         for i, v in enumerate(vectors):
