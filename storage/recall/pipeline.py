@@ -251,8 +251,10 @@ def _lift(
                 out.append((s, score, dict(own.get(s, {}))))
                 placed.add(s)
                 lifted[s] = mid
-            elif derived and s not in lifted:
-                lifted[s] = mid  # found on its own, above the derivation: it still says what it justifies
+            elif derived and (s not in lifted or lifted[s] in day_digests):
+                # Found on its own, or lifted by its day (no topic, no evidence) above the derivation: it still
+                # says what it justifies. Which of the two ranked first hung on the day digest's date words.
+                lifted[s] = mid
         if chosen:
             stand_in[mid] = chosen[0]
         if show:
