@@ -30,7 +30,8 @@ class _Consistency(_Versions):
         self.reconciler.wait_projected()
         with self.graph.read() as conn:
             canonical = self.graph.all_ids(conn)
-        drift: dict[str, list[str]] = {}
+            # The canonical store's own copies (what recall's graph lane reads of a memory, kept on its mentions).
+            drift: dict[str, list[str]] = {f"{self.graph.name}_stale_copies": self.graph.stale_copies(conn)}
         counts = {self.graph.name: len(canonical)}
         for projection in self.stores.projections:
             name, live = projection.name, projection.live_status()

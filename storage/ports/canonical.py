@@ -225,6 +225,12 @@ class CanonicalReads(Protocol):
         """Every memory id, mapped to whether it is live (neither retired nor superseded)."""
         ...
 
+    def stale_copies(self, conn: Session) -> list[str]:
+        """Ids of memories (sorted) some copy of whose fields, kept elsewhere by the adapter for its reads (Kùzu:
+        on each MENTIONS edge), disagrees with the memory; empty when the adapter keeps no copies. ``verify``
+        reports them."""
+        ...
+
     def memory_count(self, conn: Session) -> int:
         """How many memories the store holds (current or not): what each projection must hold, row for row."""
         ...

@@ -466,3 +466,112 @@ def test_mentions_are_counted_per_memory_in_its_own_scopes_live_as_after_a_resta
     with Engine.open(data_dir, embedder=embedder, warm=False) as e:
         stored = [e.lexicon.mentions("Hotel Aria", [s]) for s in ("user:ana", "user:bo", "team:t")]
     assert live == stored == [4, 3, 3]
+
+
+def _stale_copies(e: Engine) -> list[str]:
+    """The memories whose mentions' copies of their fields disagree with them, as ``verify`` reports them."""
+    report = e.verify()
+    return report.drift["kuzu_stale_copies"]
+
+
+def test_the_graph_lanes_mentions_follow_every_change_a_user_makes_with_no_stale_copy(trip: Engine) -> None:
+    """The graph lane reads an entity's mentions from the MENTIONS edges alone, which carry their memory's scopes,
+    status and validity (a hub's mentions then cost no read of each memory). After each write, link, unlink,
+    amend, retire, purge and erasure the lane finds what the change left (read with the reader's filter, whole,
+    and from what was kept), and ``verify`` finds no edge whose copy disagrees with its memory."""
+    query = "What do we know about Hotel Aria?"
+    aria = [EntityIn("Hotel Aria", "place")]
+
+    def found(scopes: tuple[str, ...] = ("user:ana",)) -> set[str]:
+        every = [
+            {h.memory.content for h in trip.recall(query, list(scopes), recipe="graph", k=10)} for _ in "abc"
+        ]
+        assert every[0] == every[1] == every[2]
+        assert _stale_copies(trip) == []
+        return every[0]
+
+    assert BOOKED in found()
+    pool = trip.write("Hotel Aria has a rooftop pool.", ["user:bo"], entities=aria)
+    assert "Hotel Aria has a rooftop pool." not in found()
+    assert "Hotel Aria has a rooftop pool." in found(("user:bo",))
+    trip.link(pool.id, "user:ana")
+    assert "Hotel Aria has a rooftop pool." in found()
+    trip.unlink(pool.id, "user:ana")
+    assert "Hotel Aria has a rooftop pool." not in found()
+    trip.link(pool.id, "user:ana")
+    amended = trip.amend(pool.id, "Hotel Aria has a rooftop pool and a gym.")
+    assert {"Hotel Aria has a rooftop pool and a gym."} <= found() - {"Hotel Aria has a rooftop pool."}
+    trip.retire(amended.id)
+    assert not any("rooftop" in c for c in found())
+    trip.write("Hotel Aria gives trip members a discount.", ["project:trips"], entities=aria)
+    assert "Hotel Aria gives trip members a discount." in found(("user:ana", "project:trips"))
+    trip.purge("project:trips", confirm="project:trips")
+    assert "Hotel Aria gives trip members a discount." not in found(("user:ana", "project:trips"))
+    # Written in bulk (``write_many``: the set-based insert), then erased.
+    spa = trip.write_many([WriteItem("Hotel Aria opened a spa.", ["user:ana"], entities=aria)])[0]
+    assert "Hotel Aria opened a spa." in found()
+    trip.erase(spa.id, confirm=spa.id)
+    assert "Hotel Aria opened a spa." not in found()
+    assert BOOKED in found()
+
+
+def test_mentions_written_before_they_carried_their_memorys_fields_answer_the_same_after_an_upgrade(
+    trip: Engine, data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """A data directory whose MENTIONS edges predate the copies of their memory's fields (the columns missing, as
+    every release before this one made the table): opening it adds and fills them once, and the graph lane answers
+    as before, for each entity and reader. An upgrade cut short (columns added, not filled) is done again at the
+    next open. A copy that disagrees with its memory is reported by ``verify``."""
+    aria = [EntityIn("Hotel Aria", "place")]
+    pool = trip.write("Hotel Aria has a rooftop pool.", ["user:bo"], entities=aria)
+    trip.link(pool.id, "user:ana")
+    trip.amend(pool.id, "Hotel Aria has a rooftop pool and a gym.")
+    gone = trip.write("Hotel Aria closed its bar.", ["user:ana"], entities=aria)
+    trip.retire(gone.id)
+    trip.write("Lisbon trams are old.", ["user:bo"], entities=[EntityIn("Lisbon", "place")])
+    queries = ("What do we know about Hotel Aria?", "Which country is Hotel Aria in?", "Tell me about Lisbon")
+    readers = (("user:ana",), ("user:bo",), ("user:ana", "user:bo"))
+
+    def answers(e: Engine) -> dict[tuple[str, tuple[str, ...]], list[str]]:
+        return {
+            (q, r): [h.memory.content for h in e.recall(q, list(r), recipe="graph", k=10)]
+            for q in queries
+            for r in readers
+        }
+
+    before = answers(trip)
+    assert "Hotel Aria has a rooftop pool and a gym." in before[(queries[0], ("user:bo",))]
+    trip.close()
+    graph_file = str(data_dir / "graph" / "graph-000001.kz")
+
+    columns = (
+        ("memory_id", "STRING"),
+        ("scopes", "STRING[]"),
+        ("live", "BOOL"),
+        ("recorded_at", "TIMESTAMP"),
+        ("valid_from", "TIMESTAMP"),
+        ("valid_to", "TIMESTAMP"),
+    )
+    for cut_short in (False, True):
+        db = kuzu.Database(graph_file)
+        conn = kuzu.Connection(db)
+        for column, _ in columns:  # as every release before this one made the table
+            conn.execute(f"ALTER TABLE MENTIONS DROP {column}")
+        if cut_short:  # an upgrade that added the columns, then stopped before it filled them
+            for column, kind in columns:
+                conn.execute(f"ALTER TABLE MENTIONS ADD {column} {kind}")
+        conn.execute("MATCH (m:Meta {key: 'mention_copies'}) DELETE m")
+        conn.close()
+        db.close()
+        with Engine.open(data_dir, embedder=embedder, warm=False) as again:
+            assert answers(again) == before
+            assert _stale_copies(again) == []
+
+    # A copy that disagrees (the retired memory's mentions said live) is found by verify.
+    db = kuzu.Database(graph_file)
+    conn = kuzu.Connection(db)
+    conn.execute("MATCH (m:Memory {id: $id})-[r:MENTIONS]->() SET r.live = true", {"id": gone.id})
+    conn.close()
+    db.close()
+    with Engine.open(data_dir, embedder=embedder, warm=False) as again:
+        assert _stale_copies(again) == [gone.id]

@@ -301,6 +301,10 @@ class _Reads:
         rows = session(conn).rows(f"MATCH (m:Memory) RETURN m.id, {LIVE}")
         return {r[0]: bool(r[1]) for r in rows}
 
+    def stale_copies(self, conn: Session) -> list[str]:
+        del conn
+        return []  # reads every field from the memory itself: no copies
+
     def memory_count(self, conn: Session) -> int:
         rows = session(conn).rows("MATCH (m:Memory) RETURN count(m)")
         return int(rows[0][0]) if rows else 0

@@ -49,6 +49,25 @@ _PROJECTION = f"m.id, m.content, m.kind, m.scopes, m.retired_at IS NULL AND m.su
 _PROJECT_ONE = f"MATCH (m:Memory {{id: $id}}) RETURN {_PROJECTION}"
 
 
+# What ``mentioning`` reads of a memory, copied onto each of its MENTIONS edges (column, type, value from ``m``):
+# read from the memories, a hub entity's mentions cost a random read of six columns per mentioning memory (30 ms
+# for an entity named 3,000-6,000 times at 100,000 memories); read from the edges, which Kùzu stores together per
+# entity, a few ms (docs/benchmarks/scale.md, session 21). Every statement that creates a mention or changes one
+# of these fields of a memory copies them again (``COPY_TO_MENTIONS``).
+MENTION_COPIES = (
+    ("memory_id", "STRING", "m.id"),
+    ("scopes", "STRING[]", "m.scopes"),
+    ("live", "BOOL", "m.retired_at IS NULL AND m.superseded_by IS NULL"),
+    ("recorded_at", "TIMESTAMP", "m.recorded_at"),
+    ("valid_from", "TIMESTAMP", "m.valid_from"),
+    ("valid_to", "TIMESTAMP", "m.valid_to"),
+)
+# A SET clause for a memory ``m`` and its mention ``r``.
+COPY_TO_MENTION = ", ".join(f"r.{column} = {value}" for column, _, value in MENTION_COPIES)
+# Re-copy one memory's fields onto all its mentions (reached from its key: the cost follows its mentions).
+RECOPY_MENTIONS = f"MATCH (m:Memory {{id: $id}})-[r:MENTIONS]->(:Entity) SET {COPY_TO_MENTION}"
+
+
 def _schema(dim: int) -> list[str]:
     return [
         "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING PRIMARY KEY, value STRING)",
@@ -65,7 +84,12 @@ def _schema(dim: int) -> list[str]:
         "CREATE REL TABLE IF NOT EXISTS SUPERSEDES(FROM Memory TO Memory, reason STRING, at TIMESTAMP)",
         # Each edge keeps the name, type and aliases that memory gave the entity, so that erasing the memory
         # can take back exactly what it gave (an alias given only by an erased memory must not stay live).
-        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity, name STRING, type STRING, aliases STRING[])",
+        # ``memory_id`` .. ``valid_to``: what the graph lane's ``mentioning`` filters and orders on, copied from
+        # the memory and kept in step with it (``MENTION_COPIES``). Stores made before them get the columns at
+        # open (``GraphStore``).
+        "CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Memory TO Entity, name STRING, type STRING, aliases STRING[], "
+        + ", ".join(f"{column} {kind}" for column, kind, _ in MENTION_COPIES)
+        + ")",
         # ``scopes``: the recording memory's scope list, kept in step with it (the graph lane's window is chosen
         # among the edges a reader may see). Stores made before it get the column at open (``GraphStore``).
         "CREATE REL TABLE IF NOT EXISTS RELATES(FROM Entity TO Entity, predicate STRING, memory_id STRING, "

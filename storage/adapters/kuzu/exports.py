@@ -16,6 +16,7 @@ from storage.adapters._rows import (
 from storage.adapters.kuzu._cypher import (
     _FIELD_NAMES,
     _RETURN_MEMORY,
+    COPY_TO_MENTION,
     VECTOR,
     _exec,
     _memory_params,
@@ -158,7 +159,8 @@ class _Exports(_Writes):
             _exec(
                 conn,
                 "MATCH (m:Memory {id: $mid}) UNWIND $es AS x MATCH (e:Entity {id: x.e}) "
-                "CREATE (m)-[:MENTIONS {name: x.name, type: x.type, aliases: CAST(x.aliases AS STRING[])}]->(e)",
+                "CREATE (m)-[r:MENTIONS {name: x.name, type: x.type, aliases: CAST(x.aliases AS STRING[])}]->(e) "
+                f"SET {COPY_TO_MENTION}",
                 {"mid": m.id, "es": said},
             )
         if unsaid:
@@ -167,7 +169,7 @@ class _Exports(_Writes):
                 # An older export does not say which memory gave an entity its type and aliases: each mention
                 # holds them.
                 "MATCH (m:Memory {id: $mid}) UNWIND $es AS eid MATCH (e:Entity {id: eid}) "
-                "CREATE (m)-[:MENTIONS {name: e.name, type: e.type, aliases: e.aliases}]->(e)",
+                f"CREATE (m)-[r:MENTIONS {{name: e.name, type: e.type, aliases: e.aliases}}]->(e) SET {COPY_TO_MENTION}",
                 {"mid": m.id, "es": unsaid},
             )
 

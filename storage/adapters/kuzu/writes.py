@@ -10,7 +10,9 @@ from storage.adapters._rows import ENRICHMENT_KEYS
 from storage.adapters.kuzu._cypher import (
     _EPOCH,
     _NEWER_ERASED,
+    COPY_TO_MENTION,
     KEYS_PER_STATEMENT,
+    RECOPY_MENTIONS,
     _exec,
     _memory_params,
     _rows,
@@ -150,7 +152,8 @@ class _Writes(_Reads):
             _exec(
                 conn,
                 "UNWIND $edges AS x MATCH (m:Memory {id: x.m}), (e:Entity {id: x.e}) "
-                "CREATE (m)-[:MENTIONS {name: x.name, type: x.type, aliases: CAST(x.aliases AS STRING[])}]->(e)",
+                "CREATE (m)-[r:MENTIONS {name: x.name, type: x.type, aliases: CAST(x.aliases AS STRING[])}]->(e) "
+                f"SET {COPY_TO_MENTION}",
                 {"edges": edges},
             )
 
@@ -168,7 +171,7 @@ class _Writes(_Reads):
             "CREATE (s)-[:CONTAINS {added_at: $at}]->(m)",
             {"id": memory_id, "ss": list(scopes), "at": at},
         )
-        _restamp_relations(conn, memory_id)
+        _restamp(conn, memory_id)
 
     def mention(self, conn: Session, memory_id: str, entities: Sequence[EntityIn]) -> None:
         given: dict[str, EntityIn] = {}
@@ -186,7 +189,8 @@ class _Writes(_Reads):
             _exec(
                 conn,
                 "MATCH (m:Memory {id: $mid}), (e:Entity {id: $eid}) "
-                "CREATE (m)-[:MENTIONS {name: $name, type: $type, aliases: CAST($aliases AS STRING[])}]->(e)",
+                "CREATE (m)-[r:MENTIONS {name: $name, type: $type, aliases: CAST($aliases AS STRING[])}]->(e) "
+                f"SET {COPY_TO_MENTION}",
                 {"mid": memory_id, "eid": key, "name": e.name, "type": e.type, "aliases": list(e.aliases)},
             )
 
@@ -463,6 +467,7 @@ class _Writes(_Reads):
             + " ELSE o.valid_to END",
             {"new": new, "old": old, "reason": reason, "at": at, "vt": close_valid_to},
         )
+        _exec(conn, RECOPY_MENTIONS, {"id": old})
 
     def retire(self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str) -> None:
         _exec(
@@ -473,6 +478,7 @@ class _Writes(_Reads):
             + " ELSE m.valid_to END",
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
+        _exec(conn, RECOPY_MENTIONS, {"id": memory_id})
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         _exec(
@@ -496,7 +502,7 @@ class _Writes(_Reads):
             rows = _rows(conn, "MATCH (m:Memory {id: $id}) RETURN m.scopes", {"id": mid})
             remaining = [x for x in (rows[0][0] or []) if x != scope]
             _exec(conn, "MATCH (m:Memory {id: $id}) SET m.scopes = $ss", {"id": mid, "ss": remaining})
-            _restamp_relations(conn, mid)
+            _restamp(conn, mid)
 
     def delete_scope(self, conn: Session, scope: str, only: Sequence[str]) -> int:
         """Erase a scope: its exclusive memories, its edges, its node; children move to its parent.
@@ -565,6 +571,7 @@ class _Writes(_Reads):
                 # A version that stays while its newer version goes must not point at it; it stays out of
                 # current recall (its validity was closed when it was superseded), now as retired at that same
                 # moment. (``superseded_by`` is likewise set only with the edge, so this reaches every one.)
+                # Not live before, not live after, validity unchanged: its mentions' copies still agree.
                 _exec(
                     conn,
                     _RETIRE_OLDER,
@@ -691,9 +698,11 @@ def _keyed(conn: Session, ids: Sequence[str], one: str, many: str) -> list[list[
     return _rows(conn, many, {"ids": list(ids)})
 
 
-def _restamp_relations(conn: Session, memory_id: str) -> None:
-    """Copy the memory's scope list onto the RELATES edges it recorded (``relations`` filters on it). Reached
-    through the entities it mentions (a relation's ends always are), so the cost does not grow with the store."""
+def _restamp(conn: Session, memory_id: str) -> None:
+    """Copy the memory's scope list onto its MENTIONS edges (``MENTION_COPIES``) and the RELATES edges it recorded
+    (``relations`` filters on it). Reached through the entities it mentions (a relation's ends always are), so the
+    cost does not grow with the store."""
+    _exec(conn, RECOPY_MENTIONS, {"id": memory_id})
     _exec(
         conn,
         "MATCH (m:Memory {id: $id})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = $id "
