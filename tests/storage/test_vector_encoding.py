@@ -258,23 +258,7 @@ def test_a_call_that_waits_for_a_converting_store_is_told_what_it_waits_for(
         own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
     _to_float32_layout(data, own)
     monkeypatch.setattr(GraphStore, "HALVE_BATCH", 1)
-    holder = EngineHolder(data, wait=0)
-    told: list[tuple[str, str, str | None]] = []
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(holder.run)
-            while True:
-                try:
-                    await holder.get()
-                except StorageUnavailable as exc:
-                    told.append((exc.message, exc.hint or "", holder.problem))
-                    await anyio.sleep(0.002)
-                else:
-                    break
-        await holder.close()
-
-    anyio.run(main)
+    told = _told_while_opening(data)
     converting = [t for t in told if "converting the stored vectors" in t[0]]
     assert converting, told
     message, hint, problem = converting[-1]
@@ -312,8 +296,22 @@ def test_a_conversion_after_a_retried_open_is_reported_not_the_old_error(
         return real(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_engine, "_open_engine", held_once)
+    told = _told_while_opening(data)
+    assert len(attempts) == 2
+    converting = [t for t in told if "converting the stored vectors" in t[0]]
+    assert converting, told[-3:]
+    message, _, problem = converting[-1]
+    assert " of 200 memories" in message
+    assert problem is not None
+    assert problem.startswith("opening: converting the stored vectors")
+
+
+def _told_while_opening(data: Path) -> list[tuple[str, str, str | None]]:
+    """What a tool call is told, again and again, while the owner's engine holder opens ``data``: each refused
+    call's message, hint and the holder's ``problem`` (what ``mnemograph status`` shows), until a call gets the
+    engine."""
     holder = EngineHolder(data, wait=0)
-    told: list[tuple[str, str | None]] = []
+    told: list[tuple[str, str, str | None]] = []
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -322,20 +320,14 @@ def test_a_conversion_after_a_retried_open_is_reported_not_the_old_error(
                 try:
                     await holder.get()
                 except StorageUnavailable as exc:
-                    told.append((exc.message, holder.problem))
+                    told.append((exc.message, exc.hint or "", holder.problem))
                     await anyio.sleep(0.002)
                 else:
                     break
         await holder.close()
 
     anyio.run(main)
-    assert len(attempts) == 2
-    converting = [t for t in told if "converting the stored vectors" in t[0]]
-    assert converting, told[-3:]
-    message, problem = converting[-1]
-    assert " of 200 memories" in message
-    assert problem is not None
-    assert problem.startswith("opening: converting the stored vectors")
+    return told
 
 
 def _jsonl(path: Path, vectors: list[np.ndarray]) -> None:
