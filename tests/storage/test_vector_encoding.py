@@ -238,6 +238,44 @@ def test_the_conversion_of_a_float32_store_says_how_far_it_got_while_it_runs(
     assert said == []  # converted once
 
 
+def test_a_conversion_stopped_midway_counts_the_whole_store_when_it_resumes(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner is stopped while it converts (a restart, a crash) and the next open goes on from the rows still
+    unconverted: a waiting caller must be told how far the store got ("4 of 8"), not a count that starts again
+    from nothing over what is left ("0 of 4"), which reads as the store having shrunk or the work restarted."""
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    monkeypatch.setattr(GraphStore, "HALVE_BATCH", 2)
+    n = len(ids)
+
+    class Stopped(Exception):
+        pass
+
+    def stop_after_two_batches(message: str) -> None:
+        if message.startswith("converting") and f": 4 of {n} memories" in message:
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        Engine.open(data, embedder=embedder, warm=False, progress=stop_after_two_batches)
+    said: list[str] = []
+    with Engine.open(data, embedder=embedder, warm=False, progress=said.append) as eng:
+        assert eng.verify().ok
+        with eng.graph.read() as s:
+            for i, v in own.items():
+                assert half.stored_bytes(np.asarray(eng.graph.vector_of(s, i) or [])) == half.stored_bytes(v)
+    assert (
+        said[0]
+        == f"converting the stored vectors to half precision, once after an upgrade: 4 of {n} memories"
+    )
+    assert [int(m.split(": ")[1].split(" of ")[0]) for m in said] == [4, 6, n]
+    assert all(f" of {n} memories" in m for m in said)
+    assert "min left" in said[1]
+
+
 def test_a_call_that_waits_for_a_converting_store_is_told_what_it_waits_for(
     tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
