@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _RETRY_MIN, _RETRY_MAX = 0.1, 2.0
+_RETRY_AFTER_LONG = 60.0  # seconds at most between retries of an open whose attempts take long
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +200,7 @@ class EngineHolder:
         delay = _RETRY_MIN
         started = time.monotonic()
         while not self._closing:
+            attempt = time.monotonic()
             try:
                 # Shielded: a cancelled owner must still see the engine it opened, to close it.
                 with anyio.CancelScope(shield=True):
@@ -207,8 +209,11 @@ class EngineHolder:
                     )
             except StorageUnavailable as exc:
                 self._last_error = exc
-                log.warning("store not available yet (%s); retrying in %.1fs", exc, delay)
-                await anyio.sleep(delay)
+                # An attempt that failed late (a repair rebuilding an index of a large store, on a disk still
+                # full) is not retried sooner than it took, so the retries use at most half the machine.
+                wait = max(delay, min(time.monotonic() - attempt, _RETRY_AFTER_LONG))
+                log.warning("store not available yet (%s); retrying in %.1fs", exc, wait)
+                await anyio.sleep(wait)
                 delay = min(delay * 2, _RETRY_MAX)
                 continue
             except MnemographError as exc:

@@ -185,7 +185,7 @@ class Engine(EngineCore):
             raise
         try:
             engine = cls(path, emb, fd, stores)
-            engine.start()
+            engine.start(progress)
         except BaseException:
             # A repair that failed (a rebuild on a full disk): release the stores, so that the owner's next try
             # (or the user's ``mnemograph reindex``) in this process or another can open them again. Kùzu only

@@ -62,9 +62,18 @@ class _Consistency(_Versions):
         self.reconciler.on_writer(lambda: self.reconciler.on_projector(rebuild))
         return self.verify()
 
-    def _rebuild_projections(self, names: Collection[str] | None = None) -> None:
+    def _rebuild_projections(
+        self,
+        names: Collection[str] | None = None,
+        *,
+        progress: Callable[[str], None] | None = None,
+        why: str = "",
+    ) -> None:
         """Rebuild the projections (those ``names``, else all) from the canonical store. One that cannot be
-        rebuilt (its disk full or read-only) raises StorageUnavailable naming the command that repairs it."""
+        rebuilt (its disk full or read-only) raises StorageUnavailable naming the command that repairs it.
+        ``progress`` (an open's) is told which index is being rebuilt, from how many memories, and ``why``."""
+        if progress is not None:
+            progress(f"reading the canonical store to rebuild the search indexes ({why})")
         with self.graph.read() as conn:
             seq = self.graph.max_seq(conn)
             pruned_whole = self.graph.oldest_change(conn) is None
@@ -79,6 +88,11 @@ class _Consistency(_Versions):
         for projection in self.stores.projections:
             if names is not None and projection.name not in names:
                 continue
+            if progress is not None:
+                progress(
+                    f"rebuilding the search index {projection.name} from the canonical store's {len(rows):,} "
+                    f"memories ({why}); no memory is lost"
+                )
             try:
                 projection.replace_all(rows)
                 projection.watermark.set(seq)

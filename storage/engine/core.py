@@ -13,7 +13,7 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Self
 
 from storage.domain.errors import Closed, StorageUnavailable
@@ -29,17 +29,21 @@ class EngineCore(_Derived):
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, progress: Callable[[str], None] | None = None) -> None:
         """Repair what a crash left (projections behind the change log, an unfinished erasure), then start the
-        reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use."""
+        reconciler's threads. ``storage.compose.Engine.open`` calls it; call it once, before any use.
+        ``progress`` is told when a repair rebuilds a search index (minutes for a large store), so a caller
+        waiting on the open hears what it waits for."""
         untrusted = self._untrusted_projections()
         if self._projection_behind_log():
             log.warning("rebuilding the search indexes from the canonical store %s", self.graph.identity)
-            self._rebuild_projections()
+            self._rebuild_projections(progress=progress, why="they are behind the canonical store")
         elif untrusted:
             for name, why in untrusted.items():
                 log.warning("the search index %s cannot be trusted: %s; rebuilding it", name, why)
-            self._rebuild_projections(untrusted)
+            self._rebuild_projections(
+                untrusted, progress=progress, why="found damaged or out of step at open"
+            )
         self._record_canonical()
         if self.graph.shared:
             self._lexicon_at = 0.0

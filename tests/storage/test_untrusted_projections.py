@@ -275,3 +275,65 @@ def test_a_rebuild_after_an_erasure_is_not_done_again_at_every_open(
         new = eng.write("The loading dock closes at six.", ["user:inv"])
         assert eng.recall("loading dock closes", ["user:inv"], k=1)[0].memory.id == new.id
         assert eng.verify().ok
+
+
+def test_a_caller_waiting_on_an_open_that_rebuilds_an_index_is_told_so(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """A repair at open reads every memory and rebuilds an index: minutes for a large store, past the time a
+    call waits. The caller and ``mnemograph status`` heard only "still opening" (wait a few seconds), with
+    nothing about what the store was doing or why."""
+    _build(data_dir, embedder)
+    shutil.rmtree(_text_index(data_dir))
+    said: list[str] = []
+    with Engine.open(data_dir, embedder=embedder, warm=False, progress=said.append) as eng:
+        assert eng.verify().ok
+    assert said == [
+        "reading the canonical store to rebuild the search indexes (found damaged or out of step at open)",
+        f"rebuilding the search index tantivy from the canonical store's {N} memories (found damaged or out of "
+        "step at open); no memory is lost",
+    ]
+
+
+def test_an_open_whose_repair_fails_late_is_not_retried_sooner_than_it_took(
+    data_dir: Path,
+    embedder: CachedEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The owner retries an open that met a full disk; each attempt whose repair rebuilds an index re-reads
+    every memory (minutes at 100,000). Retried every 2 s, the retries kept the machine busy while the disk was
+    still full. Here the rebuild fails slowly once (0.6 s, the disk full), then the disk is freed."""
+    import time as clock
+
+    import anyio
+
+    from server._engine import EngineHolder
+    from storage.adapters.tantivy_text import TextIndex
+
+    _build(data_dir, embedder)
+    shutil.rmtree(_text_index(data_dir))
+    real, failures = TextIndex.replace_all, []
+
+    def full_once(self: TextIndex, rows: object) -> None:
+        if not failures:
+            failures.append(1)
+            clock.sleep(0.6)
+            raise OSError(28, "No space left on device")
+        real(self, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(TextIndex, "replace_all", full_once)
+    holder = EngineHolder(data_dir, wait=30)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder.run)
+            engine = await holder.get()
+            assert engine.verify().ok
+        await holder.close()
+
+    with caplog.at_level(logging.WARNING, logger="mnemograph"):
+        anyio.run(main)
+    waits = [float(m.split("retrying in ")[1].rstrip("s")) for m in caplog.messages if "retrying in " in m]
+    assert len(waits) == 1, caplog.messages
+    assert waits[0] >= 0.6  # not the first retry's 0.1 s

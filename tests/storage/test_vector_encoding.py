@@ -238,6 +238,44 @@ def test_the_conversion_of_a_float32_store_says_how_far_it_got_while_it_runs(
     assert said == []  # converted once
 
 
+def test_a_conversion_stopped_midway_counts_the_whole_store_when_it_resumes(
+    tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner is stopped while it converts (a restart, a crash) and the next open goes on from the rows still
+    unconverted: a waiting caller must be told how far the store got ("4 of 8"), not a count that starts again
+    from nothing over what is left ("0 of 4"), which reads as the store having shrunk or the work restarted."""
+    data = tmp_path / "data"
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    monkeypatch.setattr(GraphStore, "HALVE_BATCH", 2)
+    n = len(ids)
+
+    class Stopped(Exception):
+        pass
+
+    def stop_after_two_batches(message: str) -> None:
+        if message.startswith("converting") and f": 4 of {n} memories" in message:
+            raise Stopped
+
+    with pytest.raises(Stopped):
+        Engine.open(data, embedder=embedder, warm=False, progress=stop_after_two_batches)
+    said: list[str] = []
+    with Engine.open(data, embedder=embedder, warm=False, progress=said.append) as eng:
+        assert eng.verify().ok
+        with eng.graph.read() as s:
+            for i, v in own.items():
+                assert half.stored_bytes(np.asarray(eng.graph.vector_of(s, i) or [])) == half.stored_bytes(v)
+    assert (
+        said[0]
+        == f"converting the stored vectors to half precision, once after an upgrade: 4 of {n} memories"
+    )
+    assert [int(m.split(": ")[1].split(" of ")[0]) for m in said] == [4, 6, n]
+    assert all(f" of {n} memories" in m for m in said)
+    assert "min left" in said[1]
+
+
 def test_a_call_that_waits_for_a_converting_store_is_told_what_it_waits_for(
     tmp_path: Path, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -258,23 +296,7 @@ def test_a_call_that_waits_for_a_converting_store_is_told_what_it_waits_for(
         own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
     _to_float32_layout(data, own)
     monkeypatch.setattr(GraphStore, "HALVE_BATCH", 1)
-    holder = EngineHolder(data, wait=0)
-    told: list[tuple[str, str, str | None]] = []
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(holder.run)
-            while True:
-                try:
-                    await holder.get()
-                except StorageUnavailable as exc:
-                    told.append((exc.message, exc.hint or "", holder.problem))
-                    await anyio.sleep(0.002)
-                else:
-                    break
-        await holder.close()
-
-    anyio.run(main)
+    told = _told_while_opening(data)
     converting = [t for t in told if "converting the stored vectors" in t[0]]
     assert converting, told
     message, hint, problem = converting[-1]
@@ -312,8 +334,22 @@ def test_a_conversion_after_a_retried_open_is_reported_not_the_old_error(
         return real(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_engine, "_open_engine", held_once)
+    told = _told_while_opening(data)
+    assert len(attempts) == 2
+    converting = [t for t in told if "converting the stored vectors" in t[0]]
+    assert converting, told[-3:]
+    message, _, problem = converting[-1]
+    assert " of 200 memories" in message
+    assert problem is not None
+    assert problem.startswith("opening: converting the stored vectors")
+
+
+def _told_while_opening(data: Path) -> list[tuple[str, str, str | None]]:
+    """What a tool call is told, again and again, while the owner's engine holder opens ``data``: each refused
+    call's message, hint and the holder's ``problem`` (what ``mnemograph status`` shows), until a call gets the
+    engine."""
     holder = EngineHolder(data, wait=0)
-    told: list[tuple[str, str | None]] = []
+    told: list[tuple[str, str, str | None]] = []
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -322,20 +358,14 @@ def test_a_conversion_after_a_retried_open_is_reported_not_the_old_error(
                 try:
                     await holder.get()
                 except StorageUnavailable as exc:
-                    told.append((exc.message, holder.problem))
+                    told.append((exc.message, exc.hint or "", holder.problem))
                     await anyio.sleep(0.002)
                 else:
                     break
         await holder.close()
 
     anyio.run(main)
-    assert len(attempts) == 2
-    converting = [t for t in told if "converting the stored vectors" in t[0]]
-    assert converting, told[-3:]
-    message, problem = converting[-1]
-    assert " of 200 memories" in message
-    assert problem is not None
-    assert problem.startswith("opening: converting the stored vectors")
+    return told
 
 
 def _jsonl(path: Path, vectors: list[np.ndarray]) -> None:

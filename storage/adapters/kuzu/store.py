@@ -90,11 +90,13 @@ def _at_once(fn: Callable[[], None]) -> None:
     fn()
 
 
-def _converting(done: int, total: int, elapsed: float) -> str:
-    """What the half-precision conversion of an older store is doing, for a caller waiting on the open."""
+def _converting(done: int, total: int, elapsed: float, *, before: int = 0) -> str:
+    """What the half-precision conversion of an older store is doing, for a caller waiting on the open: ``done``
+    of ``total`` memories converted, ``before`` of them by an earlier open whose conversion was stopped (they
+    count as done, not in the rate of this one)."""
     said = f"converting the stored vectors to half precision, once after an upgrade: {done:,} of {total:,} memories"
-    if done and total > done:
-        said += f", about {max(1, round(elapsed / done * (total - done) / 60))} min left"
+    if done > before and total > done:
+        said += f", about {max(1, round(elapsed / (done - before) * (total - done) / 60))} min left"
     return said
 
 
@@ -247,15 +249,20 @@ class GraphStore(_Exports, _Conversations):
         log.warning("converting the canonical store's vectors to half precision (once, at this open)")
         self._writer.execute(f"ALTER TABLE Memory ADD IF NOT EXISTS vector16 UINT16[{int(self._dim)}]")
         self._writer.execute("ALTER TABLE Memory ADD IF NOT EXISTS vector_exp INT16")
-        left = _rows(
-            self._writer, "MATCH (m:Memory) WHERE m.vector16 IS NULL AND m.vector IS NOT NULL RETURN count(m)"
-        )[0][0]
-        done, started, said = 0, time.monotonic(), 0.0
+        # Counted over the store, so a conversion resumed after a stop says how far the whole store got.
+        total, left = _rows(
+            self._writer,
+            "MATCH (m:Memory) WHERE m.vector IS NOT NULL "
+            "RETURN count(m), count(CASE WHEN m.vector16 IS NULL THEN 1 END)",
+        )[0]
+        before = int(total) - int(left)
+        done, started, said = before, time.monotonic(), 0.0
         while True:
+            now = _converting(done, int(total), time.monotonic() - started, before=before)
             if self._progress is not None:
-                self._progress(_converting(done, int(left), time.monotonic() - started))
+                self._progress(now)
             if time.monotonic() - said >= 30:
-                log.warning("%s", _converting(done, int(left), time.monotonic() - started))
+                log.warning("%s", now)
                 said = time.monotonic()
             rows = _rows(
                 self._writer,
