@@ -53,9 +53,12 @@ class _Consistency(_Versions):
         )
 
     def reindex(self) -> VerifyReport:
-        """Rebuild LanceDB and Tantivy from the canonical store (writes wait meanwhile)."""
+        """Rebuild LanceDB and Tantivy from the canonical store, and the canonical store's own copies (writes wait
+        meanwhile)."""
 
         def rebuild() -> None:
+            with self.graph.transaction() as conn:
+                self.graph.recopy(conn)
             self._rebuild_projections()
             self.reconciler.rebuilt()
 

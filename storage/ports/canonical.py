@@ -378,6 +378,11 @@ class CanonicalWrites(Protocol):
         """Remove ``memory_id`` from ``scope``: the CONTAINS edge and the entry in its scope list."""
         ...
 
+    def recopy(self, conn: Session) -> None:
+        """Copy every memory's fields that the adapter keeps copies of (``stale_copies``) again from the memory:
+        the repair ``reindex`` runs. A no-op for an adapter that keeps none."""
+        ...
+
     def unlink_all(self, conn: Session, scope: str, shared: Sequence[str]) -> None:
         """Remove ``scope`` from the scope lists of memories that stay in other scopes."""
         ...

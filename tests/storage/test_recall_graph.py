@@ -521,7 +521,7 @@ def test_mentions_written_before_they_carried_their_memorys_fields_answer_the_sa
     """A data directory whose MENTIONS edges predate the copies of their memory's fields (the columns missing, as
     every release before this one made the table): opening it adds and fills them once, and the graph lane answers
     as before, for each entity and reader. An upgrade cut short (columns added, not filled) is done again at the
-    next open. A copy that disagrees with its memory is reported by ``verify``."""
+    next open. A copy that disagrees with its memory is reported by ``verify`` and repaired by ``reindex``."""
     aria = [EntityIn("Hotel Aria", "place")]
     pool = trip.write("Hotel Aria has a rooftop pool.", ["user:bo"], entities=aria)
     trip.link(pool.id, "user:ana")
@@ -575,3 +575,5 @@ def test_mentions_written_before_they_carried_their_memorys_fields_answer_the_sa
     db.close()
     with Engine.open(data_dir, embedder=embedder, warm=False) as again:
         assert _stale_copies(again) == [gone.id]
+        assert again.reindex().drift["kuzu_stale_copies"] == []  # the repair the report names
+        assert answers(again) == before

@@ -337,6 +337,9 @@ class _Writes(_Reads):
         )
         self.unlink_all(conn, scope, [memory_id])
 
+    def recopy(self, conn: Session) -> None:
+        del conn  # reads every field from the memory itself: no copies
+
     def unlink_all(self, conn: Session, scope: str, shared: Sequence[str]) -> None:
         if shared:
             session(conn).add(

@@ -311,9 +311,17 @@ class GraphStore(_Exports, _Conversations):
         for column, kind, _ in MENTION_COPIES:
             if column not in columns:
                 self._writer.execute(f"ALTER TABLE MENTIONS ADD {column} {kind}")  # fixed names only
-        log.warning(
-            "copying each memory's scopes, status and validity onto its mentions (once, at this open)"
+        mentions = int(_rows(self._writer, "MATCH ()-[r:MENTIONS]->() RETURN count(r)")[0][0])
+        # One statement (the fill and its mark commit together): nothing to count as it goes, so said once, with
+        # its size. About 0.2 ms a mention here under load: a minute for 310,000 (100,000 memories).
+        said = (
+            f"copying each memory's scopes, status and validity onto its {mentions:,} mentions, once after an "
+            f"upgrade (about {max(1, round(mentions * 0.0002))} s)"
         )
+        if mentions:
+            log.warning("%s", said)
+            if self._progress is not None:
+                self._progress(said)
         started = time.monotonic()
         self._writer.execute("BEGIN TRANSACTION")
         try:
@@ -323,7 +331,8 @@ class GraphStore(_Exports, _Conversations):
             self._writer.execute("ROLLBACK")
             raise
         self._writer.execute("COMMIT")
-        log.warning("the mentions carry their memory's fields now (%.1f s)", time.monotonic() - started)
+        if mentions:
+            log.warning("the mentions carry their memory's fields now (%.1f s)", time.monotonic() - started)
 
     def _add_relation_scopes(self) -> None:
         """Give RELATES edges of a store written before they carried their memory's scope list the column,
