@@ -260,18 +260,21 @@ class _Writes(_Reads):
             )
             if newest is not None:
                 rows.reverse()  # oldest first, as without the cut
-            for bid, bn, mid, vf, at in rows:
-                state = _rows(
+            # The recording memories' state, by key, many per statement (``by_keys``): one statement per edge
+            # held the writer for seconds when a subject had thousands of open relations (100,000 memories).
+            live = {
+                mid: tuple(ss or ())
+                for mid, ok, ss in by_keys(
                     conn,
-                    "MATCH (m:Memory {id: $id}) RETURN m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
-                    {"id": mid},
+                    "MATCH (m:Memory {id: $id}) "
+                    "RETURN m.id, m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
+                    list(dict.fromkeys(r[2] for r in rows)),
                 )
-                if state and state[0][0]:
-                    out.append(
-                        OpenRelation(
-                            predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(state[0][1] or ())
-                        )
-                    )
+                if ok
+            }
+            for bid, bn, mid, vf, at in rows:
+                if mid in live:
+                    out.append(OpenRelation(predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, live[mid]))
         return out
 
     def close_relation(
