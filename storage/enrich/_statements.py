@@ -355,16 +355,16 @@ def _object(
 def _compares(lows: list[str], k: int, start: int) -> bool:
     """Whether the word at ``k`` (inside a liked thing that began at ``start``) begins a comparison, which ends
     the thing ("tea over coffee", "jazz rather than rock", "coffee more than tea", "cake more."), rather than
-    being part of it: "over" before a determiner or a preposition is a place ("the bridge over the river",
-    "sleeping over at Ana's") unless a preference was said ("prefer juice over the other drinks"), and "more" or
-    "less" before a noun a quantity ("spending less time on email"). Cut there, the thing became "bridge" or
-    "sleeping", and a later dislike of another bridge contradicted it."""
+    being part of it: "over" before a determiner, a preposition or a number is a place or an amount ("the bridge
+    over the river", "sleeping over at Ana's", "hikes over 20 km") unless a preference was said ("prefer juice
+    over the other drinks"), and "more" or "less" before a noun a quantity ("spending less time on email"). Cut
+    there, the thing became "bridge" or "sleeping", and a later dislike of another bridge contradicted it."""
     low = lows[k]
     if low not in w.COMPARISONS:
         return False
     after = lows[k + 1] if k + 1 < len(lows) else ""
     if low == "over":
-        place = after in w.DETERMINERS or after in w.OBJECT_STOPS
+        place = after in w.DETERMINERS or after in w.OBJECT_STOPS or after[:1].isdigit()
         return not place or any(x.startswith("prefer") for x in lows[:start])
     if low in ("more", "less"):
         return after == "than" or not after[:1].isalnum()

@@ -54,6 +54,9 @@ def test_over_as_a_place_and_more_as_a_quantity_stay_in_what_is_liked(engine: En
     assert engine.write("I dislike sleeping in tents.", ["user:ana"]).contradicts == ()
     less = engine.write("I like spending less time on email.", ["user:ana"])
     assert less.relations == ("ana —likes→ spending less time",)
+    assert engine.write("I like hikes over 20 km.", ["user:ana"]).relations == (
+        "ana —likes→ hikes over 20 km",
+    )
     assert engine.write("I like coffee more than tea.", ["user:sam"]).relations == ("sam —likes→ coffee",)
     assert engine.write("I like cake more.", ["user:sam"]).relations == ("sam —likes→ cake",)
     assert engine.write("I prefer juice over the other drinks.", ["user:sam"]).relations == (
