@@ -108,6 +108,11 @@ class MemoryWriteOut(BaseModel):
         description="Ids of memories this one updates (a new value for lives_in, works_at, job_title, ...): "
         "they leave default recall and stay in history.",
     )
+    supersedes_later: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories this one updates from its valid_from on, when that is later than now (a "
+        "planned change): they stay current, and in default recall, until then; their validity ends there.",
+    )
     superseded_by: str | None = Field(
         default=None,
         description="Set when this memory was older news than one already stored: it went straight to history.",
@@ -169,6 +174,7 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         event_time=receipt.event_time,
         relations=list(receipt.relations),
         supersedes=short_ids(receipt.supersedes),
+        supersedes_later=short_ids(receipt.supersedes_later),
         superseded_by=short_id(receipt.superseded_by) if receipt.superseded_by else None,
         contradicts=short_ids(receipt.contradicts),
         duplicates=short_ids(receipt.duplicates),

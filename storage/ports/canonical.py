@@ -366,6 +366,12 @@ class CanonicalWrites(Protocol):
         self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str
     ) -> None: ...
 
+    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+        """End a memory's validity at ``valid_to`` and change nothing else: it stays current (neither superseded
+        nor retired) until then. A planned change does this to the value it replaces (a successor valid from a
+        later date); an earlier end stays, and the end is never before ``valid_from``, as in ``supersede``."""
+        ...
+
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None: ...
 
     def unlink(self, conn: Session, memory_id: str, scope: str) -> None:

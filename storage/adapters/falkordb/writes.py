@@ -309,6 +309,15 @@ class _Writes(_Reads):
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
 
+    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+        session(conn).add(
+            "MATCH (m:Memory {id: $id}) SET "
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN "
+            + _NOT_BEFORE.format(start="m.valid_from")
+            + " ELSE m.valid_to END",
+            {"id": memory_id, "vt": valid_to},
+        )
+
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         """Number the changes from the shared counter, in the same query as the writes they log. The caller's
         ``seq`` values are ignored: other nodes take numbers from the same counter (the reconciler reads the

@@ -474,6 +474,16 @@ class _Writes(_Reads):
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
 
+    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) SET "
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN "
+            + _NOT_BEFORE.format(start="m.valid_from")
+            + " ELSE m.valid_to END",
+            {"id": memory_id, "vt": valid_to},
+        )
+
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         _exec(
             conn,

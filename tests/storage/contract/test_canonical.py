@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,31 @@ def test_versions_supersede_and_retire(canonical: CanonicalStore, embedder: Cach
         got = canonical.fetch(s, [new])[new]
         assert (got.retired_at, got.retire_reason) == (T0, "no longer true")
         assert canonical.live_state(s, new) is False
+
+
+def test_end_validity_closes_only_the_validity(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    """A planned change's predecessor: its validity ends later, and it stays current (not superseded, not
+    retired, live for every view); an earlier end stays, and no end goes before the start."""
+    mid = _insert(canonical, embedder, "Ana works at Acme.", ["user:ana"], 1)
+    later, sooner = T0 + timedelta(days=400), T0 + timedelta(days=100)
+    with canonical.transaction() as tx:
+        canonical.end_validity(tx, mid, valid_to=later)
+        canonical.append_changes(tx, [Change(2, "update", mid)], T0)
+    with canonical.read() as s:
+        got = canonical.fetch(s, [mid])[mid]
+        assert (got.valid_from, got.valid_to) == (T0, later)
+        assert (got.superseded_by, got.retired_at) == (None, None)
+        assert canonical.live_state(s, mid) is True
+        assert canonical.all_ids(s) == {mid: True}
+    with canonical.transaction() as tx:
+        canonical.end_validity(tx, mid, valid_to=sooner)
+        canonical.end_validity(tx, mid, valid_to=later)  # an earlier end stays
+    with canonical.read() as s:
+        assert canonical.fetch(s, [mid])[mid].valid_to == sooner
+    with canonical.transaction() as tx:
+        canonical.end_validity(tx, mid, valid_to=T0 - timedelta(days=1))  # never before it began
+    with canonical.read() as s:
+        assert canonical.fetch(s, [mid])[mid].valid_to == T0
 
 
 def test_scopes_form_a_tree_and_hold_memories(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
