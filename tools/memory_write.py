@@ -46,7 +46,9 @@ class MemoryWriteIn(WireModel):
         default=None, description="For events: when it happened (ISO 8601). Omit to read it from the content."
     )
     valid_from: IsoTime | None = Field(
-        default=None, description="Since when the statement is true (ISO 8601). Omit for 'from now on'."
+        default=None,
+        description="Since when the statement is true (ISO 8601). Omit for 'from now on'. A future date records "
+        "a planned change: a value it replaces (where someone works, ...) stays current until then.",
     )
     valid_to: IsoTime | None = Field(
         default=None, description="Until when it is true, if that is already known (ISO 8601)."
