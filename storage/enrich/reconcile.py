@@ -67,10 +67,10 @@ compared with, newest first: duplicates reported, contradictions linked, and tel
 
 
 def _newest_tellings(
-    graph: CanonicalStore, conn: Session, subject: str, predicate: str, obj: str, new_id: str
+    graph: CanonicalStore, conn: Session, subject: str, predicate: str, obj: str, new_id: str, now: datetime
 ) -> list[OpenRelation]:
     # One more than the limit: a store that reads its own transaction's writes returns the new telling too.
-    found = graph.open_relations(conn, subject, [predicate], obj, newest=SAME_STATEMENT_LIMIT + 1)
+    found = graph.open_relations(conn, subject, [predicate], obj, newest=SAME_STATEMENT_LIMIT + 1, at=now)
     return [r for r in found if r.memory_id != new_id][-SAME_STATEMENT_LIMIT:]
 
 
@@ -122,11 +122,13 @@ def reconcile(
         # value only for predicates with one value (update, fixed). Keeps the cost flat as a subject's
         # likes and visits pile up; the same statement made again and again (in any scope: entities are
         # shared) is compared with its SAME_STATEMENT_LIMIT most recent tellings only.
-        found = _newest_tellings(graph, conn, f.subject, f.predicate, f.object, new_id)
+        # A relation a planned change ends at a later date still holds now: newer news replaces it now
+        # ("Ana works at Globex" after "Ana works at Initech from June" ends Acme today).
+        found = _newest_tellings(graph, conn, f.subject, f.predicate, f.object, new_id, now)
         if f.predicate in OPPOSITE:
-            found += _newest_tellings(graph, conn, f.subject, OPPOSITE[f.predicate], f.object, new_id)
+            found += _newest_tellings(graph, conn, f.subject, OPPOSITE[f.predicate], f.object, new_id, now)
         if f.status == "asserted" and (f.predicate in functional or f.predicate in FIXED):
-            found += graph.open_relations(conn, f.subject, [f.predicate], other_than=f.object)
+            found += graph.open_relations(conn, f.subject, [f.predicate], other_than=f.object, at=now)
         rels = [
             r
             for r in found

@@ -141,3 +141,23 @@ async def test_a_value_stated_for_now_still_replaces_at_once(client: Client) -> 
     assert await _employers(client) == ["Ana works at Globex."]
     read = await ok(client, "memory_read", {"id": acme["id"]})
     assert read["memory"]["status"] == "superseded"
+
+
+async def test_news_of_now_after_a_plan_replaces_the_current_value_now(client: Client) -> None:
+    """After a planned change, a new value told without a date is news of now, and the later telling wins
+    (docs/extraction.md): it replaces the value the plan was to end (still current) at once, and the plan too.
+    Had the plan's end hidden Acme's relation from reconciliation, Acme and Globex would both answer today."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    globex = await ok(
+        client, "memory_write", {"content": "Ana works at Globex.", "scopes": ANA, "kind": "fact"}
+    )
+    assert sorted(globex["supersedes"]) == sorted([acme["id"], initech["id"]])
+    assert await _employers(client) == ["Ana works at Globex."]
+    assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == [
+        "Ana works at Globex."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["status"] == "superseded"
+    full_globex = (await ok(client, "memory_read", {"id": globex["id"]}))["memory"]["id"]
+    assert read["relations"][0].endswith(f", ended by {full_globex}]")

@@ -228,6 +228,7 @@ class _Writes(_Reads):
         newest: int | None = None,
         other_than: str | None = None,
         scopes: Sequence[str] | None = None,
+        at: datetime | None = None,
     ) -> list[OpenRelation]:
         """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
         current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
@@ -252,9 +253,12 @@ class _Writes(_Reads):
             cut = ""
             if newest is not None:
                 cut, params["n"] = " DESC LIMIT $n", newest
+            still = "r.valid_to IS NULL"
+            if at is not None:
+                still, params["at"] = "(r.valid_to IS NULL OR r.valid_to > $at)", at
             rows = _rows(
                 conn,
-                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL{other} "
+                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND {still}{other} "
                 f"RETURN b.id, r.object_name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at{cut}",
                 params,
             )
@@ -288,9 +292,8 @@ class _Writes(_Reads):
         _exec(
             conn,
             "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) "
-            "WHERE r.memory_id = $m AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = "
-            + _NOT_BEFORE.format(start="r.valid_from")
-            + ", r.ended_by = $by",
+            "WHERE r.memory_id = $m AND r.predicate = $p AND (r.valid_to IS NULL OR r.valid_to > $vt) "
+            "SET r.valid_to = " + _NOT_BEFORE.format(start="r.valid_from") + ", r.ended_by = $by",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),

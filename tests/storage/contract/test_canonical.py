@@ -381,6 +381,38 @@ def test_open_relations_keeps_the_newest_tellings_and_leaves_out_an_object(
         assert len(canonical.open_relations(s, "Ana", ["likes"])) == 7
 
 
+def test_a_relation_ended_at_a_later_date_is_open_until_then(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """A planned change ends the relation it replaces at a later date: ``open_relations(at=...)`` still returns
+    it before that date, and ``close_relation`` may end it sooner (news that it ended now), never later."""
+    ents = (EntityIn("Ana"), EntityIn("Acme"))
+    acme = _insert(canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, ents)
+    later = T0 + timedelta(days=400)
+    with canonical.transaction() as tx:
+        canonical.relate(tx, acme, "Ana", "works_at", "Acme", T0)
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=later, ended_by="plan")
+    with canonical.read() as s:
+        assert canonical.open_relations(s, "Ana", ["works_at"]) == []  # not open for ever
+        (still,) = canonical.open_relations(s, "Ana", ["works_at"], at=T0)
+        assert still.memory_id == acme
+        (mine,) = canonical.open_relations(s, "Ana", ["works_at"], "Acme", newest=2, at=T0)
+        assert mine.memory_id == acme
+        assert canonical.open_relations(s, "Ana", ["works_at"], at=later) == []
+    with canonical.transaction() as tx:  # a later end does not move it
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=later + timedelta(days=1),
+                                 ended_by="other")  # fmt: skip
+    with canonical.read() as s:
+        (state,) = canonical.relation_history(s, [acme])
+        assert (state.valid_to, state.ended_by) == (later, "plan")
+    with canonical.transaction() as tx:  # a sooner one does
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=T0 + timedelta(days=1),
+                                 ended_by="news")  # fmt: skip
+    with canonical.read() as s:
+        (state,) = canonical.relation_history(s, [acme])
+        assert (state.valid_to, state.ended_by) == (T0 + timedelta(days=1), "news")
+
+
 def test_open_relations_in_scopes_are_cut_after_the_scope_filter(
     canonical: CanonicalStore, embedder: CachedEmbedder
 ) -> None:
