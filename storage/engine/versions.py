@@ -296,6 +296,10 @@ class _Versions(_Decisions):
                 )
             self.graph.retire(tx.conn, mid, at=tx.now, valid_to=end, reason=why)
             tx.record("retire", mid)
+            if m.valid_from > tx.now:
+                # A cancelled plan: what it was to replace from its start holds on (docs/recall.md, "Time").
+                for reopened in self.graph.reopen_ended_by(tx.conn, mid, at=m.valid_from):
+                    tx.record("reopen", reopened)
             self._sources_changed(tx, [mid], withdraw=True)
             return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
 

@@ -371,6 +371,13 @@ class CanonicalWrites(Protocol):
         self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str
     ) -> None: ...
 
+    def reopen_ended_by(self, conn: Session, ended_by: str, *, at: datetime) -> list[str]:
+        """Undo what a planned change did (``ended_by``, the plan, is cancelled before ``at``, its start): the
+        relations it ended at ``at`` are open again, and each memory that recorded one, still current, with its
+        validity ending at ``at``, is valid again with no end. Returns the ids of the memories whose relations
+        were reopened. Reached through the entities the plan mentions (a relation it ended has its subject)."""
+        ...
+
     def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
         """End a memory's validity at ``valid_to`` and change nothing else: it stays current (neither superseded
         nor retired) until then. A planned change does this to the value it replaces (a successor valid from a

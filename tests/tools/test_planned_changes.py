@@ -161,3 +161,20 @@ async def test_news_of_now_after_a_plan_replaces_the_current_value_now(client: C
     assert read["memory"]["status"] == "superseded"
     full_globex = (await ok(client, "memory_read", {"id": globex["id"]}))["memory"]["id"]
     assert read["relations"][0].endswith(f", ended by {full_globex}]")
+
+
+async def test_a_cancelled_plan_leaves_the_current_value_true_for_good(client: Client) -> None:
+    """retire's own example is a cancelled plan: retired before its date, it never held, and the value it was
+    to replace is no longer ended at that date (as_of after it still answers Acme)."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later) == ["Ana works at Initech."]
+    out = await ok(client, "retire", {"id": initech["id"], "reason": "the offer fell through"})
+    assert out["valid_to"].startswith(starts.date().isoformat())
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=later) == ["Ana works at Acme."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["status"] == "current"
+    assert read["memory"]["valid_to"] is None
+    assert read["relations"] == ["Ana —works_at→ Acme [? → open]"]

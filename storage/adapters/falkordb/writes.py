@@ -313,6 +313,23 @@ class _Writes(_Reads):
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
 
+    def reopen_ended_by(self, conn: Session, ended_by: str, *, at: datetime) -> list[str]:
+        match = (
+            "MATCH (p:Memory {id: $by})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) "
+            "WHERE r.ended_by = $by AND r.valid_to = $at "
+        )
+        params = {"by": ended_by, "at": at}
+        ids = sorted({row[0] for row in session(conn).rows(match + "RETURN r.memory_id", params)})
+        if not ids:
+            return []
+        session(conn).add(match + "SET r.valid_to = NULL, r.ended_by = NULL", params)
+        session(conn).add(
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) WHERE m.valid_to = $at AND m.retired_at IS NULL "
+            "AND m.superseded_by IS NULL SET m.valid_to = NULL",
+            {"ids": ids, "at": at},
+        )
+        return ids
+
     def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
         session(conn).add(
             "MATCH (m:Memory {id: $id}) SET "

@@ -477,6 +477,25 @@ class _Writes(_Reads):
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
 
+    def reopen_ended_by(self, conn: Session, ended_by: str, *, at: datetime) -> list[str]:
+        match = (
+            "MATCH (p:Memory {id: $by})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) "
+            "WHERE r.ended_by = $by AND r.valid_to = $at "
+        )
+        params = {"by": ended_by, "at": at}
+        ids = sorted({row[0] for row in _rows(conn, match + "RETURN r.memory_id", params)})
+        if not ids:
+            return []
+        _exec(conn, match + "SET r.valid_to = NULL, r.ended_by = NULL", params)
+        for mid in ids:
+            _exec(
+                conn,
+                "MATCH (m:Memory {id: $id}) WHERE m.valid_to = $at AND m.retired_at IS NULL "
+                "AND m.superseded_by IS NULL SET m.valid_to = NULL",
+                {"id": mid, "at": at},
+            )
+        return ids
+
     def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
         _exec(
             conn,

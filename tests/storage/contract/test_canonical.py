@@ -413,6 +413,38 @@ def test_a_relation_ended_at_a_later_date_is_open_until_then(
         assert (state.valid_to, state.ended_by) == (T0 + timedelta(days=1), "news")
 
 
+def test_a_cancelled_plan_reopens_what_it_ended(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    """``reopen_ended_by``: the relations a plan ended at its start are open again, and the memories that
+    recorded them valid with no end; another end (another date, another closer) is left alone."""
+    start = T0 + timedelta(days=400)
+    acme = _insert(
+        canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, (EntityIn("Ana"), EntityIn("Acme"))
+    )
+    plan = _insert(canonical, embedder, "Ana works at Initech.", ["user:ana"], 2,
+                   (EntityIn("Ana"), EntityIn("Initech")))  # fmt: skip
+    bob = _insert(
+        canonical, embedder, "Bob works at Acme.", ["user:ana"], 3, (EntityIn("Bob"), EntityIn("Acme"))
+    )
+    with canonical.transaction() as tx:
+        canonical.relate(tx, acme, "Ana", "works_at", "Acme", T0)
+        canonical.relate(tx, plan, "Ana", "works_at", "Initech", T0)
+        canonical.relate(tx, bob, "Bob", "works_at", "Acme", T0)
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=start, ended_by=plan)
+        canonical.end_validity(tx, acme, valid_to=start)
+        canonical.close_relation(tx, bob, "Bob", "works_at", "Acme", valid_to=start, ended_by="someone else")
+        canonical.end_validity(tx, bob, valid_to=start)
+    with canonical.transaction() as tx:
+        assert canonical.reopen_ended_by(tx, plan, at=start + timedelta(days=1)) == []  # another date
+    with canonical.transaction() as tx:
+        assert canonical.reopen_ended_by(tx, plan, at=start) == [acme]
+    with canonical.read() as s:
+        got = canonical.fetch(s, [acme, bob])
+        assert (got[acme].valid_to, got[bob].valid_to) == (None, start)
+        (state,) = canonical.relation_history(s, [acme])
+        assert (state.valid_to, state.ended_by) == (None, None)
+        assert {r.memory_id for r in canonical.open_relations(s, "Ana", ["works_at"])} == {acme, plan}
+
+
 def test_open_relations_in_scopes_are_cut_after_the_scope_filter(
     canonical: CanonicalStore, embedder: CachedEmbedder
 ) -> None:
