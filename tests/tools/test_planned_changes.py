@@ -178,3 +178,21 @@ async def test_a_cancelled_plan_leaves_the_current_value_true_for_good(client: C
     assert read["memory"]["status"] == "current"
     assert read["memory"]["valid_to"] is None
     assert read["relations"] == ["Ana —works_at→ Acme [? → open]"]
+
+
+async def test_what_we_knew_before_the_plan_was_written_ends_nothing(client: Client) -> None:
+    """known_at is transaction time: before the plan was recorded, nothing said Acme would end, so what we
+    believed then about a time after the planned date is still Acme; what we know now is Initech."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    written = [
+        datetime.fromisoformat((await ok(client, "memory_read", {"id": m["id"]}))["memory"]["recorded_at"])
+        for m in (acme, initech)
+    ]
+    between = (written[0] + (written[1] - written[0]) / 2).isoformat()
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later, known_at=between) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=later, known_at=datetime.now(UTC).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    assert await _employers(client, known_at=between) == ["Ana works at Acme."]
