@@ -136,8 +136,9 @@ class _Versions(_Decisions):
             if start > tx.now:
                 raise InvalidInput(
                     f"effective_at ({start.isoformat()}) is in the future",
-                    hint="amend when the change happens, or write the new value now with memory_write and "
-                    "valid_from at that time (a planned change): what it replaces stays current until then",
+                    hint="amend when the change happens; a planned new value of a single-valued fact (where "
+                    "someone works or lives, ...) can be written now with memory_write and valid_from at that "
+                    "time: the current one stays current until then",
                 )
             if start < old.valid_from:
                 raise InvalidInput(
