@@ -196,3 +196,15 @@ async def test_what_we_knew_before_the_plan_was_written_ends_nothing(client: Cli
         "Ana works at Initech."
     ]
     assert await _employers(client, known_at=between) == ["Ana works at Acme."]
+
+
+async def test_an_erased_plan_ends_nothing(client: Client) -> None:
+    """Erasing the plan forgets the end it gave the value it was to replace, as it reopens the relations
+    it ended: as_of after the date answers Acme again."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    full = (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]["id"]
+    await ok(client, "erase", {"id": initech["id"], "confirm": full})
+    assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == ["Ana works at Acme."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert (read["memory"]["status"], read["memory"]["valid_to"]) == ("current", None)
