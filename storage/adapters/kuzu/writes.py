@@ -276,9 +276,11 @@ class _Writes(_Reads):
                 )
                 if ok
             }
-            for bid, bn, mid, vf, at in rows:
+            for bid, bn, mid, vf, recorded in rows:  # not ``at``: the argument holds for every predicate
                 if mid in live:
-                    out.append(OpenRelation(predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, live[mid]))
+                    out.append(
+                        OpenRelation(predicate, bid, bn, mid, utc(vf), utc(recorded) or _EPOCH, live[mid])
+                    )
         return out
 
     def close_relation(

@@ -445,6 +445,24 @@ def test_a_cancelled_plan_reopens_what_it_ended(canonical: CanonicalStore, embed
         assert {r.memory_id for r in canonical.open_relations(s, "Ana", ["works_at"])} == {acme, plan}
 
 
+def test_a_later_end_holds_for_every_predicate_asked_at_once(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``open_relations(at=...)`` with several predicates: each is open or not at ``at``, not at a time the
+    answer for the one before left behind (the Kùzu adapter's row loop once rebound the argument)."""
+    ana = (EntityIn("Ana"), EntityIn("Acme"), EntityIn("Lisbon"))
+    job = _insert(canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, ana)
+    home = _insert(canonical, embedder, "Ana lives in Lisbon.", ["user:ana"], 2, ana)
+    with canonical.transaction() as tx:
+        canonical.relate(tx, job, "Ana", "works_at", "Acme", T0 + timedelta(days=20))  # told later
+        canonical.relate(tx, home, "Ana", "lives_in", "Lisbon", T0)
+        canonical.close_relation(tx, home, "Ana", "lives_in", "Lisbon", valid_to=T0 + timedelta(days=10),
+                                 ended_by="plan")  # fmt: skip
+    with canonical.read() as s:
+        got = canonical.open_relations(s, "Ana", ["works_at", "lives_in"], at=T0 + timedelta(days=1))
+        assert sorted(r.predicate for r in got) == ["lives_in", "works_at"]
+
+
 def test_open_relations_in_scopes_are_cut_after_the_scope_filter(
     canonical: CanonicalStore, embedder: CachedEmbedder
 ) -> None:
