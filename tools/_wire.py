@@ -175,7 +175,10 @@ class MemoryView(BaseModel):
         description="Where event_time came from: given by the writer, read from the content, or the write time."
     )
     valid_from: datetime = Field(description="Since when the memory is true in the world.")
-    valid_to: datetime | None = Field(description="Until when it was true; null while it still is.")
+    valid_to: datetime | None = Field(
+        description="Until when it is true; a date ahead is a known end (a planned change replaces it then); "
+        "null when no end is known."
+    )
     recorded_at: datetime = Field(description="When Mnemograph learned it.")
     retired_at: datetime | None = Field(description="When it was retired; null unless retired.")
     retire_reason: str

@@ -46,7 +46,9 @@ class MemoryWriteIn(WireModel):
         default=None, description="For events: when it happened (ISO 8601). Omit to read it from the content."
     )
     valid_from: IsoTime | None = Field(
-        default=None, description="Since when the statement is true (ISO 8601). Omit for 'from now on'."
+        default=None,
+        description="Since when the statement is true (ISO 8601). Omit for 'from now on'. A future date records "
+        "a planned change: a value it replaces (where someone works, ...) stays current until then.",
     )
     valid_to: IsoTime | None = Field(
         default=None, description="Until when it is true, if that is already known (ISO 8601)."
@@ -107,6 +109,11 @@ class MemoryWriteOut(BaseModel):
         default_factory=list,
         description="Ids of memories this one updates (a new value for lives_in, works_at, job_title, ...): "
         "they leave default recall and stay in history.",
+    )
+    supersedes_later: list[str] = Field(
+        default_factory=list,
+        description="Ids of memories this one updates from its valid_from on, when that is later than now (a "
+        "planned change): they stay current, and in default recall, until then; their validity ends there.",
     )
     superseded_by: str | None = Field(
         default=None,
@@ -169,6 +176,7 @@ async def memory_write(engine: Engine, caller: Caller, args: MemoryWriteIn) -> M
         event_time=receipt.event_time,
         relations=list(receipt.relations),
         supersedes=short_ids(receipt.supersedes),
+        supersedes_later=short_ids(receipt.supersedes_later),
         superseded_by=short_id(receipt.superseded_by) if receipt.superseded_by else None,
         contradicts=short_ids(receipt.contradicts),
         duplicates=short_ids(receipt.duplicates),

@@ -213,7 +213,10 @@ class Explanation(BaseModel):
         default=None, description="When it happened (events, messages, and notes given a time)."
     )
     valid_from: datetime
-    valid_to: datetime | None = Field(default=None, description="Absent while the memory is still valid.")
+    valid_to: datetime | None = Field(
+        default=None,
+        description="When it stops (or stopped) being valid; may be ahead (a planned change). Absent: no end known.",
+    )
     recorded_at: datetime = Field(description="When Mnemograph learned it (transaction time).")
     superseded_by: str | None = Field(default=None, description="The id of the newer version, if any.")
 

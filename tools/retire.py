@@ -46,7 +46,9 @@ SPEC = ToolSpec(
     title="Retire a memory",
     description=(
         "Mark a memory as no longer true when nothing replaces it (a cancelled plan, a preference the user "
-        "dropped). It stops appearing in recall but stays in history. To change a memory, use amend instead."
+        "dropped). It stops appearing in recall but stays in history; a cancelled planned change (written with a "
+        "future valid_from) also leaves what it was to replace current with no end. To change a memory, use "
+        "amend instead."
     ),
     input_model=RetireIn,
     output_model=RetireOut,

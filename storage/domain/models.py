@@ -146,7 +146,8 @@ def dated(kind: MemoryKind | str, event_time_source: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class WriteReceipt:
     """A write's outcome. The reconciliation fields (``storage.enrich.reconcile``) name only memories the
-    writer may read: ``supersedes`` (updated by this one), ``superseded_by`` (this one was older news),
+    writer may read: ``supersedes`` (updated by this one), ``supersedes_later`` (updated by this one from its
+    later ``valid_from`` on: current until then), ``superseded_by`` (this one was older news),
     ``contradicts`` (conflicting, both kept) and ``duplicates`` (already stating the same relation)."""
 
     id: str
@@ -159,6 +160,9 @@ class WriteReceipt:
     superseded_by: str | None = None
     contradicts: tuple[str, ...] = ()
     duplicates: tuple[str, ...] = ()
+    # Replaced from this memory's later valid_from on (a planned change): current until then, their validity
+    # ending there (``supersedes`` names those replaced now).
+    supersedes_later: tuple[str, ...] = ()
     # Entity resolution (storage.engine.resolution): names linked to a known entity ("Jonhson -> Johnson
     # (fuzzy)"), the ids of SAME_AS proposals this write raised, and pairs ("Jon Smith ~ John Smith") it did not
     # propose because a scope already holds the cap of pending proposals.

@@ -268,7 +268,7 @@ class _Derived(_Conversations):
             now_state = self.graph.conversation_state(tx.conn, key)
             if now_state is None or now_state[0] != changed:
                 return False  # changed since we read it: still pending, built again
-            if any(self.graph.live_state(tx.conn, mid) is None for mid in records):
+            if len(self.graph.present(tx.conn, list(records))) < len(records):  # one statement (day digests)
                 return False  # a source was erased meanwhile
             old = now_state[1]
             if old is not None and self.graph.live_state(tx.conn, old) is None:

@@ -120,7 +120,14 @@ class _Erasure(_Consistency):
             # with every version of them: a digest amended by hand still quotes the messages it was built from
             derived = [x for d in derived for x in self._version_family(tx.conn, d)]
             family = list(dict.fromkeys([*family, *derived]))
-            contents[:] = [m.content for m in self.graph.fetch(tx.conn, family).values()]
+            erased = self.graph.fetch(tx.conn, family).values()
+            contents[:] = [m.content for m in erased]
+            # An erased planned change ended what it was to replace at its start: with it unknown, that end
+            # goes too, as the relations it ended open again (``delete_memories``).
+            for m in erased:
+                for reopened in self.graph.reopen_ended_by(tx.conn, m.id, at=m.valid_from):
+                    if reopened not in family:
+                        tx.record("reopen", reopened)
             entities = self.graph.delete_memories(tx.conn, family)
             self._sources_erased(tx, touched)
             self._erased_here.update(family)  # before the commit: the projector may see the delete at once

@@ -136,7 +136,9 @@ class _Versions(_Decisions):
             if start > tx.now:
                 raise InvalidInput(
                     f"effective_at ({start.isoformat()}) is in the future",
-                    hint="amend when the change happens, or write the plan as an event memory",
+                    hint="amend when the change happens; a planned new value of a single-valued fact (where "
+                    "someone works or lives, ...) can be written now with memory_write and valid_from at that "
+                    "time: the current one stays current until then",
                 )
             if start < old.valid_from:
                 raise InvalidInput(
@@ -295,6 +297,10 @@ class _Versions(_Decisions):
                 )
             self.graph.retire(tx.conn, mid, at=tx.now, valid_to=end, reason=why)
             tx.record("retire", mid)
+            if m.valid_from > tx.now:
+                # A cancelled plan: what it was to replace from its start holds on (docs/recall.md, "Time").
+                for reopened in self.graph.reopen_ended_by(tx.conn, mid, at=m.valid_from):
+                    tx.record("reopen", reopened)
             self._sources_changed(tx, [mid], withdraw=True)
             return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
 

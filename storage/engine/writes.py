@@ -451,7 +451,7 @@ class _Writes(_Resolution):
             facts=facts,
             linked=tuple(resolved.linked),
             proposed=tuple(resolved.proposed),
-            effective=vf if vf is not None and vf < now else None,
+            effective=vf,
         )
 
     def _known_to(
@@ -805,6 +805,7 @@ class _Writes(_Resolution):
             superseded_by=out.superseded_by,
             contradicts=tuple(out.contradicts),
             duplicates=tuple(out.duplicates),
+            supersedes_later=tuple(out.supersedes_later),
         )
 
     def _resolve_separate(self, tx: Tx, text: str, scopes: Sequence[str]) -> tuple[str, Memory | None]:

@@ -343,13 +343,32 @@ def _object(
             return None, k
     # A common noun phrase: up to four words before a stop word or punctuation.
     while k < len(sent) and k - start < 4 and lows[k] and lows[k] not in w.OBJECT_STOPS:
-        if not (sent[k].text[:1].isalnum()) or (k > start and lows[k] in w.COMPARISONS):
+        if not (sent[k].text[:1].isalnum()) or (k > start and _compares(lows, k, start)):
             break
         k += 1
     if k == start or lows[start] in w.PRONOUN_OBJECTS or lows[start] in w.NEGATION:
         return None, k
     phrase = text[sent[start].start : sent[k - 1].end]
     return (phrase.casefold() if not any(t.cap for t in sent[start:k]) else phrase, "thing"), k
+
+
+def _compares(lows: list[str], k: int, start: int) -> bool:
+    """Whether the word at ``k`` (inside a liked thing that began at ``start``) begins a comparison, which ends
+    the thing ("tea over coffee", "jazz rather than rock", "coffee more than tea", "cake more."), rather than
+    being part of it: "over" before a determiner, a preposition or a number is a place or an amount ("the bridge
+    over the river", "sleeping over at Ana's", "hikes over 20 km") unless a preference was said ("prefer juice
+    over the other drinks"), and "more" or "less" before a noun a quantity ("spending less time on email"). Cut
+    there, the thing became "bridge" or "sleeping", and a later dislike of another bridge contradicted it."""
+    low = lows[k]
+    if low not in w.COMPARISONS:
+        return False
+    after = lows[k + 1] if k + 1 < len(lows) else ""
+    if low == "over":
+        place = after in w.DETERMINERS or after in w.OBJECT_STOPS or after[:1].isdigit()
+        return not place or any(x.startswith("prefer") for x in lows[:start])
+    if low in ("more", "less"):
+        return after == "than" or not after[:1].isalnum()
+    return True
 
 
 def _kin(sent: list[Tok], lows: list[str], text: str, ctx: Context) -> list[Statement]:

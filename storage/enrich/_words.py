@@ -110,6 +110,7 @@ OBJECT_STOPS = word_set(
 )
 # Words that end a noun phrase after its first word when a comparison follows: "tea over coffee", "jazz rather
 # than rock", "tea more than coffee", "Python versus Go" (the object is the first thing named, not the comparison).
+# "over" a place and "more"/"less" a quantity are none (``_statements._compares``).
 COMPARISONS = word_set("over rather instead versus vs vs. more less unlike compared not")
 PRONOUN_OBJECTS = frozenset(("it", "them", "that", "this", "you", "him", "her", "me", "us", "one", "those",
                              "these", "everything", "anything", "nothing", "something", "everyone", "all"))  # fmt: skip

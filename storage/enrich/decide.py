@@ -280,6 +280,8 @@ def apply(
                     ] += 1
                 else:
                     at = min(v.effective or job.event_time, tx.now)
+                    if began > tx.now:
+                        at = began  # a planned change: the stored value holds until the new one starts
                     for r in graph.relation_history(tx.conn, [v.id]):
                         if r.valid_to is None:
                             graph.close_relation(
@@ -291,6 +293,11 @@ def apply(
                                 valid_to=at,
                                 ended_by=job.memory_id,
                             )
+                    if at > tx.now:
+                        # Current until then, as the rules leave it (``storage.enrich.reconcile``).
+                        graph.end_validity(tx.conn, v.id, valid_to=at)
+                        counts["updates from a later date"] += 1
+                        continue
                     # Never the model's own words: it may quote any memory it was shown, from a scope neither
                     # end is in, and the edge goes wherever these two go (an export of their scope).
                     graph.supersede(

@@ -286,9 +286,11 @@ def apply(
         # New mentions and relations move the change log's head: the graph lane keeps what it read of the graph
         # until the head moves (and other nodes of a shared store reload their lexicon when it does).
         tx.record("enrich", job.memory_id)
+    # A memory valid only from a later date (a planned change) takes effect then, as its write reconciled it.
+    planned = memory.valid_from if memory.valid_from > tx.now else None
     out, changed = reconcile(
         graph, tx.conn, new_id=job.memory_id, scopes=job.scopes, facts=facts, functional=functional,
-        access=job.access, now=tx.now,
+        access=job.access, now=tx.now, effective=planned,
     )  # fmt: skip
     for mid in changed:
         tx.record("supersede", mid)

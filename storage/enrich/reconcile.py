@@ -41,6 +41,9 @@ class Outcome:
 
     supersedes: list[str] = field(default_factory=list)
     superseded_by: str | None = None
+    # Memories this one replaces from a later date (a planned change: its validity starts after now): their
+    # validity ends then, and until then they stay current (``supersedes`` names only those replaced now).
+    supersedes_later: list[str] = field(default_factory=list)
     contradicts: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     recorded: list[str] = field(default_factory=list)  # "Ana —lives_in→ Porto"
@@ -64,10 +67,10 @@ compared with, newest first: duplicates reported, contradictions linked, and tel
 
 
 def _newest_tellings(
-    graph: CanonicalStore, conn: Session, subject: str, predicate: str, obj: str, new_id: str
+    graph: CanonicalStore, conn: Session, subject: str, predicate: str, obj: str, new_id: str, now: datetime
 ) -> list[OpenRelation]:
     # One more than the limit: a store that reads its own transaction's writes returns the new telling too.
-    found = graph.open_relations(conn, subject, [predicate], obj, newest=SAME_STATEMENT_LIMIT + 1)
+    found = graph.open_relations(conn, subject, [predicate], obj, newest=SAME_STATEMENT_LIMIT + 1, at=now)
     return [r for r in found if r.memory_id != new_id][-SAME_STATEMENT_LIMIT:]
 
 
@@ -119,11 +122,13 @@ def reconcile(
         # value only for predicates with one value (update, fixed). Keeps the cost flat as a subject's
         # likes and visits pile up; the same statement made again and again (in any scope: entities are
         # shared) is compared with its SAME_STATEMENT_LIMIT most recent tellings only.
-        found = _newest_tellings(graph, conn, f.subject, f.predicate, f.object, new_id)
+        # A relation a planned change ends at a later date still holds now: newer news replaces it now
+        # ("Ana works at Globex" after "Ana works at Initech from June" ends Acme today).
+        found = _newest_tellings(graph, conn, f.subject, f.predicate, f.object, new_id, now)
         if f.predicate in OPPOSITE:
-            found += _newest_tellings(graph, conn, f.subject, OPPOSITE[f.predicate], f.object, new_id)
+            found += _newest_tellings(graph, conn, f.subject, OPPOSITE[f.predicate], f.object, new_id, now)
         if f.status == "asserted" and (f.predicate in functional or f.predicate in FIXED):
-            found += graph.open_relations(conn, f.subject, [f.predicate], other_than=f.object)
+            found += graph.open_relations(conn, f.subject, [f.predicate], other_than=f.object, at=now)
         rels = [
             r
             for r in found
@@ -199,9 +204,24 @@ def reconcile(
                 out.superseded_by = out.superseded_by or first.memory_id
                 to_supersede[new_id] = (first.memory_id, first_start, f"update: {f.predicate}")
     for old, (new, valid_to, reason) in to_supersede.items():
-        if not _still_open(graph, conn, old, closed) and graph.live_state(conn, old):
-            graph.supersede(conn, old, new, reason=reason, at=now, close_valid_to=valid_to)
-            changed.append(old)
+        if _still_open(graph, conn, old, closed) or not graph.live_state(conn, old):
+            continue
+        if valid_to > now:
+            # A planned change ("Ana works at Initech" valid from next June): what it replaces is still true
+            # until then. Its validity ends at that date and it stays current, so that recall today answers
+            # with it and recall as_of a later date with its successor. Superseding it now would hide both
+            # until the date (issue #14); nothing needs to happen when the date passes, as every read view
+            # compares validity with its own instant (``recall.visible``), as for a fact written with a valid_to.
+            graph.end_validity(conn, old, valid_to=valid_to)
+            if old == new_id:
+                # This memory is the older news, but it holds until the newer one starts.
+                out.superseded_by = None
+            elif old in out.supersedes:
+                out.supersedes.remove(old)
+                out.add(out.supersedes_later, old)
+            continue
+        graph.supersede(conn, old, new, reason=reason, at=now, close_valid_to=valid_to)
+        changed.append(old)
     out.recorded = [f"{f.subject} —{f.predicate}→ {f.object}" for f in facts if f.status == "asserted"]
     return out, changed
 

@@ -305,8 +305,9 @@ class CanonicalWrites(Protocol):
         newest: int | None = None,
         other_than: str | None = None,
         scopes: Sequence[str] | None = None,
+        at: datetime | None = None,
     ) -> list[OpenRelation]:
-        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was stated for the relation. ``newest`` keeps only the most recently recorded edges per predicate, cut before their memories are looked up, so the cost stays flat however often the same statement was made. ``other_than`` leaves out edges to that object. ``scopes`` keeps only edges whose memory shares one of them, filtered before the cut (another scope's statements never crowd them out)."""
+        """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a current memory (with that memory's scopes), oldest first. With ``at``, also those whose validity ends after ``at`` (closed at a later date by a planned change: still open then). ``valid_from`` is None unless a time was stated for the relation. ``newest`` keeps only the most recently recorded edges per predicate, cut before their memories are looked up, so the cost stays flat however often the same statement was made. ``other_than`` leaves out edges to that object. ``scopes`` keeps only edges whose memory shares one of them, filtered before the cut (another scope's statements never crowd them out)."""
         ...
 
     def close_relation(
@@ -319,7 +320,11 @@ class CanonicalWrites(Protocol):
         *,
         valid_to: datetime,
         ended_by: str,
-    ) -> None: ...
+    ) -> None:
+        """End the relation ``memory_id`` recorded at ``valid_to`` (never before its own start), by ``ended_by``;
+        one already ended stays so unless it ended later than ``valid_to`` (a planned change's end, overtaken
+        by news that it ended sooner)."""
+        ...
 
     def contradict(self, conn: Session, new: str, old: str, predicate: str, at: datetime) -> None: ...
 
@@ -371,6 +376,19 @@ class CanonicalWrites(Protocol):
     def retire(
         self, conn: Session, memory_id: str, *, at: datetime, valid_to: datetime, reason: str
     ) -> None: ...
+
+    def reopen_ended_by(self, conn: Session, ended_by: str, *, at: datetime) -> list[str]:
+        """Undo what a planned change did (``ended_by``, the plan, is cancelled before ``at``, its start): the
+        relations it ended at ``at`` are open again, and each memory that recorded one, still current, with its
+        validity ending at ``at``, is valid again with no end. Returns the ids of the memories whose relations
+        were reopened. Reached through the entities the plan mentions (a relation it ended has its subject)."""
+        ...
+
+    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+        """End a memory's validity at ``valid_to`` and change nothing else: it stays current (neither superseded
+        nor retired) until then. A planned change does this to the value it replaces (a successor valid from a
+        later date); an earlier end stays, and the end is never before ``valid_from``, as in ``supersede``."""
+        ...
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None: ...
 

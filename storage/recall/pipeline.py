@@ -373,11 +373,20 @@ class _Pool:
         return _head(self._graph, self._conn, m)
 
     def _admit(self, m: Memory) -> bool:
-        replaced = None
+        replaced = ended = None
         if self._q.known_at is not None and m.superseded_by is not None:
             successor = self._graph.fetch(self._conn, [m.superseded_by]).get(m.superseded_by)
             replaced = successor.recorded_at if successor is not None else None
-        return admissible(m, self._q, replaced)
+        elif self._q.known_at is not None and m.valid_to is not None and m.retired_at is None:
+            # A current memory whose validity a planned change ended: that end is known from the plan's writing.
+            plans = {
+                r.ended_by
+                for r in self._graph.relation_history(self._conn, [m.id])
+                if r.ended_by and r.valid_to == m.valid_to
+            }
+            if plans:
+                ended = min(p.recorded_at for p in self._graph.fetch(self._conn, list(plans)).values())
+        return admissible(m, self._q, replaced, ended)
 
 
 def _time_match(t: datetime, q: Query, recipe: Recipe) -> tuple[float, TimeMatch | None]:

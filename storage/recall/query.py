@@ -85,24 +85,29 @@ def lane_live_only(q: Query, recipe: Recipe) -> bool:
     return q.live_only and not recipe.follow_versions
 
 
-def visible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
+def visible(
+    m: Memory, q: Query, replaced_at: datetime | None = None, ended_at: datetime | None = None
+) -> bool:
     """Whether the query may see this memory at all: one of its scopes, and its time view (current and
     valid now; valid at ``as_of``; anything with history). Decides which graph edges may be followed.
 
     With ``known_at`` (transaction time) the view is what the store believed then: recorded by then, not yet
     retired or superseded by then (``replaced_at``: when its successor was recorded, if known), and valid at
-    ``as_of`` (default ``known_at``), a validity end written after ``known_at`` not yet counting.
+    ``as_of`` (default ``known_at``), a validity end written after ``known_at`` not yet counting (``ended_at``:
+    when a planned change that ends a current memory's validity was recorded, if known).
     """
     if not set(m.scopes) & set(q.scopes):
         return False
     if q.known_at is not None:
-        return _believed(m, q.known_at, q.as_of or q.known_at, replaced_at)
+        return _believed(m, q.known_at, q.as_of or q.known_at, replaced_at, ended_at)
     if q.as_of is not None:
         return m.valid_at(q.as_of)
     return q.include_history or (m.status is Status.CURRENT and m.valid_at(q.now))
 
 
-def _believed(m: Memory, known: datetime, valid: datetime, replaced_at: datetime | None) -> bool:
+def _believed(
+    m: Memory, known: datetime, valid: datetime, replaced_at: datetime | None, ended_at: datetime | None
+) -> bool:
     if m.recorded_at > known:
         return False
     if m.retired_at is not None and m.retired_at <= known:
@@ -110,15 +115,20 @@ def _believed(m: Memory, known: datetime, valid: datetime, replaced_at: datetime
     if m.superseded_by is not None and (replaced_at is None or replaced_at <= known):
         return False
     # A validity end closed by a later supersession or retirement was not known yet.
-    closed_later = m.retired_at is not None or m.superseded_by is not None
+    # So was one a planned change wrote later ("Ana works at Initech from June" ends Acme then).
+    closed_later = (
+        m.retired_at is not None or m.superseded_by is not None or (ended_at is not None and ended_at > known)
+    )
     end = None if closed_later else m.valid_to
     return m.valid_from <= valid and (end is None or valid < end)
 
 
-def admissible(m: Memory, q: Query, replaced_at: datetime | None = None) -> bool:
+def admissible(
+    m: Memory, q: Query, replaced_at: datetime | None = None, ended_at: datetime | None = None
+) -> bool:
     """The canonical filter on results: visible, of a requested kind, inside the event-time window (only memories
     with an event time are inside one)."""
-    if not visible(m, q, replaced_at):
+    if not visible(m, q, replaced_at, ended_at):
         return False
     if q.kinds and m.kind not in q.kinds:
         return False

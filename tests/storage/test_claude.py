@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import anthropic
@@ -115,6 +116,24 @@ def test_statements_from_claude_are_recorded_and_reconciled_after_the_commit(
     assert sent["system"][0]["cache_control"] == {"type": "ephemeral"}  # the fixed instructions are cached
     assert sent["tool_choice"] == {"type": "tool", "name": "record_statements"}
     assert "Speaker: sam" in sent["messages"][0]["content"]
+
+
+def test_a_relation_claude_finds_in_a_planned_change_ends_the_old_value_at_its_date(
+    fake_engine: Callable[[Fake], Engine],
+) -> None:
+    """The pass reconciles a memory valid from a later date as its write did (issue #14): the employer it
+    replaces stays current until then, instead of being superseded when the model answered."""
+    fake = Fake(answer([]), answer(WORKS))
+    engine = fake_engine(fake)
+    before = engine.write("Ana works at Initech.", ["user:sam"])
+    starts = datetime(datetime.now(UTC).year + 2, 1, 1, tzinfo=UTC)
+    new = engine.write("Big news from Ana: she signed with the Acme people.", ["user:sam"], valid_from=starts)
+    assert engine.wait_enriched()
+    record = engine.read(new.id)
+    assert [r.split(" [")[0] for r in record.relations] == ["Ana —works_at→ Acme"]
+    old = engine.read(before.id)
+    assert (old.memory.status, old.memory.valid_to) == ("current", starts)
+    assert old.relations == (f"Ana —works_at→ Initech [? → {starts.date().isoformat()}, ended by {new.id}]",)
 
 
 def test_malformed_tool_output_changes_nothing_and_is_visible(fake_engine: Callable[[Fake], Engine]) -> None:

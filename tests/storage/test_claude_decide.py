@@ -169,6 +169,34 @@ def test_updates_and_contradictions_are_applied_and_shown(engine: Engine) -> Non
     assert jazz in history
 
 
+def test_an_update_that_starts_later_leaves_the_stored_memory_current_until_then(engine: Engine) -> None:
+    """A new memory valid from a later date (a planned change, issue #14) that Claude says updates a stored one
+    ends it at that date, as the rules do: current, and recalled, until then (it used to be superseded now)."""
+    jazz, _ = stored(engine)
+    api = Api(decision({"id": jazz[:12], "relation": "updates", "reason": "her taste will move on"}))
+    api.switch_on(engine)
+    starts = datetime(datetime.now(UTC).year + 2, 1, 1, tzinfo=UTC)
+    new = engine.write(
+        "From then on Ana is all about rock.",
+        SCOPE,
+        relations=[RelationIn("Ana", "likes", "rock")],
+        valid_from=starts,
+    ).id
+    assert engine.wait_enriched()
+    old = engine.read(jazz)
+    assert old.memory.status == "current"
+    assert old.memory.valid_to == starts
+    assert old.relations == (f"Ana —likes→ jazz [? → {starts.date().isoformat()}, ended by {new}]",)
+    record = engine.read(new)
+    assert record.enrichment is not None
+    assert "decided by claude: updates from a later date 1" in record.enrichment
+    assert jazz in {h.memory.id for h in engine.recall("What music does Ana like?", SCOPE)}
+    later = {
+        h.memory.id for h in engine.recall("What music does Ana like?", SCOPE, as_of=starts.replace(month=2))
+    }
+    assert (jazz in later, new in later) == (False, True)
+
+
 def test_the_models_reason_and_the_other_memorys_id_are_gone_with_an_erase_of_that_memory(
     engine: Engine, data_dir: Path
 ) -> None:

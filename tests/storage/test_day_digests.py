@@ -151,6 +151,30 @@ def test_erasing_a_memory_erases_the_day_digest_bytes_and_rebuilds_it_without_it
     assert files_containing(data_dir, canary.encode()) == []
 
 
+def test_a_source_erased_while_its_day_digest_is_built_never_comes_back_in_it(
+    engine: Engine, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The erasure commits after the digest read the day's memories and before the digest is swapped in (it is
+    being embedded): the digest built from the erased words must not be stored."""
+    canary = f"CANARY{uuid.uuid4().hex.upper()}"
+    ids = write_all(engine, [*ANA, f"Ana's door code is {canary}."])
+    secret, erased = ids[-1], []
+    real = engine.embedder.embed
+
+    def erase_first(texts: list[str]) -> object:
+        if not erased and any(canary in t for t in texts):
+            erased.append(engine.erase(secret, confirm=secret))
+        return real(texts)
+
+    monkeypatch.setattr(engine.embedder, "embed", erase_first)
+    engine.consolidate()
+    assert erased, "the digest was never built"
+    monkeypatch.undo()
+    engine.consolidate()  # built again, from what is left
+    assert canary not in engine.read(only_day_digest(engine)).memory.content
+    assert files_containing(data_dir, canary.encode()) == []
+
+
 def test_erasing_down_to_too_few_memories_leaves_no_day_digest(engine: Engine) -> None:
     ids = write_all(engine, ANA[:3])
     engine.consolidate()

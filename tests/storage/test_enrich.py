@@ -42,6 +42,28 @@ def test_a_comparison_is_not_part_of_what_is_liked(engine: Engine) -> None:
     assert engine.write("I hate tea.", ["user:ana"]).contradicts == (tea.id,)
 
 
+def test_over_as_a_place_and_more_as_a_quantity_stay_in_what_is_liked(engine: Engine) -> None:
+    """A comparison word ended every liked thing: "the bridge over the river" was liked as "bridge", so "I hate the
+    bridge on the highway" contradicted it, and "sleeping over at friends'" against "sleeping in tents" too;
+    "spending less time on email" was liked as "spending". "over" before a determiner or a preposition is a
+    place, "more"/"less" before a noun a quantity; "prefer ... over the other" stays a comparison (attack21)."""
+    bridge = engine.write("I love the bridge over the river.", ["user:ana"])
+    assert bridge.relations == ("ana —likes→ bridge over the river",)
+    assert engine.write("I hate the bridge on the highway.", ["user:ana"]).contradicts == ()
+    engine.write("I like sleeping over at friends' places.", ["user:ana"])
+    assert engine.write("I dislike sleeping in tents.", ["user:ana"]).contradicts == ()
+    less = engine.write("I like spending less time on email.", ["user:ana"])
+    assert less.relations == ("ana —likes→ spending less time",)
+    assert engine.write("I like hikes over 20 km.", ["user:ana"]).relations == (
+        "ana —likes→ hikes over 20 km",
+    )
+    assert engine.write("I like coffee more than tea.", ["user:sam"]).relations == ("sam —likes→ coffee",)
+    assert engine.write("I like cake more.", ["user:sam"]).relations == ("sam —likes→ cake",)
+    assert engine.write("I prefer juice over the other drinks.", ["user:sam"]).relations == (
+        "sam —likes→ juice",
+    )
+
+
 def test_a_possessive_is_not_a_job_title(engine: Engine) -> None:
     """ "Ana's dentist is Dr. Okafor" read as "Ana is a dentist": the wrong relation then lent its two-hop path
     bonus to other facts about Ana, above the dentist memory itself for "who is Ana's dentist"."""

@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from storage import Engine, RelationIn, WriteItem
 from storage.domain.models import MAX_ENTITIES, MAX_NAME_CHARS
+from storage.domain.records import entity_key
 from storage.language.extraction import FUZZY_MAX_CHARS, EntityLexicon, _after_sentence_end, capitalised_spans
 
 CHILD = Path(__file__).with_name("memory_child.py")
@@ -79,3 +81,49 @@ def test_the_limits_page_states_the_lexicon_bounds() -> None:
     page = (ROOT / "docs" / "limits.md").read_text()
     assert f"5 to {FUZZY_MAX_CHARS} characters (`FUZZY_MAX_CHARS`)" in page
     assert f"at most {MAX_ENTITIES} (`MAX_ENTITIES`), each name at most {MAX_NAME_CHARS} characters" in page
+
+
+def _deep_size(rows: list[object], fields: tuple[str, ...]) -> int:
+    """Bytes of ``rows`` and of every object they hold (each counted once: a shared string costs once)."""
+    seen: set[int] = set()
+    total = 0
+    stack: list[object] = []
+    for row in rows:
+        stack += [row, *(getattr(row, f) for f in fields)]
+    while stack:
+        o = stack.pop()
+        if o is None or isinstance(o, bool) or id(o) in seen:
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, (tuple, frozenset)):
+            stack.extend(o)
+    return total
+
+
+def test_an_entitys_kept_relations_cost_at_most_400_bytes_each(engine: Engine) -> None:
+    """The Kùzu adapter keeps every relation of an entity the graph lane walks from until the next commit, up to
+    65,536 in all (``storage.adapters.kuzu._kept``: "180-400 bytes each, 26 MB at most"). Each row held its own
+    copies of the predicate, the entity's name and its memory's scope list: 526 bytes a relation (34 MB at
+    the bound), measured here before the rows shared them (attack21)."""
+    vector = [0.05] * engine.embedder.dim
+    engine.write_many(
+        [
+            WriteItem(
+                f"Ana knows Person{i} from the club.",
+                ["team:x", "user:ana"] if i % 2 else ["team:x"],
+                relations=[RelationIn("Ana", "knows", f"Person{i}")],
+                vector=vector,
+            )
+            for i in range(300)
+        ]
+    )
+    graph, ana = engine.graph, entity_key("Ana")
+    with graph.read() as conn:
+        for _ in range(3):  # read whole (and kept) at the third ask
+            assert len(graph.relations(conn, ana, limit=1000)) == 300
+    kept = graph._relations.get(ana, graph._data_version)  # type: ignore[attr-defined]
+    assert kept
+    assert len(kept) == 300
+    fields = ("predicate", "memory_id", "other_id", "other_name", "scopes", "own_name")
+    assert _deep_size(list(kept), fields) / len(kept) <= 400

@@ -142,6 +142,7 @@ class _Writes(_Reads):
         newest: int | None = None,
         other_than: str | None = None,
         scopes: Sequence[str] | None = None,
+        at: datetime | None = None,
     ) -> list[OpenRelation]:
         params: dict[str, Any] = {"a": entity_key(subject), "ps": list(dict.fromkeys(predicates))}
         target = "(b:Entity)"
@@ -159,8 +160,11 @@ class _Writes(_Reads):
                 "WITH r.predicate AS p, collect([r, b]) AS rb UNWIND rb[..$n] AS x WITH x[0] AS r, x[1] AS b "
             )
             params["n"] = newest
+        still = "r.valid_to IS NULL"
+        if at is not None:
+            still, params["at"] = "(r.valid_to IS NULL OR r.valid_to > $at)", at
         rows = session(conn).rows(
-            f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate IN $ps AND r.valid_to IS NULL{other} "
+            f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate IN $ps AND {still}{other} "
             f"{'WITH r, b ORDER BY r.recorded_at DESC ' if cut else ''}{cut}"
             f"MATCH (m:Memory {{id: r.memory_id}}) WHERE {LIVE} "
             "RETURN r.predicate, b.id, r.object_name, r.memory_id, r.valid_from, r.recorded_at, m.scopes "
@@ -187,7 +191,7 @@ class _Writes(_Reads):
     ) -> None:
         session(conn).add(
             "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) WHERE r.memory_id = $m "
-            "AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = "
+            "AND r.predicate = $p AND (r.valid_to IS NULL OR r.valid_to > $vt) SET r.valid_to = "
             + _NOT_BEFORE.format(start="r.valid_from")
             + ", r.ended_by = $by",
             {
@@ -307,6 +311,32 @@ class _Writes(_Reads):
             + _NOT_BEFORE.format(start="m.valid_from")
             + " ELSE m.valid_to END",
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
+        )
+
+    def reopen_ended_by(self, conn: Session, ended_by: str, *, at: datetime) -> list[str]:
+        match = (
+            "MATCH (p:Memory {id: $by})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) "
+            "WHERE r.ended_by = $by AND r.valid_to = $at "
+        )
+        params = {"by": ended_by, "at": at}
+        ids = sorted({row[0] for row in session(conn).rows(match + "RETURN r.memory_id", params)})
+        if not ids:
+            return []
+        session(conn).add(match + "SET r.valid_to = NULL, r.ended_by = NULL", params)
+        session(conn).add(
+            "UNWIND $ids AS i MATCH (m:Memory {id: i}) WHERE m.valid_to = $at AND m.retired_at IS NULL "
+            "AND m.superseded_by IS NULL SET m.valid_to = NULL",
+            {"ids": ids, "at": at},
+        )
+        return ids
+
+    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+        session(conn).add(
+            "MATCH (m:Memory {id: $id}) SET "
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN "
+            + _NOT_BEFORE.format(start="m.valid_from")
+            + " ELSE m.valid_to END",
+            {"id": memory_id, "vt": valid_to},
         )
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:

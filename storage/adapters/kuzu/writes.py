@@ -232,6 +232,7 @@ class _Writes(_Reads):
         newest: int | None = None,
         other_than: str | None = None,
         scopes: Sequence[str] | None = None,
+        at: datetime | None = None,
     ) -> list[OpenRelation]:
         """RELATES edges from ``subject`` with one of ``predicates`` whose validity is open, recorded by a
         current memory (with that memory's scopes), oldest first. ``valid_from`` is None unless a time was
@@ -256,25 +257,33 @@ class _Writes(_Reads):
             cut = ""
             if newest is not None:
                 cut, params["n"] = " DESC LIMIT $n", newest
+            still = "r.valid_to IS NULL"
+            if at is not None:
+                still, params["at"] = "(r.valid_to IS NULL OR r.valid_to > $at)", at
             rows = _rows(
                 conn,
-                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND r.valid_to IS NULL{other} "
+                f"MATCH (a:Entity {{id: $a}})-[r:RELATES]->{target} WHERE r.predicate = $p AND {still}{other} "
                 f"RETURN b.id, r.object_name, r.memory_id, r.valid_from, r.recorded_at ORDER BY r.recorded_at{cut}",
                 params,
             )
             if newest is not None:
                 rows.reverse()  # oldest first, as without the cut
-            for bid, bn, mid, vf, at in rows:
-                state = _rows(
+            # The recording memories' state, by key, many per statement (``by_keys``): one statement per edge
+            # held the writer for seconds when a subject had thousands of open relations (100,000 memories).
+            live = {
+                mid: tuple(ss or ())
+                for mid, ok, ss in by_keys(
                     conn,
-                    "MATCH (m:Memory {id: $id}) RETURN m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
-                    {"id": mid},
+                    "MATCH (m:Memory {id: $id}) "
+                    "RETURN m.id, m.retired_at IS NULL AND m.superseded_by IS NULL, m.scopes",
+                    list(dict.fromkeys(r[2] for r in rows)),
                 )
-                if state and state[0][0]:
+                if ok
+            }
+            for bid, bn, mid, vf, recorded in rows:  # not ``at``: the argument holds for every predicate
+                if mid in live:
                     out.append(
-                        OpenRelation(
-                            predicate, bid, bn, mid, utc(vf), utc(at) or _EPOCH, tuple(state[0][1] or ())
-                        )
+                        OpenRelation(predicate, bid, bn, mid, utc(vf), utc(recorded) or _EPOCH, live[mid])
                     )
         return out
 
@@ -292,9 +301,8 @@ class _Writes(_Reads):
         _exec(
             conn,
             "MATCH (a:Entity {id: $a})-[r:RELATES]->(b:Entity {id: $b}) "
-            "WHERE r.memory_id = $m AND r.predicate = $p AND r.valid_to IS NULL SET r.valid_to = "
-            + _NOT_BEFORE.format(start="r.valid_from")
-            + ", r.ended_by = $by",
+            "WHERE r.memory_id = $m AND r.predicate = $p AND (r.valid_to IS NULL OR r.valid_to > $vt) "
+            "SET r.valid_to = " + _NOT_BEFORE.format(start="r.valid_from") + ", r.ended_by = $by",
             {
                 "a": entity_key(subject),
                 "b": entity_key(obj),
@@ -479,6 +487,35 @@ class _Writes(_Reads):
             {"id": memory_id, "at": at, "reason": reason, "vt": valid_to},
         )
         _exec(conn, RECOPY_MENTIONS, {"id": memory_id})
+
+    def reopen_ended_by(self, conn: Session, ended_by: str, *, at: datetime) -> list[str]:
+        match = (
+            "MATCH (p:Memory {id: $by})-[:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) "
+            "WHERE r.ended_by = $by AND r.valid_to = $at "
+        )
+        params = {"by": ended_by, "at": at}
+        ids = sorted({row[0] for row in _rows(conn, match + "RETURN r.memory_id", params)})
+        if not ids:
+            return []
+        _exec(conn, match + "SET r.valid_to = NULL, r.ended_by = NULL", params)
+        for mid in ids:
+            _exec(
+                conn,
+                "MATCH (m:Memory {id: $id}) WHERE m.valid_to = $at AND m.retired_at IS NULL "
+                "AND m.superseded_by IS NULL SET m.valid_to = NULL",
+                {"id": mid, "at": at},
+            )
+        return ids
+
+    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+        _exec(
+            conn,
+            "MATCH (m:Memory {id: $id}) SET "
+            "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN "
+            + _NOT_BEFORE.format(start="m.valid_from")
+            + " ELSE m.valid_to END",
+            {"id": memory_id, "vt": valid_to},
+        )
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         _exec(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,31 @@ def test_versions_supersede_and_retire(canonical: CanonicalStore, embedder: Cach
         got = canonical.fetch(s, [new])[new]
         assert (got.retired_at, got.retire_reason) == (T0, "no longer true")
         assert canonical.live_state(s, new) is False
+
+
+def test_end_validity_closes_only_the_validity(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    """A planned change's predecessor: its validity ends later, and it stays current (not superseded, not
+    retired, live for every view); an earlier end stays, and no end goes before the start."""
+    mid = _insert(canonical, embedder, "Ana works at Acme.", ["user:ana"], 1)
+    later, sooner = T0 + timedelta(days=400), T0 + timedelta(days=100)
+    with canonical.transaction() as tx:
+        canonical.end_validity(tx, mid, valid_to=later)
+        canonical.append_changes(tx, [Change(2, "update", mid)], T0)
+    with canonical.read() as s:
+        got = canonical.fetch(s, [mid])[mid]
+        assert (got.valid_from, got.valid_to) == (T0, later)
+        assert (got.superseded_by, got.retired_at) == (None, None)
+        assert canonical.live_state(s, mid) is True
+        assert canonical.all_ids(s) == {mid: True}
+    with canonical.transaction() as tx:
+        canonical.end_validity(tx, mid, valid_to=sooner)
+        canonical.end_validity(tx, mid, valid_to=later)  # an earlier end stays
+    with canonical.read() as s:
+        assert canonical.fetch(s, [mid])[mid].valid_to == sooner
+    with canonical.transaction() as tx:
+        canonical.end_validity(tx, mid, valid_to=T0 - timedelta(days=1))  # never before it began
+    with canonical.read() as s:
+        assert canonical.fetch(s, [mid])[mid].valid_to == T0
 
 
 def test_scopes_form_a_tree_and_hold_memories(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
@@ -353,6 +379,88 @@ def test_open_relations_keeps_the_newest_tellings_and_leaves_out_an_object(
         others = canonical.open_relations(s, "Ana", ["likes"], other_than="Coffee")
         assert [(r.object_name, r.memory_id) for r in others] == [("Tea", tea)]
         assert len(canonical.open_relations(s, "Ana", ["likes"])) == 7
+
+
+def test_a_relation_ended_at_a_later_date_is_open_until_then(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """A planned change ends the relation it replaces at a later date: ``open_relations(at=...)`` still returns
+    it before that date, and ``close_relation`` may end it sooner (news that it ended now), never later."""
+    ents = (EntityIn("Ana"), EntityIn("Acme"))
+    acme = _insert(canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, ents)
+    later = T0 + timedelta(days=400)
+    with canonical.transaction() as tx:
+        canonical.relate(tx, acme, "Ana", "works_at", "Acme", T0)
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=later, ended_by="plan")
+    with canonical.read() as s:
+        assert canonical.open_relations(s, "Ana", ["works_at"]) == []  # not open for ever
+        (still,) = canonical.open_relations(s, "Ana", ["works_at"], at=T0)
+        assert still.memory_id == acme
+        (mine,) = canonical.open_relations(s, "Ana", ["works_at"], "Acme", newest=2, at=T0)
+        assert mine.memory_id == acme
+        assert canonical.open_relations(s, "Ana", ["works_at"], at=later) == []
+    with canonical.transaction() as tx:  # a later end does not move it
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=later + timedelta(days=1),
+                                 ended_by="other")  # fmt: skip
+    with canonical.read() as s:
+        (state,) = canonical.relation_history(s, [acme])
+        assert (state.valid_to, state.ended_by) == (later, "plan")
+    with canonical.transaction() as tx:  # a sooner one does
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=T0 + timedelta(days=1),
+                                 ended_by="news")  # fmt: skip
+    with canonical.read() as s:
+        (state,) = canonical.relation_history(s, [acme])
+        assert (state.valid_to, state.ended_by) == (T0 + timedelta(days=1), "news")
+
+
+def test_a_cancelled_plan_reopens_what_it_ended(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
+    """``reopen_ended_by``: the relations a plan ended at its start are open again, and the memories that
+    recorded them valid with no end; another end (another date, another closer) is left alone."""
+    start = T0 + timedelta(days=400)
+    acme = _insert(
+        canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, (EntityIn("Ana"), EntityIn("Acme"))
+    )
+    plan = _insert(canonical, embedder, "Ana works at Initech.", ["user:ana"], 2,
+                   (EntityIn("Ana"), EntityIn("Initech")))  # fmt: skip
+    bob = _insert(
+        canonical, embedder, "Bob works at Acme.", ["user:ana"], 3, (EntityIn("Bob"), EntityIn("Acme"))
+    )
+    with canonical.transaction() as tx:
+        canonical.relate(tx, acme, "Ana", "works_at", "Acme", T0)
+        canonical.relate(tx, plan, "Ana", "works_at", "Initech", T0)
+        canonical.relate(tx, bob, "Bob", "works_at", "Acme", T0)
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=start, ended_by=plan)
+        canonical.end_validity(tx, acme, valid_to=start)
+        canonical.close_relation(tx, bob, "Bob", "works_at", "Acme", valid_to=start, ended_by="someone else")
+        canonical.end_validity(tx, bob, valid_to=start)
+    with canonical.transaction() as tx:
+        assert canonical.reopen_ended_by(tx, plan, at=start + timedelta(days=1)) == []  # another date
+    with canonical.transaction() as tx:
+        assert canonical.reopen_ended_by(tx, plan, at=start) == [acme]
+    with canonical.read() as s:
+        got = canonical.fetch(s, [acme, bob])
+        assert (got[acme].valid_to, got[bob].valid_to) == (None, start)
+        (state,) = canonical.relation_history(s, [acme])
+        assert (state.valid_to, state.ended_by) == (None, None)
+        assert {r.memory_id for r in canonical.open_relations(s, "Ana", ["works_at"])} == {acme, plan}
+
+
+def test_a_later_end_holds_for_every_predicate_asked_at_once(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``open_relations(at=...)`` with several predicates: each is open or not at ``at``, not at a time the
+    answer for the one before left behind (the Kùzu adapter's row loop once rebound the argument)."""
+    ana = (EntityIn("Ana"), EntityIn("Acme"), EntityIn("Lisbon"))
+    job = _insert(canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, ana)
+    home = _insert(canonical, embedder, "Ana lives in Lisbon.", ["user:ana"], 2, ana)
+    with canonical.transaction() as tx:
+        canonical.relate(tx, job, "Ana", "works_at", "Acme", T0 + timedelta(days=20))  # told later
+        canonical.relate(tx, home, "Ana", "lives_in", "Lisbon", T0)
+        canonical.close_relation(tx, home, "Ana", "lives_in", "Lisbon", valid_to=T0 + timedelta(days=10),
+                                 ended_by="plan")  # fmt: skip
+    with canonical.read() as s:
+        got = canonical.open_relations(s, "Ana", ["works_at", "lives_in"], at=T0 + timedelta(days=1))
+        assert sorted(r.predicate for r in got) == ["lives_in", "works_at"]
 
 
 def test_open_relations_in_scopes_are_cut_after_the_scope_filter(

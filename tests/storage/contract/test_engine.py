@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import shutil
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -421,4 +421,40 @@ def test_erasing_the_memory_that_ended_a_relation_reopens_it_and_leaves_the_rest
         entities = {name: aliases for _id, name, _t, aliases in eng.graph.export_entities(conn)}
     assert "Globex" not in entities
     assert entities["Dara"] == ["D."]
+    assert eng.verify().ok
+
+
+def test_a_planned_change_is_current_from_its_date_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Issue #14 over each canonical store: a new employer valid from a later date leaves the current one
+    current until then (reads in a shared store's transaction see only committed state, so each rule is
+    checked there too); news of now replaces both; retiring a plan reopens what it was to end."""
+    eng = open_engine(tmp_path / "data")
+    ana = ["user:ana"]
+    starts = datetime.now(UTC).replace(microsecond=0) + timedelta(days=400)
+    later = starts + timedelta(days=30)
+
+    def employers(as_of: datetime | None = None) -> list[str]:
+        hits = eng.recall("where does Ana work", ana, as_of=as_of)
+        return [h.memory.content for h in hits if "works at" in h.memory.content]
+
+    acme = eng.write("Ana works at Acme.", ana, kind="fact").id
+    plan = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=starts)
+    assert (plan.supersedes, plan.supersedes_later) == ((), (acme,))
+    assert employers() == ["Ana works at Acme."]
+    assert employers(as_of=later) == ["Ana works at Initech."]
+    assert eng.read(acme).memory.valid_to == starts
+    assert eng.verify().ok
+
+    eng.retire(plan.id, reason="the offer fell through")
+    assert employers(as_of=later) == ["Ana works at Acme."]
+    assert eng.read(acme).memory.valid_to is None
+
+    plan = eng.write("Ana works at Hooli.", ana, kind="fact", valid_from=starts)
+    assert plan.supersedes_later == (acme,)
+    globex = eng.write("Ana works at Globex.", ana, kind="fact")
+    assert sorted(globex.supersedes) == sorted([acme, plan.id])
+    assert employers() == ["Ana works at Globex."]
+    assert employers(as_of=later) == ["Ana works at Globex."]
     assert eng.verify().ok

@@ -1,0 +1,210 @@
+"""A planned change (issue #14, "time that means what people mean"): a new value written with a `valid_from` in
+the future leaves the value it replaces current until then.
+
+Each test fails on daf30a0: the reconciler superseded the current value at the write, closing its validity
+at the time of the call, so recall today answered nothing about Ana's employer (Initech not valid yet, Acme
+superseded) until the planned date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.types import Implementation
+
+from server.app import build_server
+from storage import CachedEmbedder, Engine
+from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, ok
+
+pytestmark = pytest.mark.anyio
+
+ANA = ["user:ana"]
+QUESTION = "where does Ana work"
+
+
+@asynccontextmanager
+async def _serving(data_dir: Path, embedder: CachedEmbedder) -> AsyncIterator[tuple[Engine, Client]]:
+    """An engine on ``data_dir`` and an in-memory MCP client on it; closing it closes the store (a restart
+    opens it again)."""
+    engine = Engine.open(data_dir, embedder=embedder, warm=False)
+    try:
+
+        async def source() -> Engine:
+            return engine
+
+        server = build_server(source, default_scopes=(DEFAULT_SCOPE,))
+        info = Implementation(name=CLIENT_NAME, version="1")
+        async with Client(server, mode="legacy", client_info=info) as client:
+            yield engine, client
+    finally:
+        engine.close()
+
+
+async def _employers(client: Client, **view: Any) -> list[str]:
+    out = await ok(client, "recall", {"query": QUESTION, "scopes": ANA, **view})
+    return [r["content"] for r in out["results"] if "works at" in r["content"]]
+
+
+async def _plan(client: Client, starts: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+    acme = await ok(client, "memory_write", {"content": "Ana works at Acme.", "scopes": ANA, "kind": "fact"})
+    initech = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": ANA,
+            "kind": "fact",
+            "valid_from": starts.isoformat(),
+        },
+    )
+    return acme, initech
+
+
+async def test_a_planned_change_leaves_the_current_value_current_until_its_date(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(hour=0, minute=0, second=0, microsecond=0)
+    async with _serving(data_dir, embedder) as (engine, client):
+        acme, initech = await _plan(client, starts)
+        # Today Acme is the answer, and the plan is not (it is not true yet).
+        assert await _employers(client) == ["Ana works at Acme."]
+        assert await _employers(client, as_of=datetime.now(UTC).isoformat()) == ["Ana works at Acme."]
+        # The receipt says the change is planned: Acme is replaced from the start date, not now.
+        assert initech["supersedes"] == []
+        assert initech["supersedes_later"] == [acme["id"]]
+        assert initech["relations"] == ["Ana —works_at→ Initech"]
+        # After the start date, Initech; history shows both.
+        later = (starts + timedelta(days=30)).isoformat()
+        assert await _employers(client, as_of=later) == ["Ana works at Initech."]
+        both = await _employers(client, include_history=True)
+        assert sorted(both) == ["Ana works at Acme.", "Ana works at Initech."]
+
+        # memory_read tells how they relate: Acme current, valid until the start date, its employer ended by
+        # the planned memory; Initech current and valid from then.
+        read = await ok(client, "memory_read", {"id": acme["id"]})
+        assert read["memory"]["status"] == "current"
+        assert read["memory"]["valid_to"] == starts.isoformat().replace("+00:00", "Z")
+        full_initech = (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]
+        assert full_initech["status"] == "current"
+        assert full_initech["valid_from"] == starts.isoformat().replace("+00:00", "Z")
+        assert read["relations"] == [
+            f"Ana —works_at→ Acme [? → {starts.date().isoformat()}, ended by {full_initech['id']}]"
+        ]
+        # Every store agrees on which memories are live.
+        assert engine.verify().ok
+
+    # After a restart, the same answers.
+    async with _serving(data_dir, embedder) as (engine, client):
+        assert await _employers(client) == ["Ana works at Acme."]
+        assert await _employers(client, as_of=later) == ["Ana works at Initech."]
+        assert engine.verify().ok
+
+
+async def test_when_the_planned_date_passes_the_new_value_is_current_without_any_write(
+    data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """Nothing has to flip a flag when the date comes: every view compares validity with its own instant.
+    The date here is a moment ahead; the test waits for the wall clock itself to pass it (nothing else is
+    awaited), with the process running and across a restart."""
+    async with _serving(data_dir, embedder) as (engine, client):
+        starts = datetime.now(UTC) + timedelta(seconds=2)
+        acme, initech = await _plan(client, starts)
+        assert datetime.now(UTC) < starts, "the write took too long for this test's date"
+        assert await _employers(client) == ["Ana works at Acme."]
+        assert initech["supersedes_later"] == [acme["id"]]
+        await anyio.sleep((starts - datetime.now(UTC)).total_seconds() + 0.05)
+        assert await _employers(client) == ["Ana works at Initech."]
+        assert engine.verify().ok
+    async with _serving(data_dir, embedder) as (engine, client):
+        assert await _employers(client) == ["Ana works at Initech."]
+        assert await _employers(client, as_of=(starts - timedelta(seconds=1)).isoformat()) == [
+            "Ana works at Acme."
+        ]
+        assert engine.verify().ok
+
+
+async def test_a_value_stated_for_now_still_replaces_at_once(client: Client) -> None:
+    """Unchanged by the fix: a new value that holds from now (or from a past date) supersedes at once."""
+    acme = await ok(client, "memory_write", {"content": "Ana works at Acme.", "scopes": ANA, "kind": "fact"})
+    globex = await ok(
+        client, "memory_write", {"content": "Ana works at Globex.", "scopes": ANA, "kind": "fact"}
+    )
+    assert globex["supersedes"] == [acme["id"]]
+    assert globex["supersedes_later"] == []
+    assert await _employers(client) == ["Ana works at Globex."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["status"] == "superseded"
+
+
+async def test_news_of_now_after_a_plan_replaces_the_current_value_now(client: Client) -> None:
+    """After a planned change, a new value told without a date is news of now, and the later telling wins
+    (docs/extraction.md): it replaces the value the plan was to end (still current) at once, and the plan too.
+    Had the plan's end hidden Acme's relation from reconciliation, Acme and Globex would both answer today."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    globex = await ok(
+        client, "memory_write", {"content": "Ana works at Globex.", "scopes": ANA, "kind": "fact"}
+    )
+    assert sorted(globex["supersedes"]) == sorted([acme["id"], initech["id"]])
+    assert await _employers(client) == ["Ana works at Globex."]
+    assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == [
+        "Ana works at Globex."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["status"] == "superseded"
+    full_globex = (await ok(client, "memory_read", {"id": globex["id"]}))["memory"]["id"]
+    assert read["relations"][0].endswith(f", ended by {full_globex}]")
+
+
+async def test_a_cancelled_plan_leaves_the_current_value_true_for_good(client: Client) -> None:
+    """retire's own example is a cancelled plan: retired before its date, it never held, and the value it was
+    to replace is no longer ended at that date (as_of after it still answers Acme)."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later) == ["Ana works at Initech."]
+    out = await ok(client, "retire", {"id": initech["id"], "reason": "the offer fell through"})
+    assert out["valid_to"].startswith(starts.date().isoformat())
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=later) == ["Ana works at Acme."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["status"] == "current"
+    assert read["memory"]["valid_to"] is None
+    assert read["relations"] == ["Ana —works_at→ Acme [? → open]"]
+
+
+async def test_what_we_knew_before_the_plan_was_written_ends_nothing(client: Client) -> None:
+    """known_at is transaction time: before the plan was recorded, nothing said Acme would end, so what we
+    believed then about a time after the planned date is still Acme; what we know now is Initech."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    written = [
+        datetime.fromisoformat((await ok(client, "memory_read", {"id": m["id"]}))["memory"]["recorded_at"])
+        for m in (acme, initech)
+    ]
+    between = (written[0] + (written[1] - written[0]) / 2).isoformat()
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later, known_at=between) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=later, known_at=datetime.now(UTC).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    assert await _employers(client, known_at=between) == ["Ana works at Acme."]
+
+
+async def test_an_erased_plan_ends_nothing(client: Client) -> None:
+    """Erasing the plan forgets the end it gave the value it was to replace, as it reopens the relations
+    it ended: as_of after the date answers Acme again."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    full = (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]["id"]
+    await ok(client, "erase", {"id": initech["id"], "confirm": full})
+    assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == ["Ana works at Acme."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert (read["memory"]["status"], read["memory"]["valid_to"]) == ("current", None)
