@@ -479,10 +479,11 @@ def test_the_graph_lanes_mentions_follow_every_change_a_user_makes_with_no_stale
     status and validity (a hub's mentions then cost no read of each memory). After each write, link, unlink,
     amend, retire, purge and erasure the lane finds what the change left (read with the reader's filter, whole,
     and from what was kept), and ``verify`` finds no edge whose copy disagrees with its memory."""
-    query = "What do we know about Hotel Aria?"
     aria = [EntityIn("Hotel Aria", "place")]
 
-    def found(scopes: tuple[str, ...] = ("user:ana",)) -> set[str]:
+    def found(
+        scopes: tuple[str, ...] = ("user:ana",), query: str = "What do we know about Hotel Aria?"
+    ) -> set[str]:
         every = [
             {h.memory.content for h in trip.recall(query, list(scopes), recipe="graph", k=10)} for _ in "abc"
         ]
@@ -513,6 +514,22 @@ def test_the_graph_lanes_mentions_follow_every_change_a_user_makes_with_no_stale
     trip.erase(spa.id, confirm=spa.id)
     assert "Hotel Aria opened a spa." not in found()
     assert BOOKED in found()
+    # A planned change (issue #14) ends the older fact's validity at its date, and erasing it opens it again.
+    works = trip.write(
+        "Ana works at Initech.", ["user:ana"], relations=[RelationIn("Ana", "works_at", "Initech")]
+    )
+    starts = datetime(datetime.now(UTC).year + 2, 1, 1, tzinfo=UTC)
+    plan = trip.write(
+        "Ana will work at Acme.",
+        ["user:ana"],
+        relations=[RelationIn("Ana", "works_at", "Acme")],
+        valid_from=starts,
+    )
+    assert trip.read(works.id).memory.valid_to == starts
+    assert "Ana works at Initech." in found(query="Where does Ana work?")  # valid until then
+    trip.erase(plan.id, confirm=plan.id)
+    assert trip.read(works.id).memory.valid_to is None
+    assert "Ana works at Initech." in found(query="Where does Ana work?")
 
 
 def test_mentions_written_before_they_carried_their_memorys_fields_answer_the_same_after_an_upgrade(

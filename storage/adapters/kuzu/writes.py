@@ -505,6 +505,7 @@ class _Writes(_Reads):
                 "AND m.superseded_by IS NULL SET m.valid_to = NULL",
                 {"id": mid, "at": at},
             )
+            _exec(conn, RECOPY_MENTIONS, {"id": mid})
         return ids
 
     def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
@@ -516,6 +517,7 @@ class _Writes(_Reads):
             + " ELSE m.valid_to END",
             {"id": memory_id, "vt": valid_to},
         )
+        _exec(conn, RECOPY_MENTIONS, {"id": memory_id})
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         _exec(
