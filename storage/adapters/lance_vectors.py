@@ -67,7 +67,8 @@ PARTITION_ROWS = 2_048
 # Partitions searched at least; more while the filter has let fewer than ``k`` rows through (a small scope) or
 # Lance cannot yet rule the next partitions out.
 # At 100,000 MiniLM vectors (36 partitions after optimisation), 16 keep 99.7% of the exact top 10 and 98.9% of
-# the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions).
+# the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions; IVF_FLAT, session 13).
+# With IVF_RQ and its re-ranking, 100% and 99.9% (bench/vector_index.py corpus, 48 partitions).
 NPROBES = 16
 # Each ``optimize`` adds the rows that came since as a new segment of the vector index, and Lance never merges
 # them: 23 segments of about 4,000 rows after loading 100,000 rows made a search 4× slower (each segment is
