@@ -5,8 +5,8 @@ query is compared with the partition centroids, then with the RaBitQ codes (``RQ
 row of the nearest partitions, and the ``REFINE`` × k best of those are re-ranked by their exact distance, read from
 the vector column (which the vector lane reads for its rows anyway). The index holds codes, not vectors: an IVF_FLAT
 index kept its own copy of every vector, 773 of the 4,650 bytes a memory took at 100,000 memories (issue #17), and
-the codes take about a tenth of that; ranking and latency stay those of IVF_FLAT (docs/benchmarks/vector-index.md,
-``bench/vector_index.py``). IVF_SQ (8 bits a dimension) still takes 384 bytes a memory, over the 4 KB budget, and
+the codes take 65; the ranking stays IVF_FLAT's and a search takes half its time (docs/benchmarks/vector-index.md,
+``bench/vector_index.py``). IVF_SQ (8 bits a dimension) still takes 389 bytes a memory, over the 4 KB budget, and
 IVF_PQ trains a codebook per sub-vector: minutes at 100,000 rows against seconds, on the projector's thread. (Why
 not IVF_PQ as before: its refine step read 400 rows back for k 50 and cost more than the search.) Partitions are
 built about ``PARTITION_ROWS`` rows large because Lance's index optimisation (``optimize``, which ``maintain`` runs)
