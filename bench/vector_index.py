@@ -80,12 +80,12 @@ INDEXES = (
     Index(
         "IVF_RQ 1 bit",
         lambda p: IvfRq(distance_type="cosine", num_partitions=p, num_bits=1),
-        (("lance", 2), ("lance", 4), OWN2),
+        (("lance", 2), ("lance", 4), ("lance", 8), OWN2),
     ),
     Index(
         "IVF_RQ 2 bits",
         lambda p: IvfRq(distance_type="cosine", num_partitions=p, num_bits=2),
-        (PLAIN, ("lance", 2), OWN2),
+        (PLAIN, ("lance", 2), ("lance", 4), OWN2),
     ),
     Index("IVF_RQ 4 bits", lambda p: IvfRq(distance_type="cosine", num_partitions=p, num_bits=4), (PLAIN,)),
 )
