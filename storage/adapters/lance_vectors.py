@@ -5,7 +5,7 @@ query is compared with the partition centroids, then with the RaBitQ codes (``RQ
 row of the nearest partitions, and the ``REFINE`` × k best of those are re-ranked by their exact distance, read from
 the vector column (which the vector lane reads for its rows anyway). The index holds codes, not vectors: an IVF_FLAT
 index kept its own copy of every vector, 773 of the 4,650 bytes a memory took at 100,000 memories (issue #17), and
-the codes take 65; the ranking stays IVF_FLAT's and a search takes half its time (docs/benchmarks/vector-index.md,
+the codes take 120; the ranking stays IVF_FLAT's and a search takes about half its time (docs/benchmarks/vector-index.md,
 ``bench/vector_index.py``). IVF_SQ (8 bits a dimension) still takes 389 bytes a memory, over the 4 KB budget, and
 IVF_PQ trains a codebook per sub-vector: minutes at 100,000 rows against seconds, on the projector's thread. (Why
 not IVF_PQ as before: its refine step read 400 rows back for k 50 and cost more than the search.) Partitions are
@@ -53,12 +53,14 @@ TABLE = "memories"  # the first table's name; rebuilds name theirs memories-0000
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
 VECTOR_INDEX = "IvfRq"  # Lance's name for the index type ``maintain`` builds; any other is rebuilt
 # Bits of RaBitQ code per dimension, and how many candidates per wanted row are re-ranked by exact distance (read
-# from the vector column). At 100,000 MiniLM vectors under a one-user scope filter, k 50: 1 bit and 4 candidates
-# a row keep 100% of the exact top 10 and 99.9% of the top 50 (2 candidates: 97.2% of the top 50) in a 65-byte
-# code, and search in half IVF_FLAT's time; 2 bits and 2 candidates rank as well in twice the bytes
-# (docs/benchmarks/vector-index.md). A search for fewer rows still re-ranks at least CANDIDATES: with few rows
-# asked, a refine factor alone leaves too few for 1-bit estimates (the vector lane asks for 50 and more).
-RQ_BITS = 1
+# from the vector column). At 100,000 MiniLM vectors under a one-user scope filter, k 50, 2 bits and 4 candidates
+# a row keep 100% of the exact top 10 and of the top 50 in a 120-byte code, and search in about half IVF_FLAT's
+# time (docs/benchmarks/vector-index.md). 1 bit ranks as well there (99.9% of the top 50) in 65 bytes, but in
+# synthetic clusters of near-identical vectors (cosine 0.997 within a cluster) it kept 64% of the exact top 10 where
+# 2 bits kept 99% (at 0.98 both keep about 58%, IVF_FLAT 100%: isotropic noise, where the exact neighbours are
+# barely nearer than the rest, is the codes' worst case). A search for fewer rows still re-ranks at least
+# CANDIDATES: a refine factor alone would leave too few for the codes' estimates (the lane asks for 50 and more).
+RQ_BITS = 2
 REFINE = 4
 CANDIDATES = 100
 # Rows per IVF partition at build time. Lance's optimisation joins partitions far below its own target size
@@ -68,7 +70,7 @@ PARTITION_ROWS = 2_048
 # Lance cannot yet rule the next partitions out.
 # At 100,000 MiniLM vectors (36 partitions after optimisation), 16 keep 99.7% of the exact top 10 and 98.9% of
 # the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions; IVF_FLAT, session 13).
-# With IVF_RQ and its re-ranking, 100% and 99.9% (bench/vector_index.py corpus, 48 partitions).
+# With IVF_RQ and its re-ranking, 100% of both (bench/vector_index.py corpus, 48 partitions).
 NPROBES = 16
 # Each ``optimize`` adds the rows that came since as a new segment of the vector index, and Lance never merges
 # them: 23 segments of about 4,000 rows after loading 100,000 rows made a search 4× slower (each segment is
