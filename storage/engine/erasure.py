@@ -125,9 +125,7 @@ class _Erasure(_Consistency):
             # An erased planned change ended what it was to replace at its start: with it unknown, that end
             # goes too, as the relations it ended open again (``delete_memories``).
             for m in erased:
-                for reopened in self.graph.reopen_ended_by(tx.conn, m.id, at=m.valid_from):
-                    if reopened not in family:
-                        tx.record("reopen", reopened)
+                self._cancel_plan(tx, m, gone=family)
             entities = self.graph.delete_memories(tx.conn, family)
             self._sources_erased(tx, touched)
             self._erased_here.update(family)  # before the commit: the projector may see the delete at once

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 
 from scopes import (
@@ -13,6 +14,7 @@ from storage.domain.errors import Conflict, InvalidInput
 from storage.domain.models import (
     AmendReceipt,
     EntityIn,
+    Memory,
     Provenance,
     RelationIn,
     RetireReceipt,
@@ -259,6 +261,33 @@ class _Versions(_Decisions):
                 return f
         return None
 
+    def _cancel_plan(self, tx: Tx, plan: Memory, gone: Collection[str] = ()) -> list[str]:
+        """Undo what a planned change ``plan`` (retired before its start, or erased) did to the values it was to
+        replace: they hold again past its start (``reopen_ended_by``), until a later plan for the same value
+        that had ended ``plan`` itself (Acme, then Globex from March, then Initech from June: Globex cancelled,
+        Acme ends in June, not never). ``gone`` are memories going with it (an erasure), never reopened or
+        passed on. Returns the reopened memories, each recorded as a change."""
+        later = {
+            (entity_key(r.subject), r.predicate): (r.valid_to, r.ended_by)
+            for r in self.graph.relation_history(tx.conn, [plan.id])
+            if r.ended_by is not None and r.valid_to is not None and r.ended_by not in gone
+        }
+        reopened = [
+            x for x in self.graph.reopen_ended_by(tx.conn, plan.id, at=plan.valid_from) if x not in gone
+        ]
+        for x in reopened:
+            tx.record("reopen", x)
+            for r in self.graph.relation_history(tx.conn, [x]):
+                passed = later.get((entity_key(r.subject), r.predicate))
+                if passed is None or r.valid_to is not None:
+                    continue
+                end, by = passed
+                self.graph.close_relation(
+                    tx.conn, x, r.subject, r.predicate, r.object, valid_to=end, ended_by=by
+                )
+                self.graph.end_validity(tx.conn, x, valid_to=end)
+        return reopened
+
     def retire(
         self, id: str, *, reason: str = "", at: datetime | None = None, principal: Principal = LOCAL_PRINCIPAL
     ) -> RetireReceipt:
@@ -299,8 +328,7 @@ class _Versions(_Decisions):
             tx.record("retire", mid)
             if m.valid_from > tx.now:
                 # A cancelled plan: what it was to replace from its start holds on (docs/recall.md, "Time").
-                for reopened in self.graph.reopen_ended_by(tx.conn, mid, at=m.valid_from):
-                    tx.record("reopen", reopened)
+                self._cancel_plan(tx, m)
             self._sources_changed(tx, [mid], withdraw=True)
             return RetireReceipt(mid, tx.now, min(end, m.valid_to) if m.valid_to else end)
 

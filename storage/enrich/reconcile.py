@@ -178,8 +178,10 @@ def reconcile(
             elif f.predicate in functional:
                 if not writable:
                     _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
-                elif not later:
-                    # Newer news (or undated: the later telling wins). Closed when the change took effect.
+                elif rel not in later:
+                    # Newer news (or undated: the later telling wins). Closed when the change took effect,
+                    # also when a value stored starts later still (a plan for June, then one for March ends
+                    # the current value in March, not June: both would answer in April).
                     _close(graph, conn, rel, f.subject, f.at if f.dated else when, new_id, closed)
                     out.add(out.supersedes, rel.memory_id)
                     to_supersede[rel.memory_id] = (

@@ -208,3 +208,75 @@ async def test_an_erased_plan_ends_nothing(client: Client) -> None:
     assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == ["Ana works at Acme."]
     read = await ok(client, "memory_read", {"id": acme["id"]})
     assert (read["memory"]["status"], read["memory"]["valid_to"]) == ("current", None)
+
+
+async def _write(client: Client, content: str, starts: datetime | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {"content": content, "scopes": ANA, "kind": "fact"}
+    if starts is not None:
+        args["valid_from"] = starts.isoformat()
+    return await ok(client, "memory_write", args)
+
+
+async def test_a_second_plan_earlier_than_the_first_ends_the_current_value_at_its_own_date(
+    client: Client, engine: Engine
+) -> None:
+    """Acme now, Initech planned for day 400, then Globex planned for day 300 (told later, starting sooner).
+    Globex ends Acme on day 300 and is itself ended by Initech on day 400. Before the fix, the stored later
+    plan made the reconciler leave every other value alone: Acme still ran to day 400, so day 350 answered
+    Acme and Globex."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    assert globex["supersedes_later"] == [acme["id"]]
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Globex."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    assert engine.verify().ok
+
+
+async def test_cancelling_the_earlier_of_two_plans_leaves_the_later_plan_ending_the_current_value(
+    client: Client, engine: Engine
+) -> None:
+    """Acme now, Globex planned for day 300, Initech for day 400 (which ends Globex). Globex cancelled: Acme
+    holds until day 400, when Initech starts. Before the fix the cancel reopened Acme for good, so day 450
+    answered Acme and Initech; erasing the plan did the same."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    initech = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    await ok(client, "retire", {"id": globex["id"], "reason": "the Globex offer fell through"})
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    full_initech = (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]["id"]
+    day_400 = (now + timedelta(days=400)).date().isoformat()
+    assert read["relations"] == [f"Ana —works_at→ Acme [? → {day_400}, ended by {full_initech}]"]
+    assert read["memory"]["valid_to"] == (now + timedelta(days=400)).isoformat().replace("+00:00", "Z")
+    assert engine.verify().ok
+    # Initech cancelled too: Acme for good.
+    await ok(client, "retire", {"id": initech["id"], "reason": "no move after all"})
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Acme."]
+    assert engine.verify().ok
+
+
+async def test_erasing_the_earlier_of_two_plans_leaves_the_later_plan_ending_the_current_value(
+    client: Client, engine: Engine
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    full = (await ok(client, "memory_read", {"id": globex["id"]}))["memory"]["id"]
+    await ok(client, "erase", {"id": globex["id"], "confirm": full})
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    assert engine.verify().ok
