@@ -275,6 +275,7 @@ class _Versions(_Decisions):
         reopened = [
             x for x in self.graph.reopen_ended_by(tx.conn, plan.id, at=plan.valid_from) if x not in gone
         ]
+        held = self.graph.fetch(tx.conn, [*reopened, *{by for _, by in later.values()}])
         for x in reopened:
             tx.record("reopen", x)
             for r in self.graph.relation_history(tx.conn, [x]):
@@ -282,6 +283,14 @@ class _Versions(_Decisions):
                 if passed is None or r.valid_to is not None:
                     continue
                 end, by = passed
+                # Only a later plan still standing, written into every scope of what it would end (so its
+                # writer could have ended it, and the reconciler would have): a plan in one scope never ends
+                # another scope's memory this way.
+                successor, value = held.get(by), held.get(x)
+                if successor is None or value is None or successor.retired_at or successor.superseded_by:
+                    continue
+                if not set(value.scopes) <= set(successor.scopes):
+                    continue
                 self.graph.close_relation(
                     tx.conn, x, r.subject, r.predicate, r.object, valid_to=end, ended_by=by
                 )

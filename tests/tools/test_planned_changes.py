@@ -280,3 +280,37 @@ async def test_erasing_the_earlier_of_two_plans_leaves_the_later_plan_ending_the
         "Ana works at Initech."
     ]
     assert engine.verify().ok
+
+
+async def test_a_plan_in_another_scope_never_ends_this_scope_s_value_when_an_earlier_plan_is_cancelled(
+    client: Client, engine: Engine
+) -> None:
+    """Acme in user:ana; Globex planned for day 300 in user:ana and project:hr; Initech planned for day 400 in
+    project:hr only (it ends Globex there, and never saw user:ana's Acme). Globex cancelled: Acme holds in
+    user:ana for good, as Initech was never written there."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    hr = "project:hr"
+    await _write(client, "Ana works at Acme.")
+    globex = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Globex.",
+            "scopes": [*ANA, hr],
+            "kind": "fact",
+            "valid_from": (now + timedelta(days=300)).isoformat(),
+        },
+    )
+    await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": [hr],
+            "kind": "fact",
+            "valid_from": (now + timedelta(days=400)).isoformat(),
+        },
+    )
+    await ok(client, "retire", {"id": globex["id"], "reason": "the Globex offer fell through"})
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Acme."]
+    assert engine.verify().ok
