@@ -280,7 +280,11 @@ class _Versions(_Decisions):
             tx.record("reopen", x)
             for r in self.graph.relation_history(tx.conn, [x]):
                 passed = later.get((entity_key(r.subject), r.predicate))
-                if passed is None or r.valid_to is not None:
+                # Reopened: open again, or still as the plan left it where the store applies its writes at
+                # the commit (FalkorDB's reads in a transaction do not see them).
+                if passed is None or not (
+                    r.valid_to is None or (r.ended_by == plan.id and r.valid_to == plan.valid_from)
+                ):
                     continue
                 end, by = passed
                 # Only a later plan still standing, written into every scope of what it would end (so its
