@@ -314,3 +314,33 @@ async def test_a_plan_in_another_scope_never_ends_this_scope_s_value_when_an_ear
     await ok(client, "retire", {"id": globex["id"], "reason": "the Globex offer fell through"})
     assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Acme."]
     assert engine.verify().ok
+
+
+async def test_a_plan_purged_with_its_scope_ends_nothing_in_the_scope_that_stays(
+    client: Client, engine: Engine
+) -> None:
+    """Acme is in user:ana and project:hr; Initech, planned in project:hr only, ends it (one memory, both
+    scopes). project:hr purged: the plan is deleted, as by erase, so it ends nothing: user:ana answers Acme
+    after the date. Before the fix the purge reopened Acme's relation but left its validity ending at the
+    deleted plan's date, so user:ana had no employer from then on."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    hr = "project:hr"
+    acme = await ok(
+        client, "memory_write", {"content": "Ana works at Acme.", "scopes": [*ANA, hr], "kind": "fact"}
+    )
+    plan = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": [hr],
+            "kind": "fact",
+            "valid_from": starts.isoformat(),
+        },
+    )
+    assert plan["supersedes_later"] == [acme["id"]]
+    await ok(client, "purge", {"scope": hr, "confirm": hr})
+    assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == ["Ana works at Acme."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert (read["memory"]["valid_to"], read["relations"]) == (None, ["Ana —works_at→ Acme [? → open]"])
+    assert engine.verify().ok
