@@ -135,6 +135,15 @@ class _Versions(_Decisions):
                 stated = _stated_start(old.kind, facts, tx.now)
                 if old.valid_from <= stated < tx.now:
                     start = stated
+            if old.valid_from > tx.now and start < old.valid_from:
+                # A planned change, not yet begun: an amend now would start the new version today (or, with a
+                # future effective_at, be refused), and "pass a later effective_at" below led nowhere.
+                raise InvalidInput(
+                    f"memory {old_id} is a planned change, valid only from {old.valid_from.isoformat()}: it cannot "
+                    "be amended before it begins",
+                    hint="to correct the plan, retire it (a cancelled plan: what it was to replace holds again) "
+                    "and write the corrected value with memory_write and the same valid_from",
+                )
             if start > tx.now:
                 raise InvalidInput(
                     f"effective_at ({start.isoformat()}) is in the future",

@@ -21,7 +21,7 @@ from mcp.types import Implementation
 
 from server.app import build_server
 from storage import CachedEmbedder, Engine
-from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, ok
+from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, fails, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -344,3 +344,26 @@ async def test_a_plan_purged_with_its_scope_ends_nothing_in_the_scope_that_stays
     read = await ok(client, "memory_read", {"id": acme["id"]})
     assert (read["memory"]["valid_to"], read["relations"]) == (None, ["Ana —works_at→ Acme [? → open]"])
     assert engine.verify().ok
+
+
+async def test_amending_a_plan_before_its_date_says_how_to_correct_it(client: Client) -> None:
+    """amend of a plan before its date is refused (it would start the new version now). Before, the error
+    blamed an effective_at the caller never passed and hinted at "a later effective_at", which amend refuses
+    as in the future: the model was sent round in a circle. Now it says to retire and write again."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    code, text = await fails(
+        client, "amend", {"id": initech["id"], "content": "Ana works at Initech GmbH.", "reason": "full name"}
+    )
+    assert code == "invalid_input"
+    for words in ("planned change", "retire", "valid_from"):
+        assert words in text
+    assert "later effective_at" not in text
+    # Following the hint gives the corrected plan, Acme still current until the date.
+    await ok(client, "retire", {"id": initech["id"], "reason": "full name"})
+    fixed = await _write(client, "Ana works at Initech GmbH.", starts)
+    assert fixed["supersedes_later"] == [acme["id"]]
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(starts + timedelta(days=1)).isoformat()) == [
+        "Ana works at Initech GmbH."
+    ]
