@@ -214,6 +214,14 @@ def reconcile(
             # with it and recall as_of a later date with its successor. Superseding it now would hide both
             # until the date (issue #14); nothing needs to happen when the date passes, as every read view
             # compares validity with its own instant (``recall.visible``), as for a fact written with a valid_to.
+            if old != new_id:
+                stored = graph.fetch(conn, [old]).get(old)
+                if stored is not None and stored.valid_to is not None and stored.valid_to < valid_to:
+                    # It already ends sooner (a plan told earlier that starts before this one ends it): this
+                    # memory replaces that plan, not it, and the receipt must not say otherwise.
+                    if old in out.supersedes:
+                        out.supersedes.remove(old)
+                    continue
             graph.end_validity(conn, old, valid_to=valid_to)
             if old == new_id:
                 # This memory is the older news, but it holds until the newer one starts.

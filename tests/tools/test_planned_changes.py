@@ -249,6 +249,8 @@ async def test_cancelling_the_earlier_of_two_plans_leaves_the_later_plan_ending_
     acme = await _write(client, "Ana works at Acme.")
     globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
     initech = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    # Initech replaces Globex from day 400; Acme is over by then (Globex ends it on day 300).
+    assert initech["supersedes_later"] == [globex["id"]]
     await ok(client, "retire", {"id": globex["id"], "reason": "the Globex offer fell through"})
     assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
     assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
