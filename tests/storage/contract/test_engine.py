@@ -487,3 +487,22 @@ def test_two_plans_for_one_value_on_every_canonical_store(open_engine: OpenEngin
     assert employers(250) == ["Ana works at Acme."]
     assert employers(450) == ["Ana works at Initech."]
     assert eng.verify().ok
+
+
+def test_a_plan_purged_with_its_scope_ends_nothing_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """A plan in project:hr only ends the Acme shared by user:ana and project:hr; purging project:hr deletes
+    the plan, so user:ana's Acme holds past the plan's date again (as after erase)."""
+    eng = open_engine(tmp_path / "data")
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = eng.write("Ana works at Acme.", ["user:ana", "project:hr"], kind="fact").id
+    plan = eng.write(
+        "Ana works at Initech.", ["project:hr"], kind="fact", valid_from=now + timedelta(days=400)
+    )
+    assert plan.supersedes_later == (acme,)
+    eng.purge("project:hr", confirm="project:hr")
+    hits = eng.recall("where does Ana work", ["user:ana"], as_of=now + timedelta(days=450))
+    assert [h.memory.content for h in hits if "works at" in h.memory.content] == ["Ana works at Acme."]
+    assert eng.read(acme).memory.valid_to is None
+    assert eng.verify().ok
