@@ -1,15 +1,20 @@
 """The vector projection: one LanceDB table of (id, vector, scopes, live, kind, event_time).
 
-It holds no content. Flat (exact) search below ``ann_threshold`` rows; above it an IVF_FLAT index answers: the
-query is compared with the partition centroids, then exactly with every row of the nearest partitions, so the
-distances it returns are exact and no refine step has to re-read rows from the table (reading 400 rows back for
-an IVF_PQ refine cost more than the search itself). Partitions are built about ``PARTITION_ROWS`` rows large
-because Lance's index optimisation (``optimize``, which ``maintain`` runs) joins much smaller partitions into a
-few huge ones: an IVF_PQ index built with sqrt(rows) = 316 partitions at 100,000 rows came out of it with 4, and
-every search then read all of them. With the IVF index, the columns every search filters on also get scalar
-indexes (a label-list index on ``scopes``, a bitmap on ``live``): a search with a scope filter then reads an
-index instead of every row, while a flat search gets slower with them (3.6×), so they come only with the IVF
-index (``bench/lance_filter.py``, docs/benchmarks/lance-filter.md).
+It holds no content. Flat (exact) search below ``ann_threshold`` rows; above it an IVF_RQ index answers: the
+query is compared with the partition centroids, then with the RaBitQ codes (``RQ_BITS`` bits a dimension) of every
+row of the nearest partitions, and the ``REFINE`` × k best of those are re-ranked by their exact distance, read from
+the vector column (which the vector lane reads for its rows anyway). The index holds codes, not vectors: an IVF_FLAT
+index kept its own copy of every vector, 773 of the 4,650 bytes a memory took at 100,000 memories (issue #17), and
+the codes take 120; the ranking stays IVF_FLAT's and a search takes about half its time (docs/benchmarks/vector-index.md,
+``bench/vector_index.py``). IVF_SQ (8 bits a dimension) still takes 389 bytes a memory, over the 4 KB budget, and
+IVF_PQ trains a codebook per sub-vector: minutes at 100,000 rows against seconds, on the projector's thread. (Why
+not IVF_PQ as before: its refine step read 400 rows back for k 50 and cost more than the search.) Partitions are
+built about ``PARTITION_ROWS`` rows large because Lance's index optimisation (``optimize``, which ``maintain`` runs)
+joins much smaller partitions into a few huge ones: an IVF_PQ index built with sqrt(rows) = 316 partitions at
+100,000 rows came out of it with 4, and every search then read all of them. With the IVF index, the columns every
+search filters on also get scalar indexes (a label-list index on ``scopes``, a bitmap on ``live``): a search with a
+scope filter then reads an index instead of every row, while a flat search gets slower with them (3.6×), so they
+come only with the IVF index (``bench/lance_filter.py``, docs/benchmarks/lance-filter.md).
 
 A rebuild (``build`` then ``switch``: reindex, and the rewrite after an erasure) writes a new table under the next
 name beside the live one, catches it up with the changes applied meanwhile, switches ``CURRENT`` to it and only
@@ -33,7 +38,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import Bitmap, IvfFlat, LabelList
+from lancedb.index import Bitmap, IvfRq, LabelList
 from lancedb.query import LanceVectorQueryBuilder
 
 from storage._durable import fsync_directory
@@ -46,19 +51,31 @@ log = logging.getLogger("mnemograph.vectors")
 
 TABLE = "memories"  # the first table's name; rebuilds name theirs memories-000001, memories-000002, ...
 SCALAR_INDEXES = (("scopes", LabelList), ("live", Bitmap))
-VECTOR_INDEX = "IvfFlat"  # Lance's name for the index type ``maintain`` builds; any other is rebuilt
+VECTOR_INDEX = "IvfRq"  # Lance's name for the index type ``maintain`` builds; any other is rebuilt
+# Bits of RaBitQ code per dimension, and how many candidates per wanted row are re-ranked by exact distance (read
+# from the vector column). At 100,000 MiniLM vectors under a one-user scope filter, k 50, 2 bits and 4 candidates
+# a row keep 100% of the exact top 10 and of the top 50 in a 120-byte code, and search in about half IVF_FLAT's
+# time (docs/benchmarks/vector-index.md). 1 bit ranks as well there (99.9% of the top 50) in 65 bytes, but in
+# synthetic clusters of near-identical vectors (cosine 0.997 within a cluster) it kept 64% of the exact top 10 where
+# 2 bits kept 99% (at 0.98 both keep about 58%, IVF_FLAT 100%: isotropic noise, where the exact neighbours are
+# barely nearer than the rest, is the codes' worst case). A search for fewer rows still re-ranks at least
+# CANDIDATES: a refine factor alone would leave too few for the codes' estimates (the lane asks for 50 and more).
+RQ_BITS = 2
+REFINE = 4
+CANDIDATES = 100
 # Rows per IVF partition at build time. Lance's optimisation joins partitions far below its own target size
 # (about 1,000 rows and fewer at 100,000 rows), so smaller partitions would not last past the next ``maintain``.
 PARTITION_ROWS = 2_048
 # Partitions searched at least; more while the filter has let fewer than ``k`` rows through (a small scope) or
 # Lance cannot yet rule the next partitions out.
 # At 100,000 MiniLM vectors (36 partitions after optimisation), 16 keep 99.7% of the exact top 10 and 98.9% of
-# the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions).
+# the exact top 50 under a one-user scope filter (bench/core.py corpus, 200 questions; IVF_FLAT, session 13).
+# With IVF_RQ and its re-ranking, 100% of both (bench/vector_index.py corpus, 48 partitions).
 NPROBES = 16
 # Each ``optimize`` adds the rows that came since as a new segment of the vector index, and Lance never merges
 # them: 23 segments of about 4,000 rows after loading 100,000 rows made a search 4× slower (each segment is
 # searched on its own), while 16 segments of 128 rows cost about 2 ms. So ``maintain`` rebuilds the index in one
-# segment (IVF_FLAT: about 3 s at 100,000 rows) once the segments past the first hold DELTA_ROWS rows, or once
+# segment (IVF_RQ: a few seconds at 100,000 rows) once the segments past the first hold DELTA_ROWS rows, or once
 # there are more than MAX_SEGMENTS of them.
 DELTA_ROWS = 8_192
 MAX_SEGMENTS = 16
@@ -262,22 +279,29 @@ class VectorIndex:
     def maintain(self, *, force_index: bool = False) -> None:
         """Compact fragments, fold new rows into the indexes, build them once the table is large enough.
 
-        A vector index of another type (an IVF_PQ index of an older version), or one split into more than
-        ``MAX_SEGMENTS`` segments or with ``DELTA_ROWS`` rows added since it was built, is rebuilt as one IVF_FLAT
-        index.
+        A vector index of another type (the IVF_FLAT or IVF_PQ index of an older version), or one split into more
+        than ``MAX_SEGMENTS`` segments or with ``DELTA_ROWS`` rows added since it was built, is rebuilt as one
+        IVF_RQ index.
         """
         if self._vector_type != pa.float16() and not self._staged:
             # (With a rebuild staged, e.g. an erasure's, its switch brings the float16 table: not converted twice.)
             self._halve()
         rows = self._table.count_rows()
         self._has_scalar = self._compact(self._table, rows=rows, has_scalar=self._has_scalar)
+        rebuilt = False
         if rows >= self._ann_threshold:
             segments = self.index_segments()
             grown = segments > 1 and self._rows_since_build >= DELTA_ROWS
             if not self._has_index or force_index or grown or segments > MAX_SEGMENTS:
                 self._index_vectors(self._table, rows)
                 self._index_type, self._rows_since_build = VECTOR_INDEX, 0
+                rebuilt = True
         self._drop_old_versions()
+        if rebuilt:
+            # That clean-up came before the optimisation of the new index, which (at 100,000 rows) wrote it
+            # again: the copy it replaced stays on disk until a clean-up after it (the IVF_FLAT index was on
+            # disk twice, 1,546 bytes a memory, until the next ``maintain``: docs/benchmarks/vector-index.md).
+            self._drop_old_versions()
         self._appends = 0
 
     def _halve(self) -> None:
@@ -322,7 +346,8 @@ class VectorIndex:
         return has_scalar
 
     def _index_vectors(self, table: lancedb.table.Table, rows: int) -> None:
-        config = IvfFlat(distance_type="cosine", num_partitions=max(1, rows // self._partition_rows))
+        partitions = max(1, rows // self._partition_rows)
+        config = IvfRq(distance_type="cosine", num_partitions=partitions, num_bits=RQ_BITS)
         table.create_index("vector", config=config, replace=True)
 
     def index_segments(self) -> int:
@@ -376,7 +401,12 @@ class VectorIndex:
         query = query.distance_type("cosine").where(where, prefilter=True)
         query = query.select(["id", "_distance", "vector"] if vectors else ["id", "_distance"]).limit(k)
         if self._has_index:
-            query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)  # 0: no limit
+            # 0: no limit. The RaBitQ distances are estimates: the best k·REFINE are re-ranked by exact distance.
+            query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)
+            query = query.refine_factor(max(REFINE, -(-CANDIDATES // k)))
+        elif self._index_type == "IvfFlat":
+            # The IVF_FLAT index of an older version, until the next ``maintain`` replaces it: exact distances.
+            query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)
         elif self._index_type is not None:
             # An IVF_PQ index left by an older version, until the next ``maintain`` replaces it: its distances
             # are approximate, so the candidates are re-ranked by exact distance.
@@ -486,4 +516,7 @@ def _vacuum(table: lancedb.table.Table) -> None:
         # Lance warns that readers of older versions would fail: ``replace_all`` calls this only on its new
         # table, before any search can see it.
         warnings.simplefilter("ignore", UserWarning)
-        table.optimize(cleanup_older_than=timedelta(seconds=0), delete_unverified=True)
+        # Twice: the first optimisation cleans up before it optimises the new vector index, which may write it
+        # again (``VectorIndex.maintain``); the second finds nothing to do but the clean-up.
+        for _ in range(2):
+            table.optimize(cleanup_older_than=timedelta(seconds=0), delete_unverified=True)

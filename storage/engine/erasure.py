@@ -55,7 +55,14 @@ class _Erasure(_Consistency):
             derived, touched = self._derived_from(tx, only)  # digests built from them go with them
             only = list(dict.fromkeys([*only, *derived]))
             shared = [m for m in shared if m not in only]
-            contents[:] = [m.content for m in self.graph.fetch(tx.conn, only).values()]
+            deleted = self.graph.fetch(tx.conn, only).values()
+            contents[:] = [m.content for m in deleted]
+            # A planned change deleted with the scope ends nothing, as when erased: what it was to replace (in a
+            # scope that stays) holds again past its start. Only plans (valid from after their writing) ended
+            # a memory that is still current; the relations the deleted ended reopen in ``delete_scope``.
+            for m in deleted:
+                if m.valid_from > m.recorded_at:
+                    self._cancel_plan(tx, m, gone=only)
             self.graph.unlink_all(tx.conn, str(sid), shared)
             # Their conversations changed scopes: a digest built from what was read before this commit would
             # land in the purged scope again (the consolidator commits it only if nothing changed since).
@@ -125,9 +132,7 @@ class _Erasure(_Consistency):
             # An erased planned change ended what it was to replace at its start: with it unknown, that end
             # goes too, as the relations it ended open again (``delete_memories``).
             for m in erased:
-                for reopened in self.graph.reopen_ended_by(tx.conn, m.id, at=m.valid_from):
-                    if reopened not in family:
-                        tx.record("reopen", reopened)
+                self._cancel_plan(tx, m, gone=family)
             entities = self.graph.delete_memories(tx.conn, family)
             self._sources_erased(tx, touched)
             self._erased_here.update(family)  # before the commit: the projector may see the delete at once

@@ -178,8 +178,10 @@ def reconcile(
             elif f.predicate in functional:
                 if not writable:
                     _contradict(graph, conn, out, new_id, rel.memory_id, f.predicate, now)
-                elif not later:
-                    # Newer news (or undated: the later telling wins). Closed when the change took effect.
+                elif rel not in later:
+                    # Newer news (or undated: the later telling wins). Closed when the change took effect,
+                    # also when a value stored starts later still (a plan for June, then one for March ends
+                    # the current value in March, not June: both would answer in April).
                     _close(graph, conn, rel, f.subject, f.at if f.dated else when, new_id, closed)
                     out.add(out.supersedes, rel.memory_id)
                     to_supersede[rel.memory_id] = (
@@ -212,6 +214,14 @@ def reconcile(
             # with it and recall as_of a later date with its successor. Superseding it now would hide both
             # until the date (issue #14); nothing needs to happen when the date passes, as every read view
             # compares validity with its own instant (``recall.visible``), as for a fact written with a valid_to.
+            if old != new_id:
+                stored = graph.fetch(conn, [old]).get(old)
+                if stored is not None and stored.valid_to is not None and stored.valid_to < valid_to:
+                    # It already ends sooner (a plan told earlier that starts before this one ends it): this
+                    # memory replaces that plan, not it, and the receipt must not say otherwise.
+                    if old in out.supersedes:
+                        out.supersedes.remove(old)
+                    continue
             graph.end_validity(conn, old, valid_to=valid_to)
             if old == new_id:
                 # This memory is the older news, but it holds until the newer one starts.

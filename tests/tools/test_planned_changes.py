@@ -21,7 +21,7 @@ from mcp.types import Implementation
 
 from server.app import build_server
 from storage import CachedEmbedder, Engine
-from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, ok
+from tests.tools.conftest import CLIENT_NAME, DEFAULT_SCOPE, fails, ok
 
 pytestmark = pytest.mark.anyio
 
@@ -208,3 +208,164 @@ async def test_an_erased_plan_ends_nothing(client: Client) -> None:
     assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == ["Ana works at Acme."]
     read = await ok(client, "memory_read", {"id": acme["id"]})
     assert (read["memory"]["status"], read["memory"]["valid_to"]) == ("current", None)
+
+
+async def _write(client: Client, content: str, starts: datetime | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {"content": content, "scopes": ANA, "kind": "fact"}
+    if starts is not None:
+        args["valid_from"] = starts.isoformat()
+    return await ok(client, "memory_write", args)
+
+
+async def test_a_second_plan_earlier_than_the_first_ends_the_current_value_at_its_own_date(
+    client: Client, engine: Engine
+) -> None:
+    """Acme now, Initech planned for day 400, then Globex planned for day 300 (told later, starting sooner).
+    Globex ends Acme on day 300 and is itself ended by Initech on day 400. Before the fix, the stored later
+    plan made the reconciler leave every other value alone: Acme still ran to day 400, so day 350 answered
+    Acme and Globex."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    assert globex["supersedes_later"] == [acme["id"]]
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Globex."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    assert engine.verify().ok
+
+
+async def test_cancelling_the_earlier_of_two_plans_leaves_the_later_plan_ending_the_current_value(
+    client: Client, engine: Engine
+) -> None:
+    """Acme now, Globex planned for day 300, Initech for day 400 (which ends Globex). Globex cancelled: Acme
+    holds until day 400, when Initech starts. Before the fix the cancel reopened Acme for good, so day 450
+    answered Acme and Initech; erasing the plan did the same."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    initech = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    # Initech replaces Globex from day 400; Acme is over by then (Globex ends it on day 300).
+    assert initech["supersedes_later"] == [globex["id"]]
+    await ok(client, "retire", {"id": globex["id"], "reason": "the Globex offer fell through"})
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    full_initech = (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]["id"]
+    day_400 = (now + timedelta(days=400)).date().isoformat()
+    assert read["relations"] == [f"Ana —works_at→ Acme [? → {day_400}, ended by {full_initech}]"]
+    assert read["memory"]["valid_to"] == (now + timedelta(days=400)).isoformat().replace("+00:00", "Z")
+    assert engine.verify().ok
+    # Initech cancelled too: Acme for good.
+    await ok(client, "retire", {"id": initech["id"], "reason": "no move after all"})
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Acme."]
+    assert engine.verify().ok
+
+
+async def test_erasing_the_earlier_of_two_plans_leaves_the_later_plan_ending_the_current_value(
+    client: Client, engine: Engine
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    globex = await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    full = (await ok(client, "memory_read", {"id": globex["id"]}))["memory"]["id"]
+    await ok(client, "erase", {"id": globex["id"], "confirm": full})
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    assert engine.verify().ok
+
+
+async def test_a_plan_in_another_scope_never_ends_this_scope_s_value_when_an_earlier_plan_is_cancelled(
+    client: Client, engine: Engine
+) -> None:
+    """Acme in user:ana; Globex planned for day 300 in user:ana and project:hr; Initech planned for day 400 in
+    project:hr only (it ends Globex there, and never saw user:ana's Acme). Globex cancelled: Acme holds in
+    user:ana for good, as Initech was never written there."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    hr = "project:hr"
+    await _write(client, "Ana works at Acme.")
+    globex = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Globex.",
+            "scopes": [*ANA, hr],
+            "kind": "fact",
+            "valid_from": (now + timedelta(days=300)).isoformat(),
+        },
+    )
+    await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": [hr],
+            "kind": "fact",
+            "valid_from": (now + timedelta(days=400)).isoformat(),
+        },
+    )
+    await ok(client, "retire", {"id": globex["id"], "reason": "the Globex offer fell through"})
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Acme."]
+    assert engine.verify().ok
+
+
+async def test_a_plan_purged_with_its_scope_ends_nothing_in_the_scope_that_stays(
+    client: Client, engine: Engine
+) -> None:
+    """Acme is in user:ana and project:hr; Initech, planned in project:hr only, ends it (one memory, both
+    scopes). project:hr purged: the plan is deleted, as by erase, so it ends nothing: user:ana answers Acme
+    after the date. Before the fix the purge reopened Acme's relation but left its validity ending at the
+    deleted plan's date, so user:ana had no employer from then on."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    hr = "project:hr"
+    acme = await ok(
+        client, "memory_write", {"content": "Ana works at Acme.", "scopes": [*ANA, hr], "kind": "fact"}
+    )
+    plan = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": [hr],
+            "kind": "fact",
+            "valid_from": starts.isoformat(),
+        },
+    )
+    assert plan["supersedes_later"] == [acme["id"]]
+    await ok(client, "purge", {"scope": hr, "confirm": hr})
+    assert await _employers(client, as_of=(starts + timedelta(days=30)).isoformat()) == ["Ana works at Acme."]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert (read["memory"]["valid_to"], read["relations"]) == (None, ["Ana —works_at→ Acme [? → open]"])
+    assert engine.verify().ok
+
+
+async def test_amending_a_plan_before_its_date_says_how_to_correct_it(client: Client) -> None:
+    """amend of a plan before its date is refused (it would start the new version now). Before, the error
+    blamed an effective_at the caller never passed and hinted at "a later effective_at", which amend refuses
+    as in the future: the model was sent round in a circle. Now it says to retire and write again."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    acme, initech = await _plan(client, starts)
+    code, text = await fails(
+        client, "amend", {"id": initech["id"], "content": "Ana works at Initech GmbH.", "reason": "full name"}
+    )
+    assert code == "invalid_input"
+    for words in ("planned change", "retire", "valid_from"):
+        assert words in text
+    assert "later effective_at" not in text
+    # Following the hint gives the corrected plan, Acme still current until the date.
+    await ok(client, "retire", {"id": initech["id"], "reason": "full name"})
+    fixed = await _write(client, "Ana works at Initech GmbH.", starts)
+    assert fixed["supersedes_later"] == [acme["id"]]
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(starts + timedelta(days=1)).isoformat()) == [
+        "Ana works at Initech GmbH."
+    ]

@@ -458,3 +458,51 @@ def test_a_planned_change_is_current_from_its_date_on_every_canonical_store(
     assert employers() == ["Ana works at Globex."]
     assert employers(as_of=later) == ["Ana works at Globex."]
     assert eng.verify().ok
+
+
+def test_two_plans_for_one_value_on_every_canonical_store(open_engine: OpenEngine, tmp_path: Path) -> None:
+    """Two planned changes of one employer on each canonical store: one told later but starting sooner ends
+    the current value at its own date; the sooner one cancelled or erased, the later one ends the value (a
+    shared store's reads in a transaction do not see its writes, so the cancel reads what the plan left)."""
+    eng = open_engine(tmp_path / "data")
+    ana = ["user:ana"]
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def employers(days: int) -> list[str]:
+        hits = eng.recall("where does Ana work", ana, as_of=now + timedelta(days=days))
+        return sorted(h.memory.content for h in hits if "works at" in h.memory.content)
+
+    acme = eng.write("Ana works at Acme.", ana, kind="fact").id
+    eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=400))
+    globex = eng.write("Ana works at Globex.", ana, kind="fact", valid_from=now + timedelta(days=300))
+    assert globex.supersedes_later == (acme,)
+    assert employers(350) == ["Ana works at Globex."]
+    eng.retire(globex.id, reason="the Globex offer fell through")
+    assert employers(350) == ["Ana works at Acme."]
+    assert employers(450) == ["Ana works at Initech."]
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=400)
+    hooli = eng.write("Ana works at Hooli.", ana, kind="fact", valid_from=now + timedelta(days=200))
+    assert employers(250) == ["Ana works at Hooli."]
+    eng.erase(hooli.id, confirm=hooli.id)
+    assert employers(250) == ["Ana works at Acme."]
+    assert employers(450) == ["Ana works at Initech."]
+    assert eng.verify().ok
+
+
+def test_a_plan_purged_with_its_scope_ends_nothing_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """A plan in project:hr only ends the Acme shared by user:ana and project:hr; purging project:hr deletes
+    the plan, so user:ana's Acme holds past the plan's date again (as after erase)."""
+    eng = open_engine(tmp_path / "data")
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = eng.write("Ana works at Acme.", ["user:ana", "project:hr"], kind="fact").id
+    plan = eng.write(
+        "Ana works at Initech.", ["project:hr"], kind="fact", valid_from=now + timedelta(days=400)
+    )
+    assert plan.supersedes_later == (acme,)
+    eng.purge("project:hr", confirm="project:hr")
+    hits = eng.recall("where does Ana work", ["user:ana"], as_of=now + timedelta(days=450))
+    assert [h.memory.content for h in hits if "works at" in h.memory.content] == ["Ana works at Acme."]
+    assert eng.read(acme).memory.valid_to is None
+    assert eng.verify().ok
