@@ -293,8 +293,17 @@ class VectorIndex:
             segments = self.index_segments()
             grown = segments > 1 and self._rows_since_build >= DELTA_ROWS
             if not self._has_index or force_index or grown or segments > MAX_SEGMENTS:
-                self._index_vectors(self._table, rows)
-                self._index_type, self._rows_since_build = VECTOR_INDEX, 0
+                # Noted before the build: a search that reads the table once the IVF_RQ index is committed, before
+                # ``create_index`` is back, must re-rank the codes' estimates (with the settings of the index
+                # before, none or IVF_FLAT's, it returned them as distances, in their order). Until the commit
+                # the same settings query the old index or a flat table exactly, at the cost of the re-ranking.
+                before, self._index_type = self._index_type, VECTOR_INDEX
+                try:
+                    self._index_vectors(self._table, rows)
+                except BaseException:
+                    self._index_type = before  # not built: the next ``maintain`` tries again
+                    raise
+                self._rows_since_build = 0
                 rebuilt = True
         self._drop_old_versions()
         if rebuilt:
@@ -400,14 +409,15 @@ class VectorIndex:
         assert isinstance(query, LanceVectorQueryBuilder)
         query = query.distance_type("cosine").where(where, prefilter=True)
         query = query.select(["id", "_distance", "vector"] if vectors else ["id", "_distance"]).limit(k)
-        if self._has_index:
+        index_type = self._index_type  # read once: ``maintain`` may change it meanwhile
+        if index_type == VECTOR_INDEX:
             # 0: no limit. The RaBitQ distances are estimates: the best k·REFINE are re-ranked by exact distance.
             query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)
             query = query.refine_factor(max(REFINE, -(-CANDIDATES // k)))
-        elif self._index_type == "IvfFlat":
+        elif index_type == "IvfFlat":
             # The IVF_FLAT index of an older version, until the next ``maintain`` replaces it: exact distances.
             query = query.minimum_nprobes(self._nprobes).maximum_nprobes(0)
-        elif self._index_type is not None:
+        elif index_type is not None:
             # An IVF_PQ index left by an older version, until the next ``maintain`` replaces it: its distances
             # are approximate, so the candidates are re-ranked by exact distance.
             query = query.nprobes(32).refine_factor(8)

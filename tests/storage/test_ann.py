@@ -398,3 +398,43 @@ def test_maintain_leaves_only_the_current_version_on_disk(tmp_path: Path) -> Non
     assert len(index._table.list_versions()) == 1
     found = index.search(vecs[7], scopes=["user:a"], k=1, live_only=False, kinds=None)
     assert found[0][0] == f"{7:032x}"
+
+
+@pytest.mark.parametrize("before", [None, "IvfFlat"], ids=["first-index", "ivf-flat-converted"])
+def test_a_search_as_maintain_commits_the_new_index_answers_exactly(
+    tmp_path: Path, before: str | None
+) -> None:
+    """A search that reads the table once ``maintain`` has committed the IVF_RQ index, but before ``maintain``
+    has noted it (a recall beside the first build past the threshold, or beside the conversion of an older
+    IVF_FLAT index), re-ranks the codes' estimates by exact distance like any other. It used to query the new
+    index with the settings of the one before (none, or IVF_FLAT's, which has no estimates to re-rank): 5 of
+    320 searches beside 25 builds returned RaBitQ estimates (0.6 off) in the wrong order."""
+    rng = np.random.default_rng(31)
+    vecs = rng.standard_normal((1_500, 64)).astype(np.float32)
+    rows = _rows(vecs, [("user:a",)] * len(vecs))
+    flat = VectorIndex(tmp_path / "flat", dim=64, ann_threshold=10**9, scalar_threshold=10**9)
+    index = VectorIndex(tmp_path / "v", dim=64, ann_threshold=10**9)
+    for each in (flat, index):
+        each.apply(rows, [], fresh=[r.id for r in rows])
+        each.maintain()
+    if before is not None:
+        index._table.create_index("vector", config=IvfFlat(distance_type="cosine", num_partitions=3))
+    index = VectorIndex(tmp_path / "v", dim=64, ann_threshold=1_000, partition_rows=500)
+    assert index._index_type == before
+    queries = rng.standard_normal((8, 64)).astype(np.float32)
+    exact = [flat.search(q, scopes=["user:a"], k=5, live_only=True, kinds=None) for q in queries]
+    seen: list[list[tuple[str, float]]] = []
+    build = index._index_vectors
+
+    def build_then_search(table: object, count: int) -> None:
+        build(table, count)  # type: ignore[arg-type]
+        # The moment a search beside ``maintain`` may come: the new index is committed, maintain not yet back.
+        seen.extend(index.search(q, scopes=["user:a"], k=5, live_only=True, kinds=None) for q in queries)
+
+    index._index_vectors = build_then_search  # type: ignore[method-assign]
+    index.maintain()
+    assert _vector_index(index)[0] == VECTOR_INDEX
+    assert len(seen) == len(queries)
+    for got, want in zip(seen, exact, strict=True):
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert np.allclose([d for _, d in got], [d for _, d in want], atol=5e-4)
