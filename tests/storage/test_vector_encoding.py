@@ -217,10 +217,7 @@ def test_the_conversion_of_a_float32_store_says_how_far_it_got_while_it_runs(
     """Converting takes a millisecond or two a memory: a large store keeps its first open after an upgrade busy
     for minutes, past the time a call waits. What the owner tells a waiting caller comes from here."""
     data = tmp_path / "data"
-    with Engine.open(data, embedder=embedder, warm=False) as eng:
-        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
-        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
-    _to_float32_layout(data, own)
+    ids, _ = _float32_store(data, embedder)
     monkeypatch.setattr(GraphStore, "HALVE_BATCH", 2)
     said: list[str] = []
     with Engine.open(data, embedder=embedder, warm=False, progress=said.append) as eng:
@@ -245,10 +242,7 @@ def test_a_conversion_stopped_midway_counts_the_whole_store_when_it_resumes(
     unconverted: a waiting caller must be told how far the store got ("4 of 8"), not a count that starts again
     from nothing over what is left ("0 of 4"), which reads as the store having shrunk or the work restarted."""
     data = tmp_path / "data"
-    with Engine.open(data, embedder=embedder, warm=False) as eng:
-        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
-        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
-    _to_float32_layout(data, own)
+    ids, own = _float32_store(data, embedder)
     monkeypatch.setattr(GraphStore, "HALVE_BATCH", 2)
     n = len(ids)
 
@@ -342,6 +336,16 @@ def test_a_conversion_after_a_retried_open_is_reported_not_the_old_error(
     assert " of 200 memories" in message
     assert problem is not None
     assert problem.startswith("opening: converting the stored vectors")
+
+
+def _float32_store(data: Path, embedder: CachedEmbedder) -> tuple[list[str], dict[str, np.ndarray]]:
+    """A store of ``TEXTS`` in the layout of every store before half precision (float32 vectors); their ids and
+    vectors."""
+    with Engine.open(data, embedder=embedder, warm=False) as eng:
+        ids = [r.id for r in eng.write_many([WriteItem(t, ["user:ana"]) for t in TEXTS])]
+        own = {i: np.asarray(eng.graph.vector_of(eng.graph._writer, i), dtype=np.float32) for i in ids}
+    _to_float32_layout(data, own)
+    return ids, own
 
 
 def _told_while_opening(data: Path) -> list[tuple[str, str, str | None]]:
