@@ -148,6 +148,7 @@ class EngineHolder:
         self._doing: str | None = (
             None  # what a long open is doing (a one-off conversion), from the opening thread
         )
+        self._noted = False  # the current attempt reached a long one-off step (``_note``)
         self._settled = anyio.Event()
         self._closing = False
 
@@ -171,6 +172,7 @@ class EngineHolder:
 
     def _note(self, doing: str) -> None:
         self._doing = doing  # a str assignment: safe to make from the opening thread
+        self._noted = True  # this attempt got as far as a long one-off step (a conversion, a rebuild)
         # An attempt that gets this far is past what failed a previous one (the directory held by a CLI, say):
         # that error no longer says why the store is not ready, and a waiting call must hear of the progress.
         self._last_error = None
@@ -200,7 +202,7 @@ class EngineHolder:
         delay = _RETRY_MIN
         started = time.monotonic()
         while not self._closing:
-            attempt = time.monotonic()
+            attempt, self._noted = time.monotonic(), False
             try:
                 # Shielded: a cancelled owner must still see the engine it opened, to close it.
                 with anyio.CancelScope(shield=True):
@@ -209,9 +211,13 @@ class EngineHolder:
                     )
             except StorageUnavailable as exc:
                 self._last_error = exc
-                # An attempt that failed late (a repair rebuilding an index of a large store, on a disk still
-                # full) is not retried sooner than it took, so the retries use at most half the machine.
-                wait = max(delay, min(time.monotonic() - attempt, _RETRY_AFTER_LONG))
+                # An attempt that failed in a long one-off step (a repair rebuilding an index of a large store,
+                # on a disk still full) is not retried sooner than it took, so the retries use at most half the
+                # machine. Any other (the directory held by a CLI for a moment, a shared store's server not
+                # answering yet) is retried at the usual pace, however long the attempt took.
+                wait = delay
+                if self._noted:
+                    wait = max(delay, min(time.monotonic() - attempt, _RETRY_AFTER_LONG))
                 log.warning("store not available yet (%s); retrying in %.1fs", exc, wait)
                 await anyio.sleep(wait)
                 delay = min(delay * 2, _RETRY_MAX)

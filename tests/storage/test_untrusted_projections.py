@@ -337,3 +337,44 @@ def test_an_open_whose_repair_fails_late_is_not_retried_sooner_than_it_took(
     waits = [float(m.split("retrying in ")[1].rstrip("s")) for m in caplog.messages if "retrying in " in m]
     assert len(waits) == 1, caplog.messages
     assert waits[0] >= 0.6  # not the first retry's 0.1 s
+
+
+def test_an_open_that_fails_slowly_before_any_long_step_is_retried_at_the_usual_pace(
+    data_dir: Path,
+    embedder: CachedEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Only a failure in a long one-off step (a rebuild) waits as long as the attempt took: one that was merely
+    slow (a shared store's server not answering yet, the machine busy) is retried at once, as before."""
+    import time as clock
+
+    import anyio
+
+    from server import _engine
+    from server._engine import EngineHolder
+    from storage import StorageUnavailable
+
+    _build(data_dir, embedder)
+    real, attempts = _engine._open_engine, []
+
+    def slow_once(*args: object) -> Engine:
+        attempts.append(1)
+        if len(attempts) == 1:
+            clock.sleep(0.6)
+            raise StorageUnavailable("the shared store's server did not answer")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_engine, "_open_engine", slow_once)
+    holder = EngineHolder(data_dir, wait=30)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(holder.run)
+            await holder.get()
+        await holder.close()
+
+    with caplog.at_level(logging.WARNING, logger="mnemograph"):
+        anyio.run(main)
+    waits = [float(m.split("retrying in ")[1].rstrip("s")) for m in caplog.messages if "retrying in " in m]
+    assert waits == [0.1], caplog.messages
