@@ -3,6 +3,10 @@ scope isolation and validity of graph results. Real stores, real model."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -593,4 +597,77 @@ def test_mentions_written_before_they_carried_their_memorys_fields_answer_the_sa
     with Engine.open(data_dir, embedder=embedder, warm=False) as again:
         assert _stale_copies(again) == [gone.id]
         assert again.reindex().drift["kuzu_stale_copies"] == []  # the repair the report names
+        assert answers(again) == before
+
+
+# Run in a child process: open the graph store of ``sys.argv[1]`` and die by SIGKILL (as a killed owner does) just
+# before the open-time upgrade runs the statement that fills the column ``sys.argv[2]`` names.
+_KILLED_AT_FILL = """
+import os, signal, sys
+from pathlib import Path
+import kuzu
+from storage.adapters.kuzu import GraphStore
+
+execute = kuzu.Connection.execute
+def dies_at_fill(self, query, *args, **kwargs):
+    if isinstance(query, str) and query.lstrip().startswith("MATCH") and sys.argv[2] in query and " SET " in query:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return execute(self, query, *args, **kwargs)
+kuzu.Connection.execute = dies_at_fill
+GraphStore(Path(sys.argv[1]), dim=int(sys.argv[3]), embedder_name=sys.argv[4])
+"""
+
+
+@pytest.mark.parametrize(
+    ("table", "columns", "fill"),
+    [
+        ("RELATES", ("scopes",), "r.scopes"),
+        ("RELATES", ("subject_name", "object_name"), "r.subject_name"),
+    ],
+)
+def test_an_upgrade_killed_before_it_filled_the_new_columns_is_done_again_at_the_next_open(
+    trip: Engine, data_dir: Path, embedder: CachedEmbedder, table: str, columns: tuple[str, ...], fill: str
+) -> None:
+    """An open that upgrades an older store adds a column and fills it from the memories. Killed between the two
+    (the fill of a large store takes a while, and a slow start gets killed), the column must not stay empty: the
+    relations' scope lists empty hid every relation from every reader, and their ends' names empty made the graph
+    lane fail (no later open filled them: the column was there). The upgrade is one transaction, so the next open
+    does it whole."""
+    bo = Principal("bo", client="tests", grants=(Grant.parse("user:bo=w"),))
+    trip.write(
+        "Bo works at zorblax corporation.",
+        ["user:bo"],
+        relations=[RelationIn("Bo", "works_at", "zorblax corporation")],
+        principal=bo,
+    )
+
+    def answers(e: Engine) -> list[object]:
+        return [
+            graph(e, "Which country is Hotel Aria in?"),
+            graph(e, "Where is the Aria?"),  # the alias BOOKED gave Hotel Aria
+            e.lexicon.mentions("Hotel Aria", ["user:ana"]),
+            [p for h in e.recall("Who works at zorblax corporation?", ["user:bo"], recipe="graph", principal=bo)
+             for p in h.paths],
+        ]  # fmt: skip
+
+    before = answers(trip)
+    assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in before[0][IN_COUNTRY]
+    assert BOOKED in before[1]
+    trip.close()
+    directory = data_dir / "graph"
+    db = kuzu.Database(str(directory / "graph-000001.kz"))
+    conn = kuzu.Connection(db)
+    for column in columns:  # as a release before this one made the table
+        conn.execute(f"ALTER TABLE {table} DROP {column}")
+    conn.close()
+    db.close()
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_FILL, str(directory), fill, str(embedder.dim), embedder.name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with Engine.open(data_dir, embedder=embedder, warm=False) as again:
         assert answers(again) == before

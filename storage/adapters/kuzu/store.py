@@ -286,6 +286,20 @@ class GraphStore(_Exports, _Conversations):
         self._writer.execute("CHECKPOINT")
         log.warning("the canonical store's vectors are kept in half precision now")
 
+    def _upgrade(self, *statements: str) -> None:
+        """Run an open-time upgrade's statements (columns added, then filled) in one transaction: an open killed
+        midway (a large store's fill takes a while) leaves the table as it was, so the next open does it whole.
+        Apart, a kill after the ALTER left the column there and empty, and every later open, finding the
+        column, took the upgrade as done: the relations' scope lists empty hid them from every reader."""
+        self._writer.execute("BEGIN TRANSACTION")
+        try:
+            for statement in statements:
+                self._writer.execute(statement)
+        except BaseException:
+            self._writer.execute("ROLLBACK")
+            raise
+        self._writer.execute("COMMIT")
+
     def _add_mention_columns(self) -> None:
         """Give MENTIONS edges of a store written before they carried what each memory gave the entity the
         columns, filled with the entity's current name, type and aliases (who gave what is not known for them:
@@ -293,11 +307,13 @@ class GraphStore(_Exports, _Conversations):
         columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('MENTIONS') RETURN *")}
         if "aliases" in columns:
             return
-        for column, kind in (("name", "STRING"), ("type", "STRING"), ("aliases", "STRING[]")):
-            if column not in columns:
-                self._writer.execute(f"ALTER TABLE MENTIONS ADD {column} {kind}")  # fixed names only
-        self._writer.execute(
-            "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) SET r.name = e.name, r.type = e.type, r.aliases = e.aliases"
+        self._upgrade(
+            *(
+                f"ALTER TABLE MENTIONS ADD {column} {kind}"  # fixed names only
+                for column, kind in (("name", "STRING"), ("type", "STRING"), ("aliases", "STRING[]"))
+                if column not in columns
+            ),
+            "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) SET r.name = e.name, r.type = e.type, r.aliases = e.aliases",
         )
 
     def _add_mention_copies(self) -> None:
@@ -341,10 +357,10 @@ class GraphStore(_Exports, _Conversations):
         columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('RELATES') RETURN *")}
         if "scopes" in columns:
             return
-        self._writer.execute("ALTER TABLE RELATES ADD scopes STRING[]")
-        self._writer.execute(
+        self._upgrade(
+            "ALTER TABLE RELATES ADD scopes STRING[]",
             "MATCH (:Entity)-[r:RELATES]->(:Entity) WITH r MATCH (m:Memory) WHERE m.id = r.memory_id "
-            "SET r.scopes = m.scopes"
+            "SET r.scopes = m.scopes",
         )
 
     def _add_relation_names(self) -> None:
@@ -354,22 +370,20 @@ class GraphStore(_Exports, _Conversations):
         columns = {r[1] for r in _rows(self._writer, "CALL TABLE_INFO('RELATES') RETURN *")}
         if "object_name" in columns:
             return
-        for column in ("subject_name", "object_name"):
-            if column not in columns:
-                self._writer.execute(f"ALTER TABLE RELATES ADD {column} STRING")  # fixed names only
-        # One end at a time: the cycle through both mentions of one memory in one pattern crashed Kùzu 0.11
-        # (a segmentation fault on a 3,000-memory store).
-        self._writer.execute(
+        self._upgrade(
+            *(
+                f"ALTER TABLE RELATES ADD {column} STRING"  # fixed names only
+                for column in ("subject_name", "object_name")
+                if column not in columns
+            ),
+            # One end at a time: the cycle through both mentions of one memory in one pattern crashed Kùzu 0.11
+            # (a segmentation fault on a 3,000-memory store).
             "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = m.id "
-            "SET r.subject_name = x.name"
-        )
-        self._writer.execute(
+            "SET r.subject_name = x.name",
             "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)<-[r:RELATES]-(:Entity) WHERE r.memory_id = m.id "
-            "SET r.object_name = x.name"
-        )
-        self._writer.execute(
+            "SET r.object_name = x.name",
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.subject_name IS NULL OR r.object_name IS NULL "
-            "SET r.subject_name = coalesce(r.subject_name, a.name), r.object_name = coalesce(r.object_name, b.name)"
+            "SET r.subject_name = coalesce(r.subject_name, a.name), r.object_name = coalesce(r.object_name, b.name)",
         )
 
     def _check_meta(self, embedder_name: str, dim: int) -> None:
