@@ -517,8 +517,16 @@ def test_a_replay_at_open_that_fails_on_a_full_disk_is_retried_not_a_permanent_f
                 eng.write(f"Tide table {n}: high water at {n}:40.", ["user:tide"])
             assert eng.reconciler.wait_projected()
             filler = _fill(text)
-            receipt = eng.write("The canary fern needs water on Fridays.", ["user:tide"])
-            assert not eng.reconciler.wait_projected(timeout=2)
+            # Tantivy may free files of a merge just after the disk was filled, and a write then fits: filled
+            # again until one write stays unprojected (the premise; the CI once met a write that fit).
+            words = ("alder", "birch", "cedar", "dogwood", "elm")
+            for word in words:
+                receipt = eng.write(f"The canary fern by the {word} needs water on Fridays.", ["user:tide"])
+                if not eng.reconciler.wait_projected(timeout=2):
+                    break
+                _fill(text)
+            else:
+                pytest.fail("the text index kept taking writes on a full disk")
         with pytest.raises(StorageUnavailable) as info:
             Engine.open(data, embedder=embedder, warm=False)
         assert "could not catch up" in info.value.message
@@ -527,5 +535,6 @@ def test_a_replay_at_open_that_fails_on_a_full_disk_is_retried_not_a_permanent_f
         with Engine.open(data, embedder=embedder, warm=False) as eng:
             report = eng.verify()
             assert report.ok, report.drift
-            assert report.counts == {"kuzu": 21, "lancedb": 21, "tantivy": 21}
-            assert eng.recall("canary fern water", ["user:tide"], k=1)[0].memory.id == receipt.id
+            n = 21 + words.index(word)
+            assert report.counts == {"kuzu": n, "lancedb": n, "tantivy": n}
+            assert eng.recall(f"canary fern by the {word}", ["user:tide"], k=1)[0].memory.id == receipt.id
