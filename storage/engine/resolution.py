@@ -282,13 +282,22 @@ class _Resolution(_Scopes):
     def _proposal_id(self, conn: Session, a: str, b: str, home: Sequence[str]) -> str:
         """``proposal_id`` with the store's secret, or the unsalted id of a proposal a store made before secrets
         holds (so a pair it rejected stays rejected, and a pending one is not proposed twice)."""
+        return self._proposal_ids(conn, [(a, b, home)])[0]
+
+    def _proposal_ids(self, conn: Session, pairs: Sequence[tuple[str, str, Sequence[str]]]) -> list[str]:
+        """``_proposal_id`` of each ``(a, b, home)``, the store asked once for the lot: a ``SAME_AS`` read by id
+        passes over every proposal, and one per proposal held a bulk import's writer longer as they grew."""
+        if not pairs:
+            return []
         secret = self.graph.id_secret(conn)
-        pid = proposal_id(a, b, home, secret)
-        if secret:
-            old = proposal_id(a, b, home)
-            if self.graph.same_as(conn, [old]):
-                return old
-        return pid
+        if not secret:
+            return [proposal_id(a, b, home) for a, b, home in pairs]
+        olds = [proposal_id(a, b, home) for a, b, home in pairs]
+        kept = {p.id for p in self.graph.same_as(conn, list(dict.fromkeys(olds)))}
+        return [
+            old if old in kept else proposal_id(a, b, home, secret)
+            for old, (a, b, home) in zip(olds, pairs, strict=True)
+        ]
 
     def _record_proposals_run(
         self, tx: Tx, run: Sequence[tuple[str, Sequence[tuple[str, str, Judgement]], Sequence[str]]]
@@ -298,12 +307,12 @@ class _Resolution(_Scopes):
         scope has left, ids proposed earlier in the run) is followed here as the one-at-a-time calls see it."""
         out: list[tuple[list[str], list[str]]] = [([], []) for _ in run]
         homes = [tuple(sorted(scopes)) for _mid, _proposed, scopes in run]
+        asked = [(k, mid, a, b, j) for k, (mid, proposed, _scopes) in enumerate(run) for a, b, j in proposed]
+        ids = self._proposal_ids(tx.conn, [(a, b, homes[k]) for k, _mid, a, b, _j in asked])
         wanted = [
-            (k, a, b, SameAs(self._proposal_id(tx.conn, a, b, homes[k]), a, b, j.tier, j.score, mid, "pending",
-                             tx.now, scopes=homes[k]))
-            for k, (mid, proposed, _scopes) in enumerate(run)
-            for a, b, j in proposed
-        ]  # fmt: skip
+            (k, a, b, SameAs(pid, a, b, j.tier, j.score, mid, "pending", tx.now, scopes=homes[k]))
+            for (k, mid, a, b, j), pid in zip(asked, ids, strict=True)
+        ]
         if not wanted:
             return out
         pending = {
