@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -279,3 +280,56 @@ def test_an_import_killed_part_way_leaves_a_consistent_store_that_a_second_run_c
         assert eng.verify().ok
         hits = eng.recall("parcel 20993 left the depot", ["user:ana"], k=1, recipe="bm25")
         assert hits[0].memory.content == texts[2999]
+
+
+def test_a_bulk_write_reads_no_table_per_memory_nor_per_proposal(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What grows with the store is asked once per run, not once per memory or proposal: the mentions and scope
+    edges are made from the memory just created (``UNWIND ... MATCH (m:Memory {id: x.m})`` scans every memory
+    in Kùzu 0.11: 0.4 s a run at 100,000), proposals' legacy ids are read together, and the projector reads the
+    chunk back by keys in batches."""
+    known = ["Katherine Johnson", "Robert Smithson", "Margaret Hamilton", "Grace Hopper", "Dorothy Vaughan"]
+    misspelt = ["Katherine Jonson", "Robert Smithsen", "Margret Hamilton", "Grace Hoper", "Dorothy Vaughn"]
+    for name in known:
+        engine.write(f"{name} reviewed the flight plan.", ["team:ops"])
+    engine.reconciler.wait_projected(30)
+    calls: list[str] = []
+    real = cypher._exec
+
+    def counted(session: Any, query: str, params: Any = None) -> Any:
+        calls.append(" ".join(query.split()))
+        return real(session, query, params)
+
+    for module in list(sys.modules.values()):
+        if (
+            getattr(module, "__name__", "").startswith("storage.adapters.kuzu")
+            and getattr(module, "_exec", None) is real
+        ):
+            monkeypatch.setattr(module, "_exec", counted)
+    rng = np.random.default_rng(4)
+    items = [
+        WriteItem(
+            f"Note {i}: {misspelt[i % 5]} checked the launch window {i}.",
+            [f"user:u{i % 3}", "team:ops"],
+            vector=rng.standard_normal(384),
+        )
+        for i in range(300)
+    ]
+    receipts = engine.write_many(items)
+    assert engine.reconciler.wait_projected(60)
+    assert sum(len(r.proposals) for r in receipts) >= 2  # several proposals in one run
+    scans = [q for q in calls if q.startswith("UNWIND") and re.search(r"MATCH \(\w+:Memory \{id: \w+\.", q)]
+    assert not scans, scans
+    by_id = [q for q in calls if "SAME_AS" in q and "r.id IN $ids" in q]
+    assert len(by_id) <= 1, f"{len(by_id)} reads of SAME_AS by id"
+    one_by_one = [
+        q
+        for q in calls
+        if q.startswith("MATCH (m:Memory {id: $id}) RETURN m.id, m.content, m.kind, m.scopes")
+    ]
+    assert len(one_by_one) < 30, f"{len(one_by_one)} single-memory read-backs for 300 memories"
+    # The stored graph is what single writes leave: each memory in its scopes, mentioning its person.
+    for r, item in zip(receipts, items, strict=True):
+        assert set(r.scopes) == set(item.scopes)
+        assert len(r.entities) == 1
