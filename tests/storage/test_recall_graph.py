@@ -200,11 +200,32 @@ def test_a_hubs_relations_kept_between_recalls_follow_every_commit_and_erasure(
     assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in after
 
 
+def _bo_crowds_lisbon(e: Engine, n: int = 80) -> None:
+    """Bo's memories record ``n`` relations of Lisbon, newer than Ana's: more than the graph lane reads of an
+    entity's newest over every scope (``_PREFIX``), so Ana's window is never among them."""
+    per = 40
+    e.write_many(
+        [
+            WriteItem(
+                f"Lisbon hosts the fair series {k}.",
+                ["user:bo"],
+                relations=[RelationIn("Lisbon", "hosts", f"Fair {k}-{i}") for i in range(per)],
+            )
+            for k in range(n // per)
+        ]
+    )
+
+
+@pytest.mark.parametrize("crowded", [False, True], ids=["few relations", "another scope's 80 newer ones"])
 def test_relations_kept_between_recalls_follow_every_change_a_user_makes(
-    trip: Engine, monkeypatch: pytest.MonkeyPatch
+    trip: Engine, monkeypatch: pytest.MonkeyPatch, crowded: bool
 ) -> None:
     """Every entity's newest relations are kept between recalls, not only a hub's: what the next recall follows
-    (and from which memory) reflects each write, link, unlink, amend, retire, purge and erasure made before it."""
+    (and from which memory) reflects each write, link, unlink, amend, retire, purge and erasure made before it,
+    whether Lisbon's relations are few (read over every scope, then cut per reader) or another scope's newer
+    ones are many (read with the reader's filter only)."""
+    if crowded:
+        _bo_crowds_lisbon(trip)
     query = "Which country is Hotel Aria in?"
     rio = "Hotel Aria —located_in→ Lisbon —twinned_with→ Rio de Janeiro"
 
@@ -247,6 +268,28 @@ def test_relations_kept_between_recalls_follow_every_change_a_user_makes(
     trip.purge("project:trips", confirm="project:trips")
     assert not any("Zagreb" in p for p in paths(("user:ana",)))
     assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in paths()
+
+
+def test_after_a_commit_a_recall_reads_an_entitys_many_relations_once(
+    trip: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a commit, nothing read before is reused: an entity with more relations than the lane reads over
+    every scope is read once, with the reader's filter, not first over every scope (whose newest edges are then
+    another scope's and rarely hold the reader's window) and then again with the filter."""
+    _bo_crowds_lisbon(trip)
+    query = "Which country is Hotel Aria in?"
+    store = next(lane for lane in trip._lanes if lane.name == "graph").graph  # type: ignore[attr-defined]
+    reads: list[str] = []
+    read = store.relations
+    monkeypatch.setattr(store, "relations", lambda conn, e, **kw: reads.append(e) or read(conn, e, **kw))
+    for i in range(3):
+        trip.write(
+            f"Lisbon has a tram line number {i}.", ["user:ana"], entities=[EntityIn("Lisbon", "place")]
+        )
+        reads.clear()
+        hits = trip.recall(query, ["user:ana"], recipe=trip_recipe(), k=10)
+        assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in {p for h in hits for p in h.paths}
+        assert reads.count("lisbon") == 1
 
 
 def test_mentions_kept_between_recalls_follow_every_change_a_user_makes(

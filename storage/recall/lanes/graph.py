@@ -159,8 +159,8 @@ class GraphLane:
             fanout = {e: self._fanout(names[e], rule, q.scopes) for e in related}
             kept = {e: hit for e in related if (hit := self._window(q, e, fanout[e], stamp)) is not None}
             to_read = [e for e in related if e not in kept]
-            items = [(q, rule, e, mentioned[e][1], stamp) for e in mention_list] + [
-                (q, rule, e, -fanout[e], stamp) for e in to_read
+            items = [(q, rule, e, mentioned[e][1], stamp, False) for e in mention_list] + [
+                (q, rule, e, -fanout[e], stamp, self.lexicon.relations(names[e]) <= _PREFIX) for e in to_read
             ]
             got = self.graph.read_each(conn, self._read, items, self.executor) if items else []
             found = got[: len(mention_list)]
@@ -256,13 +256,17 @@ class GraphLane:
         return None if got is None else got[0]
 
     def _read_window(
-        self, conn: Session, q: Query, entity: str, limit: int, stamp: tuple[int, int] | None
+        self, conn: Session, q: Query, entity: str, limit: int, stamp: tuple[int, int] | None, prefix: bool
     ) -> list[Relation]:
-        """``_window`` read from the store: the entity's prefix over every scope if it is not kept (one query),
-        and the window chosen in the store among the query's scopes if the prefix does not hold it whole."""
+        """``_window`` read from the store: the entity's prefix over every scope if it is not kept and ``prefix``
+        (one query), and the window chosen in the store among the query's scopes if the prefix does not hold it
+        whole. ``prefix`` is whether the entity has at most ``_PREFIX`` relations as the lexicon counts them: the
+        prefix is then all of them and serves every reader, while a hub's newest ``_PREFIX`` over every scope
+        rarely hold one reader's window, and reading them cost a second query beside the reader's own (half of
+        the lane's relation reads with a write before each recall). Either way the window is the same."""
         if stamp is None:
             return self.graph.relations(conn, entity, limit=limit, scopes=q.scopes)
-        if self._kept((entity, 0, ()), stamp) is None:
+        if prefix and self._kept((entity, 0, ()), stamp) is None:
             rels = self.graph.relations(conn, entity, limit=_PREFIX + 1)
             self._keep((entity, 0, ()), rels[:_PREFIX], len(rels) <= _PREFIX, stamp)
         window = self._window(q, entity, limit, stamp)
@@ -296,14 +300,14 @@ class GraphLane:
                 self._kept_total -= len(dropped)
 
     def _read(
-        self, conn: Session, item: tuple[Query, GraphRule, str, int, tuple[int, int] | None]
+        self, conn: Session, item: tuple[Query, GraphRule, str, int, tuple[int, int] | None, bool]
     ) -> list[str] | list[Relation]:
         """One store read of a walk stage: an entity's mentions (``limit`` >= 0) or its newest ``-limit``
         relations among those recorded in the query's scopes (< 0, ``_read_window``): relations the query may
         not see never take a place in the window (docs/security.md)."""
-        q, rule, entity, limit, stamp = item
+        q, rule, entity, limit, stamp, prefix = item
         if limit < 0:
-            return self._read_window(conn, q, entity, -limit, stamp)
+            return self._read_window(conn, q, entity, -limit, stamp, prefix)
         complete = q.live_only
         return self.graph.mentioning(
             conn,

@@ -575,3 +575,29 @@ def test_reads_of_many_ids_answer_each_id_once(canonical: CanonicalStore, embedd
         assert [got[m].scopes for m in ids] == [("team:t",) if i % 3 else ("user:bo",) for i in range(70)]
         seen = canonical.visible_among(s, "kiln", asked, scopes=["team:t"], now=T0 + timedelta(days=1))
         assert seen == {m for i, m in enumerate(ids) if i % 3}
+
+
+def test_an_entitys_relations_either_way_read_with_their_direction_every_time(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """An entity both subject and object of relations: each edge seen from it says which way it points and
+    names its ends, newest first, whether read with a scope filter, read whole, or served from what an adapter
+    kept of an earlier read (a third read at one commit is one)."""
+    ana, bo = (EntityIn("Ana"), EntityIn("Bo"))
+    lisbon = EntityIn("Lisbon")
+    first = _insert(canonical, embedder, "Ana knows Bo.", ["team:a"], 1, (ana, bo))
+    second = _insert(canonical, embedder, "Bo lives in Lisbon.", ["team:b"], 2, (bo, lisbon))
+    with canonical.transaction() as tx:
+        canonical.relate(tx, first, "Ana", "knows", "Bo", T0)
+        canonical.relate(tx, second, "Bo", "lives_in", "Lisbon", T0 + timedelta(seconds=1))
+    want = [("lives_in", second, "lisbon", "Lisbon", True, "Bo"), ("knows", first, "ana", "Ana", False, "Bo")]
+    with canonical.read() as s:
+        for _ in range(4):
+            got = canonical.relations(s, "bo", limit=5)
+            assert [
+                (r.predicate, r.memory_id, r.other_id, r.other_name, r.outgoing, r.own_name) for r in got
+            ] == want
+            assert [r.scopes for r in got] == [("team:b",), ("team:a",)]
+            (mine,) = canonical.relations(s, "bo", limit=5, scopes=["team:a"])
+            assert (mine.predicate, mine.other_name, mine.outgoing) == ("knows", "Ana", False)
+            assert [r.predicate for r in canonical.relations(s, "bo", limit=1)] == ["lives_in"]
