@@ -17,11 +17,29 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
 from _common import Sentences
+import lancedb
 import storage.adapters.kuzu.store as ks
 from storage import CachedEmbedder, Engine, MiniLMEmbedder
 
 if os.environ.get("POOL"):
     ks.BUFFER_POOL_CAP = int(os.environ["POOL"]) << 20
+SESSIONS = []
+_connect = lancedb.connect
+
+
+def _connect_with_session(*args, **kwargs):
+    mib = os.environ.get("LANCE_CACHE")
+    sizes = (
+        {}
+        if mib is None
+        else {"index_cache_size_bytes": int(mib) << 20, "metadata_cache_size_bytes": int(mib) << 20}
+    )
+    kwargs.setdefault("session", lancedb.Session(**sizes))
+    SESSIONS.append(kwargs["session"])
+    return _connect(*args, **kwargs)
+
+
+lancedb.connect = _connect_with_session
 if os.environ.get("KEPT") == "0":
     ks.MENTIONS_KEPT = ks.RELATIONS_KEPT = 0
 
@@ -67,7 +85,8 @@ def per_mapping(top=12):
 
 def stamp(tag):
     r = rollup()
-    print(json.dumps({"at": tag, **r}), flush=True)
+    lance = sum(x.size_bytes for x in SESSIONS) >> 20
+    print(json.dumps({"at": tag, **r, "lance_cache": lance, "sessions": len(SESSIONS)}), flush=True)
 
 
 model = MiniLMEmbedder()
