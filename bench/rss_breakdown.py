@@ -3,11 +3,13 @@ backed) stamped after the open, recalls, writes, and the largest mappings by kin
 
     STORE=/tmp/copy-of-a-store RECALLS=200 WRITES=20 [POOL=MiB] [KEPT=0] [LANCE_CACHE=MiB] python bench/rss_breakdown.py
 
-``POOL`` caps Kùzu's buffer pool, ``KEPT=0`` turns the adapter's kept rows off, ``LANCE_CACHE`` sets LanceDB's
+``SCALE=1`` runs instead the sequence of ``bench/scale.py``'s process (recalls, maintenance, recalls, 60 writes,
+close, reopen, 51 recalls: it changes the store). ``POOL`` caps Kùzu's buffer pool, ``KEPT=0`` turns the adapter's kept rows off, ``LANCE_CACHE`` sets LanceDB's
 index and metadata caches: one thing varied at a time, each run in its own process on a copy of a store.
 """
 
 # ruff: noqa
+import ctypes
 import json
 import os
 import re
@@ -89,9 +91,48 @@ def stamp(tag):
     print(json.dumps({"at": tag, **r, "lance_cache": lance, "sessions": len(SESSIONS)}), flush=True)
 
 
+def scale_sequence(store: Path, model: MiniLMEmbedder) -> None:
+    """What bench/scale.py's process does before its RSS column: 200 recalls, maintenance, 200 recalls, 60 writes,
+    close, reopen, 51 recalls; stamped at each step, then after malloc_trim."""
+    import gc
+
+    import scale
+
+    eng = Engine.open(store, embedder=CachedEmbedder(model), warm=False)
+    stamp("open")
+    qs = Sentences(99).questions(400)
+    for i in range(200):
+        eng.recall(qs[i], [f"user:u{i % 20:02d}"], k=10)
+    stamp("200 recalls")
+    t = time.perf_counter()
+    scale.maintain(eng)
+    stamp(f"maintain {time.perf_counter() - t:.0f}s")
+    for i in range(200):
+        eng.recall(qs[-1 - i], [f"user:u{i % 20:02d}"], k=10)
+    stamp("200 recalls")
+    scale.single_writes(eng, Sentences(100007).memories(60))
+    stamp("60 writes")
+    eng.close()
+    del eng
+    gc.collect()
+    stamp("closed")
+    eng = Engine.open(store, embedder=CachedEmbedder(model), warm=False)
+    stamp("reopened")
+    for i, q in enumerate(qs[:51]):
+        eng.recall(q, [f"user:u{i % 20:02d}"], k=10)
+    stamp("51 recalls")
+    print(json.dumps(per_mapping()), flush=True)
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    stamp("malloc_trim")
+    eng.close()
+
+
 model = MiniLMEmbedder()
 model.embed(["warm"])
 stamp("model loaded")
+if os.environ.get("SCALE") == "1":
+    scale_sequence(Path(os.environ["STORE"]), model)
+    sys.exit(0)
 t = time.perf_counter()
 eng = Engine.open(Path(os.environ["STORE"]), embedder=CachedEmbedder(model), warm=False)
 stamp(f"opened {time.perf_counter() - t:.1f}s")
@@ -115,4 +156,9 @@ stamp("20 more recalls")
 times.sort()
 print("recall p50 %.1f ms p95 %.1f ms" % (times[len(times) // 2] * 1e3, times[int(len(times) * 0.95)] * 1e3))
 print(json.dumps(per_mapping()))
+graph = eng.graph
+kept = {k: getattr(getattr(graph, k, None), "_total", None) for k in ("_mentions", "_relations")}
+print(json.dumps({"kept rows": kept, "python blocks": sys.getallocatedblocks()}))
+ctypes.CDLL("libc.so.6").malloc_trim(0)
+stamp("malloc_trim")
 eng.close()
