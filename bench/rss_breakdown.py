@@ -31,13 +31,14 @@ _connect = lancedb.connect
 
 def _connect_with_session(*args, **kwargs):
     mib = os.environ.get("LANCE_CACHE")
-    sizes = (
-        {}
-        if mib is None
-        else {"index_cache_size_bytes": int(mib) << 20, "metadata_cache_size_bytes": int(mib) << 20}
-    )
-    kwargs.setdefault("session", lancedb.Session(**sizes))
-    SESSIONS.append(kwargs["session"])
+    if mib is not None:  # else the adapter's own session (or LanceDB's default one)
+        kwargs["session"] = lancedb.Session(
+            index_cache_size_bytes=int(mib) << 20, metadata_cache_size_bytes=int(mib) << 20
+        )
+    kwargs.setdefault("session", lancedb.Session())
+    SESSIONS.append(
+        kwargs["session"]
+    )  # kept alive here: after a close its cache still counts (and stays resident)
     return _connect(*args, **kwargs)
 
 
