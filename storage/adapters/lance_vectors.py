@@ -87,6 +87,23 @@ def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+# LanceDB keeps the index partitions and the manifests and fragment metadata it has read in a cache per connection,
+# 6 GiB + 1 GiB by default: resident memory that grows with the store. Measured (docs/benchmarks/scale.md, "Resident
+# memory, session 22"): 74 MiB after 200 recalls on a 100,000-memory store not yet maintained, 12 MiB on the same
+# store maintained; these bounds are far above both, so they cost no re-reads at that size.
+INDEX_CACHE_BYTES = 256 << 20
+METADATA_CACHE_BYTES = 128 << 20
+
+
+def connect(directory: Path) -> lancedb.DBConnection:
+    """A LanceDB connection to ``directory`` whose caches are bounded (``INDEX_CACHE_BYTES``,
+    ``METADATA_CACHE_BYTES``)."""
+    session = lancedb.Session(
+        index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+    )
+    return lancedb.connect(str(directory), session=session)
+
+
 class VectorIndex:
     """The vector projection (``storage.ports.projection.VectorSearch``) on LanceDB."""
 
@@ -150,7 +167,7 @@ class VectorIndex:
     def _open(self) -> None:
         """Open the live table (``CURRENT``), creating it when the projection is new; read every row's id, so
         that a table whose data files are missing or damaged fails here, at open, not at its first search."""
-        self._db = lancedb.connect(str(self._dir))
+        self._db = connect(self._dir)
         self._name = self._current_name()
         tables = self._db.list_tables().tables
         for stale in tables:
@@ -252,7 +269,7 @@ class VectorIndex:
         """Write ``rows`` into a new table beside the live one (searches and ``apply`` go on meanwhile), compacted
         and indexed, with no old version left; ``switch`` on the result makes it the live table."""
         self._dir.mkdir(parents=True, exist_ok=True)
-        db = lancedb.connect(str(self._dir))
+        db = connect(self._dir)
         with self._staging:
             number = max(int(n.split("-")[1]) if "-" in n else 0 for n in (self._name, *self._staged))
             name = f"{TABLE}-{number + 1:06d}"
