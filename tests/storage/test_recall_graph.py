@@ -671,3 +671,65 @@ def test_an_upgrade_killed_before_it_filled_the_new_columns_is_done_again_at_the
     assert child.returncode == -signal.SIGKILL, child.stderr
     with Engine.open(data_dir, embedder=embedder, warm=False) as again:
         assert answers(again) == before
+
+
+# Run in a child process: the engine of a release before the mentions carried copies of their memory's fields (its
+# statements create mentions without them and re-copy nothing; it neither checks them at open nor notes its
+# close), writing to the store of ``sys.argv[1]``: a memory about Hotel Aria in user:ana, ``sys.argv[2]`` retired,
+# ``sys.argv[3]`` linked into user:ana.
+_OLDER_RELEASE = """
+import sys
+from pathlib import Path
+from storage import CachedEmbedder, Engine, EntityIn
+from storage.adapters.embedder import MiniLMEmbedder
+from storage.adapters.kuzu import _cypher, store, writes
+
+copies = f" SET {_cypher.COPY_TO_MENTION}"
+def older(session, query, params=None):
+    if query == _cypher.RECOPY_MENTIONS:
+        return None
+    return _cypher._exec(session, query.replace(copies, ""), params)
+writes._exec = older
+store.GraphStore._check_mention_copies = lambda self: None
+store.GraphStore._mark_copies_closed = lambda self: None
+with Engine.open(Path(sys.argv[1]), embedder=CachedEmbedder(MiniLMEmbedder()), warm=False) as e:
+    e.write("Hotel Aria has a gym.", ["user:ana"], entities=[EntityIn("Hotel Aria", "place")])
+    e.retire(sys.argv[2])
+    e.link(sys.argv[3], "user:ana")
+"""
+
+
+def test_mentions_an_older_release_wrote_or_changed_meanwhile_are_copied_again_at_the_next_open(
+    trip: Engine, data_dir: Path, embedder: CachedEmbedder
+) -> None:
+    """A store opened by a release before the mentions carried their memory's fields (a rolled-back upgrade, an
+    older client owning the directory for a while) gets mentions without copies and changes no copy. The one-off
+    upgrade is marked done already, so the next open of this release must find what changed: else the graph lane
+    missed every memory the older release wrote (its mentions in no scope) and ``verify`` reported stale copies
+    until a ``reindex``."""
+    pool = trip.write(
+        "Hotel Aria has a rooftop pool.", ["user:bo"], entities=[EntityIn("Hotel Aria", "place")]
+    )
+    assert BOOKED in graph(trip, "What do we know about Hotel Aria?")
+    trip.close()
+    child = subprocess.run(
+        [sys.executable, "-c", _OLDER_RELEASE, str(data_dir), trip_ids(data_dir, embedder, BOOKED), pool.id],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(data_dir.parent),
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert child.returncode == 0, child.stderr
+    with Engine.open(data_dir, embedder=embedder, warm=False) as again:
+        found = graph(again, "What do we know about Hotel Aria?")
+        assert "Hotel Aria has a gym." in found
+        assert "Hotel Aria has a rooftop pool." in found
+        assert BOOKED not in found
+        assert _stale_copies(again) == []
+
+
+def trip_ids(data_dir: Path, embedder: CachedEmbedder, content: str) -> str:
+    """The id of the memory with this content (the store closed)."""
+    with Engine.open(data_dir, embedder=embedder, warm=False) as e:
+        return next(h.memory.id for h in e.recall(content, ["user:ana"], k=1))
