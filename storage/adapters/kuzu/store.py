@@ -191,6 +191,7 @@ class GraphStore(_Exports, _Conversations):
         self._readers: list[kuzu.Connection] = []
         self._readers_lock = threading.Lock()
         self._failed: str | None = None
+        self._shut = False  # closed (``close``)
         # The statements committed since a rewrite's snapshot, while one runs (see ``rebuild``).
         self._journal: list[tuple[str, dict[str, Any]]] | None = None
         self._journal_lock = threading.Lock()
@@ -441,20 +442,33 @@ class GraphStore(_Exports, _Conversations):
             _ABANDONED.append(self._db)
             return
         with self._lock.exclusive():
-            self._mark_copies_closed()
+            if self._shut:
+                return
+            self._shut = True
+            if not self._mark_copies_closed():
+                _ABANDONED.append(self._db)  # as after a failed commit: the WAL on disk is the truth
+                return
             self._close_connections()
             self._db.close()
 
-    def _mark_copies_closed(self) -> None:
-        """Note in Meta the change log's head and the memories' counts at a close (``_check_mention_copies``)."""
+    def _mark_copies_closed(self) -> bool:
+        """Note in Meta the change log's head and the memories' counts at a close (``_check_mention_copies``),
+        unless noted already. False when the note could not be written (a full or read-only disk): the
+        database must then not be closed (its checkpoint would meet the same error), and the next open checks
+        the copies."""
         try:
-            _exec(
-                self._writer,
-                "MERGE (m:Meta {key: $k}) SET m.value = $v",
-                {"k": COPIES_CLOSED_AT, "v": self._copies_state()},
-            )
-        except RuntimeError:  # a full or read-only disk: the next open checks the copies
+            state = self._copies_state()
+            noted = _rows(self._writer, "MATCH (m:Meta {key: $k}) RETURN m.value", {"k": COPIES_CLOSED_AT})
+            if not noted or noted[0][0] != state:
+                _exec(
+                    self._writer,
+                    "MERGE (m:Meta {key: $k}) SET m.value = $v",
+                    {"k": COPIES_CLOSED_AT, "v": state},
+                )
+        except RuntimeError:
             log.warning("could not note the close in the canonical store", exc_info=True)
+            return False
+        return True
 
     def _copies_state(self) -> str:
         """The change log's head, with what of the memories their copies follow, counted: the log alone may have
