@@ -69,6 +69,8 @@ PAGE_BYTES = 4096  # Kùzu's page size (``fsm_info`` counts pages)
 MENTION_COPIES_DONE = "mention_copies"
 # The Meta key holding the change log's head and the memories' counts at the last close (``_check_mention_copies``).
 COPIES_CLOSED_AT = "mention_copies_closed_at"
+# The Meta key that says no column an older release's killed upgrade left empty is left (``_fill_empty_columns``).
+EMPTY_COLUMNS_FILLED = "empty_columns_filled"
 
 
 def _buffer_pool_bytes() -> int:
@@ -238,6 +240,7 @@ class GraphStore(_Exports, _Conversations):
         self._check_mention_copies()
         self._add_relation_scopes()
         self._add_relation_names()
+        self._fill_empty_columns()
         self._halve_vectors()
 
     HALVE_BATCH = 2000  # memories converted per statement by ``_halve_vectors``
@@ -417,6 +420,50 @@ class GraphStore(_Exports, _Conversations):
             "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.subject_name IS NULL OR r.object_name IS NULL "
             "SET r.subject_name = coalesce(r.subject_name, a.name), r.object_name = coalesce(r.object_name, b.name)",
         )
+
+    def _fill_empty_columns(self) -> None:
+        """Fill the columns that a release before the upgrades were one transaction (``_upgrade``) added and was
+        killed before filling: it auto-committed each ALTER, and every later open, finding the column, took the
+        upgrade as done, so the relations' scope lists stayed empty (every relation hidden from every reader),
+        their ends' names empty (the graph lane failed) or the mentions' names, types and aliases empty. Once per
+        store, marked in Meta with the fill: three counts over four columns when nothing is empty."""
+        if _rows(self._writer, "MATCH (m:Meta {key: $k}) RETURN m.value", {"k": EMPTY_COLUMNS_FILLED}):
+            return
+        # The statements below write every one of these columns, so an empty one is the old upgrade's.
+        mentions = _rows(self._writer, "MATCH ()-[r:MENTIONS]->() WHERE r.name IS NULL RETURN count(r)")[0][0]
+        scopes, names = _rows(
+            self._writer,
+            "MATCH ()-[r:RELATES]->() RETURN count(CASE WHEN r.scopes IS NULL THEN 1 END), "
+            "count(CASE WHEN r.subject_name IS NULL OR r.object_name IS NULL THEN 1 END)",
+        )[0]
+        fills = []
+        if mentions:  # the three columns were added together, then filled by one statement
+            fills.append(
+                "MATCH (:Memory)-[r:MENTIONS]->(e:Entity) WHERE r.name IS NULL "
+                "SET r.name = e.name, r.type = e.type, r.aliases = e.aliases"
+            )
+        if scopes:
+            fills.append(
+                "MATCH (:Entity)-[r:RELATES]->(:Entity) WHERE r.scopes IS NULL WITH r MATCH (m:Memory) "
+                "WHERE m.id = r.memory_id SET r.scopes = m.scopes"
+            )
+        if names:  # as ``_add_relation_names`` fills them, the end an older fill reached kept
+            fills += [
+                "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)-[r:RELATES]->(:Entity) WHERE r.memory_id = m.id "
+                "AND r.subject_name IS NULL SET r.subject_name = x.name",
+                "MATCH (m:Memory)-[x:MENTIONS]->(:Entity)<-[r:RELATES]-(:Entity) WHERE r.memory_id = m.id "
+                "AND r.object_name IS NULL SET r.object_name = x.name",
+                "MATCH (a:Entity)-[r:RELATES]->(b:Entity) WHERE r.subject_name IS NULL OR r.object_name IS NULL "
+                "SET r.subject_name = coalesce(r.subject_name, a.name), "
+                "r.object_name = coalesce(r.object_name, b.name)",
+            ]
+        if fills:
+            log.warning(
+                "filling what an interrupted upgrade left empty: %d mentions, %d relations",
+                mentions,
+                max(scopes, names),
+            )
+        self._upgrade(*fills, f"CREATE (:Meta {{key: '{EMPTY_COLUMNS_FILLED}', value: '1'}})")  # a fixed key
 
     def _check_meta(self, embedder_name: str, dim: int) -> None:
         meta = dict((k, v) for k, v in _rows(self._writer, "MATCH (m:Meta) RETURN m.key, m.value"))
