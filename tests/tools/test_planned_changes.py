@@ -369,3 +369,74 @@ async def test_amending_a_plan_before_its_date_says_how_to_correct_it(client: Cl
     assert await _employers(client, as_of=(starts + timedelta(days=1)).isoformat()) == [
         "Ana works at Initech GmbH."
     ]
+
+
+async def test_a_plan_written_again_with_another_date_moves_the_plan(client: Client, engine: Engine) -> None:
+    """ "Ana works at Initech" from day 400, then the same words from day 300 ("the start moved up"). Before,
+    the second write was a `duplicate` (the id comes from the words) and the new date was silently dropped:
+    day 350 still answered Acme. Now the plan moves: a new memory of the same words from day 300 replaces the
+    old plan (which never held), Acme ends on day 300, and the receipt says both."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    june = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    march = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    assert march["status"] == "added"
+    assert march["id"] != june["id"]
+    assert march["supersedes"] == [june["id"]]
+    assert march["supersedes_later"] == [acme["id"]]
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    moved = (await ok(client, "memory_read", {"id": march["id"]}))["memory"]
+    assert moved["valid_from"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    assert (await ok(client, "memory_read", {"id": june["id"]}))["memory"]["status"] == "superseded"
+    # The same words and date again change nothing.
+    again = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    assert (again["status"], again["id"]) == ("duplicate", march["id"])
+    assert engine.verify().ok
+
+
+async def test_a_plan_moved_later_ends_the_current_value_at_its_new_date(
+    client: Client, engine: Engine
+) -> None:
+    """The start is pushed back from day 300 to day 400: Acme holds until day 400, not only day 300."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    moved = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    assert (moved["status"], moved["supersedes_later"]) == ("added", [acme["id"]])
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=400)).isoformat().replace("+00:00", "Z")
+    assert read["relations"] == [
+        f"Ana —works_at→ Acme [? → {(now + timedelta(days=400)).date().isoformat()}, ended by "
+        f"{(await ok(client, 'memory_read', {'id': moved['id']}))['memory']['id']}]"
+    ]
+    assert engine.verify().ok
+
+
+async def test_a_plan_whose_start_has_come_written_again_with_today_replaces_the_current_value_now(
+    client: Client,
+) -> None:
+    """The plan was for day 300; the same words with today's date: she started already. Acme is replaced now."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    plan = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    today = await _write(client, "Ana works at Initech.", datetime.now(UTC))
+    assert (today["status"], today["supersedes"]) == ("added", [plan["id"], acme["id"]])
+    assert await _employers(client) == ["Ana works at Initech."]
+    assert (await ok(client, "memory_read", {"id": acme["id"]}))["memory"]["status"] == "superseded"
+
+
+async def test_a_current_fact_written_again_with_another_date_is_a_duplicate(client: Client) -> None:
+    """Only a plan not begun moves: a fact already true written again (with another valid_from, as with other
+    metadata) is a duplicate that changes nothing, as before."""
+    acme = await _write(client, "Ana works at Acme.")
+    again = await _write(client, "Ana works at Acme.", datetime.now(UTC) - timedelta(days=30))
+    assert (again["status"], again["id"]) == ("duplicate", acme["id"])
