@@ -673,7 +673,7 @@ class _Writes(_Resolution):
                 self.graph.close_relation(
                     tx.conn, x, r.subject, r.predicate, r.object, valid_to=end, ended_by=by
                 )
-                self.graph.end_validity(tx.conn, x, valid_to=end)
+                self.graph.end_validity(tx.conn, x, valid_to=end, by=by)
                 if ends is not None:
                     ends[x] = end
         return reopened

@@ -227,7 +227,7 @@ def reconcile(
                     if old in out.supersedes:
                         out.supersedes.remove(old)
                     continue
-            graph.end_validity(conn, old, valid_to=valid_to)
+            graph.end_validity(conn, old, valid_to=valid_to, by=new)
             if old == new_id:
                 # This memory is the older news, but it holds until the newer one starts.
                 out.superseded_by = None

@@ -440,3 +440,60 @@ async def test_a_current_fact_written_again_with_another_date_is_a_duplicate(cli
     acme = await _write(client, "Ana works at Acme.")
     again = await _write(client, "Ana works at Acme.", datetime.now(UTC) - timedelta(days=30))
     assert (again["status"], again["id"]) == ("duplicate", acme["id"])
+
+
+async def _recorded(client: Client, memory: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(
+        (await ok(client, "memory_read", {"id": memory["id"]}))["memory"]["recorded_at"]
+    )
+
+
+async def test_what_we_knew_while_a_plan_stood_is_the_plan_after_its_cancellation(client: Client) -> None:
+    """known_at between the plan's writing and its cancellation, as_of after its date: what we believed then
+    was Initech alone (Acme was to end on the date). Before, the cancellation had undone Acme's end, so that
+    view answered Acme and Initech; as known now, Acme alone."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    _, initech = await _plan(client, starts)
+    await ok(client, "retire", {"id": initech["id"], "reason": "the offer fell through"})
+    planned = await _recorded(client, initech)
+    cancelled = datetime.fromisoformat(
+        (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]["retired_at"]
+    )
+    between = (planned + (cancelled - planned) / 2).isoformat()
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later, known_at=between) == ["Ana works at Initech."]
+    assert await _employers(client, known_at=between) == ["Ana works at Acme."]  # as of then: before the date
+    assert await _employers(client, as_of=later) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=later, known_at=datetime.now(UTC).isoformat()) == [
+        "Ana works at Acme."
+    ]
+
+
+async def test_what_we_knew_while_a_plan_stood_is_the_plan_after_news_overtook_it(client: Client) -> None:
+    """The plan overtaken by news of now ("Ana works at Globex"): between the two, as_of after the plan's
+    date, what we believed was Initech alone (before: Acme and Initech)."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    _, initech = await _plan(client, starts)
+    globex = await _write(client, "Ana works at Globex.")
+    between = (
+        await _recorded(client, initech)
+        + (await _recorded(client, globex) - await _recorded(client, initech)) / 2
+    )
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later, known_at=between.isoformat()) == ["Ana works at Initech."]
+    assert await _employers(client, as_of=later) == ["Ana works at Globex."]
+
+
+async def test_what_we_knew_before_a_plan_moved_is_its_old_date(client: Client) -> None:
+    """Initech planned for day 300, then moved to day 400. Known between the two, as of day 350: Initech (the
+    old date stood then; before: Acme and Initech); known now: Acme."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    first = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    moved = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    between = (
+        await _recorded(client, first) + (await _recorded(client, moved) - await _recorded(client, first)) / 2
+    )
+    day350 = (now + timedelta(days=350)).isoformat()
+    assert await _employers(client, as_of=day350, known_at=between.isoformat()) == ["Ana works at Initech."]
+    assert await _employers(client, as_of=day350) == ["Ana works at Acme."]
