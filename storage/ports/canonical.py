@@ -448,6 +448,16 @@ class CanonicalExports(Protocol):
         """Every CONTRADICTS edge (restored with ``contradict``)."""
         ...
 
+    def export_planned_ends(self, conn: Session) -> list[tuple[str, str, datetime]]:
+        """Every end a plan gave a memory (``planned_ends``) as (memory id, plan id, end), restored with
+        ``keep_planned_end``."""
+        ...
+
+    def keep_planned_end(self, conn: Session, memory_id: str, by: str, valid_to: datetime) -> None:
+        """Keep apart that plan ``by`` ends ``memory_id`` at ``valid_to`` (the earliest such end stays), and
+        change nothing else: what ``end_validity(by=...)`` adds to the end itself, and what an import restores."""
+        ...
+
     def export_enrichments(self, conn: Session) -> list[EnrichmentRow]:
         """The record of every model pass, by memory id (restored with ``record_enrichment``)."""
         ...

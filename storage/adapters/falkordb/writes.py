@@ -341,12 +341,21 @@ class _Writes(_Reads):
             {"id": memory_id, "vt": valid_to},
         )
         if by is not None:
-            session(conn).add(
-                "MERGE (e:PlannedEnd {id: $key}) ON CREATE SET e.memory_id = $id, e.ended_by = $by, "
-                "e.valid_to = $vt ON MATCH SET e.valid_to = CASE WHEN e.valid_to > $vt THEN $vt "
-                "ELSE e.valid_to END",
-                {"key": f"{memory_id} {by}", "id": memory_id, "by": by, "vt": valid_to},
-            )
+            self.keep_planned_end(conn, memory_id, by, valid_to)
+
+    def keep_planned_end(self, conn: Session, memory_id: str, by: str, valid_to: datetime) -> None:
+        session(conn).add(
+            "MERGE (e:PlannedEnd {id: $key}) ON CREATE SET e.memory_id = $id, e.ended_by = $by, "
+            "e.valid_to = $vt ON MATCH SET e.valid_to = CASE WHEN e.valid_to > $vt THEN $vt "
+            "ELSE e.valid_to END",
+            {"key": f"{memory_id} {by}", "id": memory_id, "by": by, "vt": valid_to},
+        )
+
+    def export_planned_ends(self, conn: Session) -> list[tuple[str, str, datetime]]:
+        rows = session(conn).rows(
+            "MATCH (e:PlannedEnd) RETURN e.memory_id, e.ended_by, e.valid_to ORDER BY e.memory_id, e.ended_by"
+        )
+        return [(mid, by, end) for mid, by, vt in rows if (end := utc(vt)) is not None]
 
     def planned_ends(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[tuple[str, datetime]]]:
         out: dict[str, list[tuple[str, datetime]]] = {}

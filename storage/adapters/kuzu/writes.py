@@ -521,13 +521,23 @@ class _Writes(_Reads):
         )
         _exec(conn, RECOPY_MENTIONS, {"id": memory_id})
         if by is not None:
-            _exec(
-                conn,
-                "MERGE (e:PlannedEnd {id: $key}) ON CREATE SET e.memory_id = $id, e.ended_by = $by, "
-                "e.valid_to = $vt ON MATCH SET e.valid_to = CASE WHEN e.valid_to > $vt THEN $vt "
-                "ELSE e.valid_to END",
-                {"key": f"{memory_id} {by}", "id": memory_id, "by": by, "vt": valid_to},
-            )
+            self.keep_planned_end(conn, memory_id, by, valid_to)
+
+    def keep_planned_end(self, conn: Session, memory_id: str, by: str, valid_to: datetime) -> None:
+        _exec(
+            conn,
+            "MERGE (e:PlannedEnd {id: $key}) ON CREATE SET e.memory_id = $id, e.ended_by = $by, "
+            "e.valid_to = $vt ON MATCH SET e.valid_to = CASE WHEN e.valid_to > $vt THEN $vt "
+            "ELSE e.valid_to END",
+            {"key": f"{memory_id} {by}", "id": memory_id, "by": by, "vt": valid_to},
+        )
+
+    def export_planned_ends(self, conn: Session) -> list[tuple[str, str, datetime]]:
+        rows = _rows(
+            conn,
+            "MATCH (e:PlannedEnd) RETURN e.memory_id, e.ended_by, e.valid_to ORDER BY e.memory_id, e.ended_by",
+        )
+        return [(mid, by, end) for mid, by, vt in rows if (end := utc(vt)) is not None]
 
     def planned_ends(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[tuple[str, datetime]]]:
         out: dict[str, list[tuple[str, datetime]]] = {}

@@ -141,6 +141,12 @@ def test_a_plan_s_end_is_kept_apart_and_outlives_its_undoing(
         assert canonical.planned_ends(s, [acme, other, june]) == {
             acme: sorted([(june, start), (other, sooner)])
         }
+        assert canonical.export_planned_ends(s) == sorted([(acme, june, start), (acme, other, sooner)])
+    with canonical.transaction() as tx:  # what an import restores: the record alone, never the validity
+        canonical.keep_planned_end(tx, june, other, sooner)
+    with canonical.read() as s:
+        assert canonical.planned_ends(s, [june]) == {june: [(other, sooner)]}
+        assert canonical.fetch(s, [june])[june].valid_to is None
     with canonical.transaction() as tx:
         assert canonical.reopen_ended_by(tx, june, at=start) == [acme]
     with canonical.read() as s:
