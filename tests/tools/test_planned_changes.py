@@ -358,7 +358,7 @@ async def test_amending_a_plan_before_its_date_says_how_to_correct_it(client: Cl
         client, "amend", {"id": initech["id"], "content": "Ana works at Initech GmbH.", "reason": "full name"}
     )
     assert code == "invalid_input"
-    for words in ("planned change", "retire", "valid_from"):
+    for words in ("planned change", "retire", "valid_from", "to move its date, write the same words again"):
         assert words in text
     assert "later effective_at" not in text
     # Following the hint gives the corrected plan, Acme still current until the date.
