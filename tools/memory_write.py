@@ -48,7 +48,8 @@ class MemoryWriteIn(WireModel):
     valid_from: IsoTime | None = Field(
         default=None,
         description="Since when the statement is true (ISO 8601). Omit for 'from now on'. A future date records "
-        "a planned change: a value it replaces (where someone works, ...) stays current until then.",
+        "a planned change: a value it replaces (where someone works, ...) stays current until then. To move a "
+        "plan's date, write its same words again with the new valid_from.",
     )
     valid_to: IsoTime | None = Field(
         default=None, description="Until when it is true, if that is already known (ISO 8601)."
@@ -90,7 +91,9 @@ class MemoryWriteOut(BaseModel):
         description="The memory's id (its first 12 hex characters); pass it to amend, retire or memory_read."
     )
     status: Literal["added", "duplicate", "linked", "folded"] = Field(
-        description="added: a new memory; duplicate: identical content was already stored in these scopes; "
+        description="added: a new memory (also the same words as a plan not begun yet, written with another "
+        "valid_from: the plan moves to that date, and supersedes names the old one); duplicate: identical "
+        "content was already stored in these scopes, and nothing changed (not its valid_from or metadata); "
         "linked: identical content existed elsewhere and now also belongs to these scopes; folded: "
         "on_near_duplicate='fold' found a memory saying the same in other words, nothing new was stored and "
         "id is that memory's (now also in these scopes)."

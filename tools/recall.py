@@ -76,7 +76,8 @@ class RecallIn(WireModel):
     known_at: IsoTime | None = Field(
         default=None,
         description="Answer on transaction time (ISO 8601): what this memory believed at that time, before "
-        "any later correction. Combine with as_of for 'what did we think then about that date'.",
+        "any later correction (a planned change cancelled or moved since still counts as planned then). Combine "
+        "with as_of for 'what did we think then about that date'.",
     )
     include_history: bool = Field(
         default=False, description="Also return superseded and retired memories (marked by their status)."

@@ -93,6 +93,7 @@ class ExportSummary:
     contradictions: int = 0  # CONTRADICTS links between exported memories
     enrichments: int = 0  # records of a model pass (memory_read's "enrichment")
     conversations: int = 0  # conversations (which messages each holds; their digests are rebuilt)
+    planned_ends: int = 0  # ends a plan gave a memory, kept for known_at (between exported memories)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,7 @@ def export(
         "contradictions": 0,
         "enrichments": 0,
         "conversations": 0,
+        "planned_ends": 0,
     }
 
     def line(record: Mapping[str, Any]) -> None:
@@ -269,6 +271,10 @@ def export(
             if new in kept and old in kept:
                 line({"type": "contradicts", "new": new, "old": old, "predicate": predicate, "at": _time(at)})
                 counts["contradictions"] += 1
+        for mid, by, end in graph.export_planned_ends(conn):
+            if mid in kept and by in kept:
+                line({"type": "planned_end", "memory_id": mid, "ended_by": by, "valid_to": _time(end)})
+                counts["planned_ends"] += 1
         for mid, row in graph.export_enrichments(conn):
             if mid in kept:
                 line({"type": "enrichment", "memory_id": mid, **row, "at": _time(row.get("at"))})
@@ -369,6 +375,7 @@ class Parsed:
     proposal_lines: list[int] = field(default_factory=list)  # each proposal's line, for errors
     contradictions: list[tuple[str, str, str, datetime]] = field(default_factory=list)
     enrichments: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    planned_ends: list[tuple[str, str, datetime]] = field(default_factory=list)  # (memory, plan, end)
     conversations: list[tuple[str, list[str]]] = field(default_factory=list)
     zones: dict[str, str] = field(default_factory=dict)  # scope -> its time zone, when it set one
     id_secret: str = ""  # the exported store's (a whole-store export only)
@@ -483,6 +490,10 @@ def parse(lines: Iterator[str]) -> Parsed:
                     raise InvalidInput(f"memory {link[0]} is said to contradict itself")
                 _once(parsed, "contradiction", " ".join(link[:3]), n)
                 parsed.contradictions.append(link)
+            elif kind == "planned_end":
+                end = (_id(rec["memory_id"]), _id(rec["ended_by"]), _req_time(rec["valid_to"]))
+                _once(parsed, "planned end", " ".join(end[:2]), n)
+                parsed.planned_ends.append(end)
             elif kind == "enrichment":
                 mid = _id(rec["memory_id"])
                 _once(parsed, "model pass record", mid, n)
@@ -517,6 +528,10 @@ def parse(lines: Iterator[str]) -> Parsed:
         n = parsed.lines[("contradiction", " ".join((new, old, _p)))]
         if missing := [m for m in (new, old) if m not in ids]:
             raise refuse(n, f"a contradiction names memory {missing[0]}, which the file does not hold")
+    for mid, by, _end in parsed.planned_ends:
+        if missing := [m for m in (mid, by) if m not in ids]:
+            n = parsed.lines[("planned end", f"{mid} {by}")]
+            raise refuse(n, f"a planned end names memory {missing[0]}, which the file does not hold")
     for mid, _row in parsed.enrichments:
         if mid not in ids:
             raise refuse(
@@ -974,6 +989,9 @@ def restore(
             if new in added_ids or old in added_ids:  # both are in the file, so both are in the store now
                 graph.contradict(tx.conn, new, old, predicate, at)
                 counts["contradictions"] += 1
+        for mid, by, end in parsed.planned_ends:
+            if mid in added_ids or by in added_ids:  # both are in the file, so both are in the store now
+                graph.keep_planned_end(tx.conn, mid, by, end)
         for mid, row in parsed.enrichments:
             if mid in added_ids:
                 graph.record_enrichment(tx.conn, mid, row)

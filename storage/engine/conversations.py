@@ -385,10 +385,12 @@ class _Conversations(_Erasure):
         super()._apply_llm(job, result, error)
         self._wake_consolidator()  # relations the model read may have joined derivations (as a write's do)
 
-    def _added(self, tx: Tx, p: _Prepared, principal: Principal, cur: str, made: Any = None) -> WriteReceipt:
+    def _added(
+        self, tx: Tx, p: _Prepared, principal: Principal, cur: str, made: Any = None, moved: Any = None
+    ) -> WriteReceipt:
         # A plain memory joins its scopes' groups of the day, in its own transaction: the store is the queue of
         # the day digests, so one due when the process stops is built after the next start.
-        receipt = super()._added(tx, p, principal, cur, made)
+        receipt = super()._added(tx, p, principal, cur, made, moved)
         if p.kind in days.DAY_KINDS and not self.graph.shared:
             for scope in p.scopes:
                 key = days.day_key(scope, days.local_day(tx.now, self._zone(scope)))

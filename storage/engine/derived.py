@@ -70,8 +70,10 @@ class _Derived(_Conversations):
 
     # -- chains found at write time ------------------------------------------------------------------
 
-    def _added(self, tx: Tx, p: _Prepared, principal: Principal, cur: str, made: Any = None) -> WriteReceipt:
-        receipt = super()._added(tx, p, principal, cur, made)
+    def _added(
+        self, tx: Tx, p: _Prepared, principal: Principal, cur: str, made: Any = None, moved: Any = None
+    ) -> WriteReceipt:
+        receipt = super()._added(tx, p, principal, cur, made, moved)
         if self.graph.shared:
             return receipt
         if receipt.supersedes:  # an update closed a source's relation: what it justified goes now

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import UTC, datetime
 
 from scopes import (
@@ -14,7 +13,6 @@ from storage.domain.errors import Conflict, InvalidInput
 from storage.domain.models import (
     AmendReceipt,
     EntityIn,
-    Memory,
     Provenance,
     RelationIn,
     RetireReceipt,
@@ -141,8 +139,9 @@ class _Versions(_Decisions):
                 raise InvalidInput(
                     f"memory {old_id} is a planned change, valid only from {old.valid_from.isoformat()}: it cannot "
                     "be amended before it begins",
-                    hint="to correct the plan, retire it (a cancelled plan: what it was to replace holds again) "
-                    "and write the corrected value with memory_write and the same valid_from",
+                    hint="to move its date, write the same words again with memory_write and the new valid_from "
+                    "(the plan moves); to correct its words, retire it (a cancelled plan: what it was to replace "
+                    "holds again) and write the corrected value with memory_write and the same valid_from",
                 )
             if start > tx.now:
                 raise InvalidInput(
@@ -269,46 +268,6 @@ class _Versions(_Decisions):
             if f.status == "asserted" and f.predicate in self.functional and not same:
                 return f
         return None
-
-    def _cancel_plan(self, tx: Tx, plan: Memory, gone: Collection[str] = ()) -> list[str]:
-        """Undo what a planned change ``plan`` (retired before its start, or erased) did to the values it was to
-        replace: they hold again past its start (``reopen_ended_by``), until a later plan for the same value
-        that had ended ``plan`` itself (Acme, then Globex from March, then Initech from June: Globex cancelled,
-        Acme ends in June, not never). ``gone`` are memories going with it (an erasure), never reopened or
-        passed on. Returns the reopened memories, each recorded as a change."""
-        later = {
-            (entity_key(r.subject), r.predicate): (r.valid_to, r.ended_by)
-            for r in self.graph.relation_history(tx.conn, [plan.id])
-            if r.ended_by is not None and r.valid_to is not None and r.ended_by not in gone
-        }
-        reopened = [
-            x for x in self.graph.reopen_ended_by(tx.conn, plan.id, at=plan.valid_from) if x not in gone
-        ]
-        held = self.graph.fetch(tx.conn, [*reopened, *{by for _, by in later.values()}])
-        for x in reopened:
-            tx.record("reopen", x)
-            for r in self.graph.relation_history(tx.conn, [x]):
-                passed = later.get((entity_key(r.subject), r.predicate))
-                # Reopened: open again, or still as the plan left it where the store applies its writes at
-                # the commit (FalkorDB's reads in a transaction do not see them).
-                if passed is None or not (
-                    r.valid_to is None or (r.ended_by == plan.id and r.valid_to == plan.valid_from)
-                ):
-                    continue
-                end, by = passed
-                # Only a later plan still standing, written into every scope of what it would end (so its
-                # writer could have ended it, and the reconciler would have): a plan in one scope never ends
-                # another scope's memory this way.
-                successor, value = held.get(by), held.get(x)
-                if successor is None or value is None or successor.retired_at or successor.superseded_by:
-                    continue
-                if not set(value.scopes) <= set(successor.scopes):
-                    continue
-                self.graph.close_relation(
-                    tx.conn, x, r.subject, r.predicate, r.object, valid_to=end, ended_by=by
-                )
-                self.graph.end_validity(tx.conn, x, valid_to=end)
-        return reopened
 
     def retire(
         self, id: str, *, reason: str = "", at: datetime | None = None, principal: Principal = LOCAL_PRINCIPAL

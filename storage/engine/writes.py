@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -76,6 +76,16 @@ class _Checked(NamedTuple):
     metadata: dict[str, Any]
     source: str
     vector: builtins.list[float] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Moved:
+    """A plan a write of its words with another start replaces (``_Writes._moves``)."""
+
+    plan: str
+    memory: Memory
+    # The validity ends its cancellation left the memories it had ended with (``_cancel_plan``).
+    ends: dict[str, datetime | None] = dataclasses.field(default_factory=dict)
 
 
 class _Writes(_Resolution):
@@ -541,7 +551,8 @@ class _Writes(_Resolution):
 
     def _write_intent(self, p: _Prepared, principal: Principal) -> Callable[[Tx], WriteReceipt]:
         def intent(tx: Tx) -> WriteReceipt:
-            cur, existing = self._resolve_content(tx, p.content, p.id)
+            w = p  # the write, with the scopes of the plan it moves, if it moves one
+            cur, existing = self._resolve_content(tx, w.content, w.id)
             if (
                 existing is not None
                 and not principal.unrestricted
@@ -551,9 +562,17 @@ class _Writes(_Resolution):
                 # would show the writer that memory's metadata, relations, writer and history (a guessed
                 # sentence would open them), so the principal gets a memory of its own: its id is salted by
                 # the target scopes, so writing it again there is still a duplicate.
-                cur, existing = self._resolve_separate(tx, p.content, p.scopes)
+                cur, existing = self._resolve_separate(tx, w.content, w.scopes)
+            moved = None
+            if existing is not None and self._moves(tx, w, existing, principal):
+                # The same words as a plan not begun, with another start ("the start moved up"): a new memory of
+                # them replaces the plan, so the date is not dropped as a duplicate's metadata is.
+                moved = _Moved(existing.id, existing)
+                cur = content_id(w.content, salt=existing.id)
+                w = dataclasses.replace(w, scopes=sorted({*existing.scopes, *w.scopes}))
+                existing = None
             if existing is not None:
-                missing = [s for s in p.scopes if s not in existing.scopes]
+                missing = [s for s in w.scopes if s not in existing.scopes]
                 if not missing:
                     return WriteReceipt(
                         cur, "duplicate", existing.scopes, existing.entities, existing.dated_at
@@ -563,18 +582,101 @@ class _Writes(_Resolution):
                 tx.record("link", cur)
                 all_scopes = tuple(sorted({*existing.scopes, *missing}))
                 return WriteReceipt(cur, "linked", all_scopes, existing.entities, existing.dated_at)
-            near = self._still_near(tx, p) if p.fold else p.near
-            if p.fold and (folded := self._fold(tx, p, near)) is not None:
+            # A moved plan's only near-duplicate is the plan it replaces: never folded into it.
+            near = () if moved is not None else self._still_near(tx, w) if w.fold else w.near
+            if w.fold and moved is None and (folded := self._fold(tx, w, near)) is not None:
                 return folded
-            vec = p.vector if p.vector is not None else self.graph.vector_of(tx.conn, p.id)
+            vec = w.vector if w.vector is not None else self.graph.vector_of(tx.conn, w.id)
             if vec is None:  # the content vanished (purged) between our check and now: embed after all
-                vec = [float(x) for x in self.embedder.embed([p.content])[0]]
-            new = self._new_memory(p, cur, vec, tx.now)
-            self._insert(tx, new, p.scopes, p.entities, p.relations, self._since(p))
-            added = self._added(tx, p, principal, cur)
+                vec = [float(x) for x in self.embedder.embed([w.content])[0]]
+            new = self._new_memory(w, cur, vec, tx.now)
+            self._insert(tx, new, w.scopes, w.entities, w.relations, self._since(w))
+            if moved is not None:
+                self._move_plan(tx, moved, cur)
+            added = self._added(tx, w, principal, cur, moved=moved)
             return dataclasses.replace(added, near_duplicates=near) if near else added
 
         return intent
+
+    def _moves(self, tx: Tx, p: _Prepared, existing: Memory, principal: Principal) -> bool:
+        """Whether writing ``p``, the same words as ``existing``, moves a plan: ``existing`` is valid only from
+        a later date, the caller gave another ``valid_from``, and may write every scope of the plan. Anything
+        else already stored is a duplicate whatever the write's metadata, as before."""
+        return (
+            p.effective is not None
+            and existing.valid_from > tx.now
+            and p.effective != existing.valid_from
+            and existing.retired_at is None
+            and existing.superseded_by is None
+            and self._access(principal, self._tree()).can_write(existing.scopes)
+            and self.graph.live_state(tx.conn, content_id(p.content, salt=existing.id)) is None
+        )
+
+    def _move_plan(self, tx: Tx, moved: _Moved, cur: str) -> None:
+        """``cur`` (just inserted) replaces the plan ``moved.plan``, which never held; what the plan ended at its
+        start holds again (``_cancel_plan``), until ``cur``'s reconciliation ends it at the new date."""
+        self.graph.supersede(
+            tx.conn,
+            moved.plan,
+            cur,
+            reason="its start moved",
+            at=tx.now,
+            close_valid_to=moved.memory.valid_from,
+        )
+        tx.record("supersede", moved.plan)
+        self._cancel_plan(tx, moved.memory, ends=moved.ends)
+        self._sources_changed(tx, [moved.plan], withdraw=True)
+
+    def _cancel_plan(
+        self,
+        tx: Tx,
+        plan: Memory,
+        gone: Collection[str] = (),
+        ends: dict[str, datetime | None] | None = None,
+    ) -> list[str]:
+        """Undo what a planned change ``plan`` (retired before its start, moved, or erased) did to the values it
+        was to replace: they hold again past its start (``reopen_ended_by``), until a later plan for the same
+        value that had ended ``plan`` itself (Acme, then Globex from March, then Initech from June: Globex
+        cancelled, Acme ends in June, not never). ``gone`` are memories going with it (an erasure), never
+        reopened or passed on. Returns the reopened memories, each recorded as a change; ``ends`` receives each
+        one's validity end as this transaction leaves it (a store may read only committed state until then)."""
+        later = {
+            (entity_key(r.subject), r.predicate): (r.valid_to, r.ended_by)
+            for r in self.graph.relation_history(tx.conn, [plan.id])
+            if r.ended_by is not None and r.valid_to is not None and r.ended_by not in gone
+        }
+        reopened = [
+            x for x in self.graph.reopen_ended_by(tx.conn, plan.id, at=plan.valid_from) if x not in gone
+        ]
+        held = self.graph.fetch(tx.conn, [*reopened, *{by for _, by in later.values()}])
+        for x in reopened:
+            tx.record("reopen", x)
+            if ends is not None:
+                ends[x] = None
+            for r in self.graph.relation_history(tx.conn, [x]):
+                passed = later.get((entity_key(r.subject), r.predicate))
+                # Reopened: open again, or still as the plan left it where the store applies its writes at
+                # the commit (FalkorDB's reads in a transaction do not see them).
+                if passed is None or not (
+                    r.valid_to is None or (r.ended_by == plan.id and r.valid_to == plan.valid_from)
+                ):
+                    continue
+                end, by = passed
+                # Only a later plan still standing, written into every scope of what it would end (so its
+                # writer could have ended it, and the reconciler would have): a plan in one scope never ends
+                # another scope's memory this way.
+                successor, value = held.get(by), held.get(x)
+                if successor is None or value is None or successor.retired_at or successor.superseded_by:
+                    continue
+                if not set(value.scopes) <= set(successor.scopes):
+                    continue
+                self.graph.close_relation(
+                    tx.conn, x, r.subject, r.predicate, r.object, valid_to=end, ended_by=by
+                )
+                self.graph.end_validity(tx.conn, x, valid_to=end, by=by)
+                if ends is not None:
+                    ends[x] = end
+        return reopened
 
     def _bulk_intent(
         self, chunk: Sequence[_Prepared], principal: Principal
@@ -654,6 +756,7 @@ class _Writes(_Resolution):
         principal: Principal,
         cur: str,
         made: tuple[builtins.list[str], builtins.list[str]] | None = None,
+        moved: _Moved | None = None,
     ) -> WriteReceipt:
         """The receipt of a memory just inserted in ``tx``, once its proposals (``made`` when already recorded:
         ids, pairs held back) and reconciliation are done."""
@@ -671,7 +774,9 @@ class _Writes(_Resolution):
             proposals=tuple(proposals),
             not_proposed=tuple(held),
         )
-        return self._reconcile(tx, receipt, p, principal) if p.facts else receipt
+        if p.facts:
+            return self._reconcile(tx, receipt, p, principal, moved)
+        return dataclasses.replace(receipt, supersedes=(moved.plan,)) if moved is not None else receipt
 
     def use_llm(self, extractor: llm.Extractor) -> None:
         """Enrich every newly added memory with ``extractor`` (Claude) after its commit, in the background."""
@@ -776,7 +881,9 @@ class _Writes(_Resolution):
 
         return Access(may(Level.READ), may(Level.WRITE))
 
-    def _reconcile(self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal) -> WriteReceipt:
+    def _reconcile(
+        self, tx: Tx, receipt: WriteReceipt, p: _Prepared, principal: Principal, moved: _Moved | None = None
+    ) -> WriteReceipt:
         """Updates, contradictions and duplicates of the new memory's facts (``storage.enrich.reconcile``)."""
         own: dict[str, int] = {}  # relations this memory itself just counted, per name
         for r in p.relations:
@@ -793,6 +900,8 @@ class _Writes(_Resolution):
             now=tx.now,
             related=lambda name: self.lexicon.relations(name) > own.get(_norm(name), 0),
             effective=p.effective,
+            exclude={moved.plan} if moved is not None else frozenset(),
+            ends=moved.ends if moved is not None else None,
         )
         for mid in changed:
             tx.record("supersede", mid)
@@ -801,7 +910,7 @@ class _Writes(_Resolution):
         return dataclasses.replace(
             receipt,
             relations=tuple(out.recorded),
-            supersedes=tuple(out.supersedes),
+            supersedes=(*((moved.plan,) if moved is not None else ()), *out.supersedes),
             superseded_by=out.superseded_by,
             contradicts=tuple(out.contradicts),
             duplicates=tuple(out.duplicates),

@@ -295,7 +295,7 @@ def apply(
                             )
                     if at > tx.now:
                         # Current until then, as the rules leave it (``storage.enrich.reconcile``).
-                        graph.end_validity(tx.conn, v.id, valid_to=at)
+                        graph.end_validity(tx.conn, v.id, valid_to=at, by=job.memory_id)
                         counts["updates from a later date"] += 1
                         continue
                     # Never the model's own words: it may quote any memory it was shown, from a scope neither

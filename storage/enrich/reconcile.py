@@ -19,7 +19,7 @@ writer cannot read; a memory is changed (closed, superseded) only if the writer 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -87,12 +87,14 @@ def reconcile(
     related: Callable[[str], bool] = lambda _name: True,
     effective: datetime | None = None,
     exclude: Collection[str] = frozenset(),
+    ends: Mapping[str, datetime | None] | None = None,
 ) -> tuple[Outcome, list[str]]:
     """Apply the rules above; returns the outcome and the ids of memories whose state changed (superseded:
     the caller records them in the change log). ``related(name)`` may say cheaply that no relation touches a
     subject yet (it must never say so wrongly). ``effective``: when a statement that names no time of its own
     took effect (default ``now``: an amend passes its ``effective_at``). ``exclude``: memories left alone (the
-    version an amend replaces: the amend itself supersedes it)."""
+    version an amend replaces: the amend itself supersedes it). ``ends``: validity ends this transaction already
+    changed (the plan a write moves reopened what it ended), for a store whose reads see only committed state."""
     out = Outcome()
     when = effective or now
     changed: list[str] = []
@@ -216,13 +218,16 @@ def reconcile(
             # compares validity with its own instant (``recall.visible``), as for a fact written with a valid_to.
             if old != new_id:
                 stored = graph.fetch(conn, [old]).get(old)
-                if stored is not None and stored.valid_to is not None and stored.valid_to < valid_to:
+                end = stored.valid_to if stored is not None else None
+                if ends is not None and old in ends:
+                    end = ends[old]
+                if end is not None and end < valid_to:
                     # It already ends sooner (a plan told earlier that starts before this one ends it): this
                     # memory replaces that plan, not it, and the receipt must not say otherwise.
                     if old in out.supersedes:
                         out.supersedes.remove(old)
                     continue
-            graph.end_validity(conn, old, valid_to=valid_to)
+            graph.end_validity(conn, old, valid_to=valid_to, by=new)
             if old == new_id:
                 # This memory is the older news, but it holds until the newer one starts.
                 out.superseded_by = None

@@ -384,10 +384,21 @@ class CanonicalWrites(Protocol):
         were reopened. Reached through the entities the plan mentions (a relation it ended has its subject)."""
         ...
 
-    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+    def end_validity(
+        self, conn: Session, memory_id: str, *, valid_to: datetime, by: str | None = None
+    ) -> None:
         """End a memory's validity at ``valid_to`` and change nothing else: it stays current (neither superseded
         nor retired) until then. A planned change does this to the value it replaces (a successor valid from a
-        later date); an earlier end stays, and the end is never before ``valid_from``, as in ``supersede``."""
+        later date); an earlier end stays, and the end is never before ``valid_from``, as in ``supersede``.
+        With ``by`` (the plan that ends it), the end is also kept apart (``planned_ends``): it outlives the
+        end itself, which the plan's cancellation or move undoes."""
+        ...
+
+    def planned_ends(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[tuple[str, datetime]]]:
+        """Every end a plan gave each of ``memory_ids`` (``end_validity(by=...)``), as (plan id, end), the
+        earliest per plan, including ends undone since: what was believed while the plan stood (``known_at``,
+        with when the plan was recorded and withdrawn). Memories with none are absent. Deleting a memory
+        (``delete_memories``) deletes the ends it gave and was given."""
         ...
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None: ...
@@ -435,6 +446,16 @@ class CanonicalExports(Protocol):
 
     def export_contradictions(self, conn: Session) -> list[ContradictionRow]:
         """Every CONTRADICTS edge (restored with ``contradict``)."""
+        ...
+
+    def export_planned_ends(self, conn: Session) -> list[tuple[str, str, datetime]]:
+        """Every end a plan gave a memory (``planned_ends``) as (memory id, plan id, end), restored with
+        ``keep_planned_end``."""
+        ...
+
+    def keep_planned_end(self, conn: Session, memory_id: str, by: str, valid_to: datetime) -> None:
+        """Keep apart that plan ``by`` ends ``memory_id`` at ``valid_to`` (the earliest such end stays), and
+        change nothing else: what ``end_validity(by=...)`` adds to the end itself, and what an import restores."""
         ...
 
     def export_enrichments(self, conn: Session) -> list[EnrichmentRow]:

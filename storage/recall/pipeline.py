@@ -386,7 +386,34 @@ class _Pool:
             }
             if plans:
                 ended = min(p.recorded_at for p in self._graph.fetch(self._conn, list(plans)).values())
-        return admissible(m, self._q, replaced, ended)
+        planned = self._planned_end(m) if self._q.known_at is not None else None
+        return admissible(m, self._q, replaced, ended, planned)
+
+    def _planned_end(self, m: Memory) -> datetime | None:
+        """The earliest end a plan gave ``m`` that stood at ``known_at``: recorded by then and not yet withdrawn
+        (retired: cancelled; superseded: moved, or overtaken by news). Its cancellation reopened ``m``, but
+        what was believed in between was that ``m`` ended then (issue #14). A plan erased since is forgotten."""
+        known = self._q.known_at
+        assert known is not None
+        ends = self._graph.planned_ends(self._conn, [m.id]).get(m.id)
+        if not ends:
+            return None
+        plans = self._graph.fetch(self._conn, [by for by, _ in ends])
+        successors = self._graph.fetch(
+            self._conn, [p.superseded_by for p in plans.values() if p.superseded_by is not None]
+        )
+        stood = []
+        for by, end in ends:
+            plan = plans.get(by)
+            if plan is None or plan.recorded_at > known:
+                continue
+            if plan.retired_at is not None and plan.retired_at <= known:
+                continue
+            successor = successors.get(plan.superseded_by) if plan.superseded_by is not None else None
+            if plan.superseded_by is not None and (successor is None or successor.recorded_at <= known):
+                continue
+            stood.append(end)
+        return min(stood, default=None)
 
 
 def _time_match(t: datetime, q: Query, recipe: Recipe) -> tuple[float, TimeMatch | None]:

@@ -86,7 +86,11 @@ def lane_live_only(q: Query, recipe: Recipe) -> bool:
 
 
 def visible(
-    m: Memory, q: Query, replaced_at: datetime | None = None, ended_at: datetime | None = None
+    m: Memory,
+    q: Query,
+    replaced_at: datetime | None = None,
+    ended_at: datetime | None = None,
+    planned_end: datetime | None = None,
 ) -> bool:
     """Whether the query may see this memory at all: one of its scopes, and its time view (current and
     valid now; valid at ``as_of``; anything with history). Decides which graph edges may be followed.
@@ -94,19 +98,26 @@ def visible(
     With ``known_at`` (transaction time) the view is what the store believed then: recorded by then, not yet
     retired or superseded by then (``replaced_at``: when its successor was recorded, if known), and valid at
     ``as_of`` (default ``known_at``), a validity end written after ``known_at`` not yet counting (``ended_at``:
-    when a planned change that ends a current memory's validity was recorded, if known).
+    when a planned change that ends a current memory's validity was recorded, if known). ``planned_end``: the
+    earliest end a plan standing at ``known_at`` gave it (recorded by then, not yet cancelled, moved or
+    overtaken), which counts even when the plan's withdrawal undid the end since.
     """
     if not set(m.scopes) & set(q.scopes):
         return False
     if q.known_at is not None:
-        return _believed(m, q.known_at, q.as_of or q.known_at, replaced_at, ended_at)
+        return _believed(m, q.known_at, q.as_of or q.known_at, replaced_at, ended_at, planned_end)
     if q.as_of is not None:
         return m.valid_at(q.as_of)
     return q.include_history or (m.status is Status.CURRENT and m.valid_at(q.now))
 
 
 def _believed(
-    m: Memory, known: datetime, valid: datetime, replaced_at: datetime | None, ended_at: datetime | None
+    m: Memory,
+    known: datetime,
+    valid: datetime,
+    replaced_at: datetime | None,
+    ended_at: datetime | None,
+    planned_end: datetime | None = None,
 ) -> bool:
     if m.recorded_at > known:
         return False
@@ -120,15 +131,21 @@ def _believed(
         m.retired_at is not None or m.superseded_by is not None or (ended_at is not None and ended_at > known)
     )
     end = None if closed_later else m.valid_to
+    if planned_end is not None and (end is None or planned_end < end):
+        end = planned_end
     return m.valid_from <= valid and (end is None or valid < end)
 
 
 def admissible(
-    m: Memory, q: Query, replaced_at: datetime | None = None, ended_at: datetime | None = None
+    m: Memory,
+    q: Query,
+    replaced_at: datetime | None = None,
+    ended_at: datetime | None = None,
+    planned_end: datetime | None = None,
 ) -> bool:
     """The canonical filter on results: visible, of a requested kind, inside the event-time window (only memories
     with an event time are inside one)."""
-    if not visible(m, q, replaced_at, ended_at):
+    if not visible(m, q, replaced_at, ended_at, planned_end):
         return False
     if q.kinds and m.kind not in q.kinds:
         return False

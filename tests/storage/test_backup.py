@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -219,6 +219,35 @@ def test_an_ended_relation_stays_ended_after_export_and_import(
     Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
     with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
         assert (copy.read(lisbon.id).relations, copy.read(porto.id).relations) == before
+
+
+def test_what_was_known_while_a_plan_stood_survives_export_and_import(
+    engine: Engine, tmp_path: Path, embedder: CachedEmbedder
+) -> None:
+    """A cancelled plan's end of the value it was to replace (kept apart for known_at, issue #14) is exported
+    and restored: known_at between the plan and its cancellation, as_of after its date, answers the plan
+    alone in the copy too (without the record it answered both)."""
+    starts = datetime.now(UTC).replace(microsecond=0) + timedelta(days=400)
+    engine.write("Ana works at Acme.", ["user:ana"], kind="fact")
+    plan = engine.write("Ana works at Initech.", ["user:ana"], kind="fact", valid_from=starts)
+    engine.retire(plan.id, reason="the offer fell through")
+    stored = engine.read(plan.id).memory
+    assert stored.retired_at is not None
+    between = stored.recorded_at + (stored.retired_at - stored.recorded_at) / 2
+
+    def employers(eng: Engine) -> list[str]:
+        hits = eng.recall(
+            "where does Ana work", ["user:ana"], as_of=starts + timedelta(days=30), known_at=between
+        )
+        return [h.memory.content for h in hits if "works at" in h.memory.content]
+
+    assert employers(engine) == ["Ana works at Initech."]
+    buf = io.StringIO()
+    summary = engine.export(buf)
+    assert summary.planned_ends == 1
+    Engine.import_export(tmp_path / "restored", io.StringIO(buf.getvalue()), embedder=embedder)
+    with Engine.open(tmp_path / "restored", embedder=embedder, warm=False) as copy:
+        assert employers(copy) == ["Ana works at Initech."]
 
 
 def test_import_refuses_a_hostile_entity_proposal_changing_nothing(

@@ -358,7 +358,7 @@ async def test_amending_a_plan_before_its_date_says_how_to_correct_it(client: Cl
         client, "amend", {"id": initech["id"], "content": "Ana works at Initech GmbH.", "reason": "full name"}
     )
     assert code == "invalid_input"
-    for words in ("planned change", "retire", "valid_from"):
+    for words in ("planned change", "retire", "valid_from", "to move its date, write the same words again"):
         assert words in text
     assert "later effective_at" not in text
     # Following the hint gives the corrected plan, Acme still current until the date.
@@ -369,3 +369,131 @@ async def test_amending_a_plan_before_its_date_says_how_to_correct_it(client: Cl
     assert await _employers(client, as_of=(starts + timedelta(days=1)).isoformat()) == [
         "Ana works at Initech GmbH."
     ]
+
+
+async def test_a_plan_written_again_with_another_date_moves_the_plan(client: Client, engine: Engine) -> None:
+    """ "Ana works at Initech" from day 400, then the same words from day 300 ("the start moved up"). Before,
+    the second write was a `duplicate` (the id comes from the words) and the new date was silently dropped:
+    day 350 still answered Acme. Now the plan moves: a new memory of the same words from day 300 replaces the
+    old plan (which never held), Acme ends on day 300, and the receipt says both."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    june = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    march = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    assert march["status"] == "added"
+    assert march["id"] != june["id"]
+    assert march["supersedes"] == [june["id"]]
+    assert march["supersedes_later"] == [acme["id"]]
+    assert await _employers(client) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    moved = (await ok(client, "memory_read", {"id": march["id"]}))["memory"]
+    assert moved["valid_from"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    assert (await ok(client, "memory_read", {"id": june["id"]}))["memory"]["status"] == "superseded"
+    # The same words and date again change nothing.
+    again = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    assert (again["status"], again["id"]) == ("duplicate", march["id"])
+    assert engine.verify().ok
+
+
+async def test_a_plan_moved_later_ends_the_current_value_at_its_new_date(
+    client: Client, engine: Engine
+) -> None:
+    """The start is pushed back from day 300 to day 400: Acme holds until day 400, not only day 300."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    moved = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    assert (moved["status"], moved["supersedes_later"]) == ("added", [acme["id"]])
+    assert await _employers(client, as_of=(now + timedelta(days=350)).isoformat()) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=400)).isoformat().replace("+00:00", "Z")
+    assert read["relations"] == [
+        f"Ana —works_at→ Acme [? → {(now + timedelta(days=400)).date().isoformat()}, ended by "
+        f"{(await ok(client, 'memory_read', {'id': moved['id']}))['memory']['id']}]"
+    ]
+    assert engine.verify().ok
+
+
+async def test_a_plan_whose_start_has_come_written_again_with_today_replaces_the_current_value_now(
+    client: Client,
+) -> None:
+    """The plan was for day 300; the same words with today's date: she started already. Acme is replaced now."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    plan = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    today = await _write(client, "Ana works at Initech.", datetime.now(UTC))
+    assert (today["status"], today["supersedes"]) == ("added", [plan["id"], acme["id"]])
+    assert await _employers(client) == ["Ana works at Initech."]
+    assert (await ok(client, "memory_read", {"id": acme["id"]}))["memory"]["status"] == "superseded"
+
+
+async def test_a_current_fact_written_again_with_another_date_is_a_duplicate(client: Client) -> None:
+    """Only a plan not begun moves: a fact already true written again (with another valid_from, as with other
+    metadata) is a duplicate that changes nothing, as before."""
+    acme = await _write(client, "Ana works at Acme.")
+    again = await _write(client, "Ana works at Acme.", datetime.now(UTC) - timedelta(days=30))
+    assert (again["status"], again["id"]) == ("duplicate", acme["id"])
+
+
+async def _recorded(client: Client, memory: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(
+        (await ok(client, "memory_read", {"id": memory["id"]}))["memory"]["recorded_at"]
+    )
+
+
+async def test_what_we_knew_while_a_plan_stood_is_the_plan_after_its_cancellation(client: Client) -> None:
+    """known_at between the plan's writing and its cancellation, as_of after its date: what we believed then
+    was Initech alone (Acme was to end on the date). Before, the cancellation had undone Acme's end, so that
+    view answered Acme and Initech; as known now, Acme alone."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    _, initech = await _plan(client, starts)
+    await ok(client, "retire", {"id": initech["id"], "reason": "the offer fell through"})
+    planned = await _recorded(client, initech)
+    cancelled = datetime.fromisoformat(
+        (await ok(client, "memory_read", {"id": initech["id"]}))["memory"]["retired_at"]
+    )
+    between = (planned + (cancelled - planned) / 2).isoformat()
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later, known_at=between) == ["Ana works at Initech."]
+    assert await _employers(client, known_at=between) == ["Ana works at Acme."]  # as of then: before the date
+    assert await _employers(client, as_of=later) == ["Ana works at Acme."]
+    assert await _employers(client, as_of=later, known_at=datetime.now(UTC).isoformat()) == [
+        "Ana works at Acme."
+    ]
+
+
+async def test_what_we_knew_while_a_plan_stood_is_the_plan_after_news_overtook_it(client: Client) -> None:
+    """The plan overtaken by news of now ("Ana works at Globex"): between the two, as_of after the plan's
+    date, what we believed was Initech alone (before: Acme and Initech)."""
+    starts = (datetime.now(UTC) + timedelta(days=400)).replace(microsecond=0)
+    _, initech = await _plan(client, starts)
+    globex = await _write(client, "Ana works at Globex.")
+    between = (
+        await _recorded(client, initech)
+        + (await _recorded(client, globex) - await _recorded(client, initech)) / 2
+    )
+    later = (starts + timedelta(days=30)).isoformat()
+    assert await _employers(client, as_of=later, known_at=between.isoformat()) == ["Ana works at Initech."]
+    assert await _employers(client, as_of=later) == ["Ana works at Globex."]
+
+
+async def test_what_we_knew_before_a_plan_moved_is_its_old_date(client: Client) -> None:
+    """Initech planned for day 300, then moved to day 400. Known between the two, as of day 350: Initech (the
+    old date stood then; before: Acme and Initech); known now: Acme."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    first = await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    moved = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    between = (
+        await _recorded(client, first) + (await _recorded(client, moved) - await _recorded(client, first)) / 2
+    )
+    day350 = (now + timedelta(days=350)).isoformat()
+    assert await _employers(client, as_of=day350, known_at=between.isoformat()) == ["Ana works at Initech."]
+    assert await _employers(client, as_of=day350) == ["Ana works at Acme."]

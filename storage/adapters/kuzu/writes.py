@@ -508,7 +508,9 @@ class _Writes(_Reads):
             _exec(conn, RECOPY_MENTIONS, {"id": mid})
         return ids
 
-    def end_validity(self, conn: Session, memory_id: str, *, valid_to: datetime) -> None:
+    def end_validity(
+        self, conn: Session, memory_id: str, *, valid_to: datetime, by: str | None = None
+    ) -> None:
         _exec(
             conn,
             "MATCH (m:Memory {id: $id}) SET "
@@ -518,6 +520,37 @@ class _Writes(_Reads):
             {"id": memory_id, "vt": valid_to},
         )
         _exec(conn, RECOPY_MENTIONS, {"id": memory_id})
+        if by is not None:
+            self.keep_planned_end(conn, memory_id, by, valid_to)
+
+    def keep_planned_end(self, conn: Session, memory_id: str, by: str, valid_to: datetime) -> None:
+        _exec(
+            conn,
+            "MERGE (e:PlannedEnd {id: $key}) ON CREATE SET e.memory_id = $id, e.ended_by = $by, "
+            "e.valid_to = $vt ON MATCH SET e.valid_to = CASE WHEN e.valid_to > $vt THEN $vt "
+            "ELSE e.valid_to END",
+            {"key": f"{memory_id} {by}", "id": memory_id, "by": by, "vt": valid_to},
+        )
+
+    def export_planned_ends(self, conn: Session) -> list[tuple[str, str, datetime]]:
+        rows = _rows(
+            conn,
+            "MATCH (e:PlannedEnd) RETURN e.memory_id, e.ended_by, e.valid_to ORDER BY e.memory_id, e.ended_by",
+        )
+        return [(mid, by, end) for mid, by, vt in rows if (end := utc(vt)) is not None]
+
+    def planned_ends(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[tuple[str, datetime]]]:
+        out: dict[str, list[tuple[str, datetime]]] = {}
+        for mid, by, vt in _rows(
+            conn,
+            "MATCH (e:PlannedEnd) WHERE e.memory_id IN $ids RETURN e.memory_id, e.ended_by, e.valid_to "
+            "ORDER BY e.memory_id, e.ended_by",
+            {"ids": list(memory_ids)},
+        ):
+            end = utc(vt)
+            assert end is not None
+            out.setdefault(mid, []).append((by, end))
+        return out
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         _exec(
@@ -598,6 +631,11 @@ class _Writes(_Reads):
         _exec(
             conn,
             "MATCH ()-[r:RELATES]->() WHERE r.ended_by IN $ids SET r.valid_to = NULL, r.ended_by = NULL",
+            {"ids": ids},
+        )
+        _exec(
+            conn,
+            "MATCH (e:PlannedEnd) WHERE e.memory_id IN $ids OR e.ended_by IN $ids DELETE e",
             {"ids": ids},
         )
         if len(ids) <= KEYS_PER_STATEMENT:

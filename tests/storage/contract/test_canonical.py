@@ -117,6 +117,51 @@ def test_end_validity_closes_only_the_validity(canonical: CanonicalStore, embedd
         assert canonical.fetch(s, [mid])[mid].valid_to == T0
 
 
+def test_a_plan_s_end_is_kept_apart_and_outlives_its_undoing(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """``end_validity(by=plan)`` keeps the end per plan (the earliest), also once the plan's cancellation has
+    reopened the memory (``reopen_ended_by``): ``known_at`` answers with it (issue #14). Deleting the plan, or
+    the memory, deletes it."""
+    acme = _insert(
+        canonical, embedder, "Ana works at Acme.", ["user:ana"], 1, (EntityIn("Ana"), EntityIn("Acme"))
+    )
+    june = _insert(canonical, embedder, "Ana works at Initech.", ["user:ana"], 2,
+                   (EntityIn("Ana"), EntityIn("Initech")))  # fmt: skip
+    other = _insert(canonical, embedder, "Ana works at Hooli.", ["user:ana"], 3, (EntityIn("Ana"),))
+    start, sooner = T0 + timedelta(days=400), T0 + timedelta(days=300)
+    with canonical.transaction() as tx:
+        canonical.relate(tx, acme, "Ana", "works_at", "Acme", T0)
+        canonical.close_relation(tx, acme, "Ana", "works_at", "Acme", valid_to=start, ended_by=june)
+        canonical.end_validity(tx, acme, valid_to=start, by=june)
+        canonical.end_validity(tx, acme, valid_to=start + timedelta(days=9), by=june)  # the earliest stays
+        canonical.end_validity(tx, acme, valid_to=sooner, by=other)
+        canonical.end_validity(tx, other, valid_to=sooner)  # no plan: nothing kept apart
+    with canonical.read() as s:
+        assert canonical.planned_ends(s, [acme, other, june]) == {
+            acme: sorted([(june, start), (other, sooner)])
+        }
+        assert canonical.export_planned_ends(s) == sorted([(acme, june, start), (acme, other, sooner)])
+    with canonical.transaction() as tx:  # what an import restores: the record alone, never the validity
+        canonical.keep_planned_end(tx, june, other, sooner)
+    with canonical.read() as s:
+        assert canonical.planned_ends(s, [june]) == {june: [(other, sooner)]}
+        assert canonical.fetch(s, [june])[june].valid_to is None
+    with canonical.transaction() as tx:
+        assert canonical.reopen_ended_by(tx, june, at=start) == [acme]
+    with canonical.read() as s:
+        assert canonical.fetch(s, [acme])[acme].valid_to == sooner
+        assert canonical.planned_ends(s, [acme])[acme] == sorted([(june, start), (other, sooner)])
+    with canonical.transaction() as tx:
+        canonical.delete_memories(tx, [other])
+    with canonical.read() as s:
+        assert canonical.planned_ends(s, [acme]) == {acme: [(june, start)]}
+    with canonical.transaction() as tx:
+        canonical.delete_memories(tx, [acme])
+    with canonical.read() as s:
+        assert canonical.planned_ends(s, [acme]) == {}
+
+
 def test_scopes_form_a_tree_and_hold_memories(canonical: CanonicalStore, embedder: CachedEmbedder) -> None:
     mid = _insert(canonical, embedder, "The website launches in May.", ["project:web"], 1)
     with canonical.transaction() as tx:

@@ -506,3 +506,58 @@ def test_a_plan_purged_with_its_scope_ends_nothing_on_every_canonical_store(
     assert [h.memory.content for h in hits if "works at" in h.memory.content] == ["Ana works at Acme."]
     assert eng.read(acme).memory.valid_to is None
     assert eng.verify().ok
+
+
+def test_a_plan_written_again_with_another_date_moves_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """The same words as a plan with another valid_from move the plan, earlier then later, on each canonical
+    store (a shared store's reads in the transaction still show the end the moved plan gave Acme: the new
+    end must be written all the same)."""
+    eng = open_engine(tmp_path / "data")
+    ana = ["user:ana"]
+    now = datetime.now(UTC).replace(microsecond=0)
+
+    def employers(days: int) -> list[str]:
+        hits = eng.recall("where does Ana work", ana, as_of=now + timedelta(days=days))
+        return sorted(h.memory.content for h in hits if "works at" in h.memory.content)
+
+    acme = eng.write("Ana works at Acme.", ana, kind="fact").id
+    june = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=300))
+    later = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=400))
+    assert (later.status, later.supersedes, later.supersedes_later) == ("added", (june.id,), (acme,))
+    assert employers(350) == ["Ana works at Acme."]
+    assert employers(450) == ["Ana works at Initech."]
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=400)
+    sooner = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=200))
+    assert (sooner.status, sooner.supersedes, sooner.supersedes_later) == ("added", (later.id,), (acme,))
+    assert employers(250) == ["Ana works at Initech."]
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=200)
+    assert eng.read(june.id).memory.superseded_by == later.id
+    assert eng.verify().ok
+
+
+def test_what_was_known_while_a_plan_stood_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """known_at between a plan and its cancellation, as_of after its date: the plan alone, on each canonical
+    store; known now: the old value alone. The end the plan gave Acme is kept apart from Acme's validity,
+    which the cancellation reopened."""
+    eng = open_engine(tmp_path / "data")
+    ana = ["user:ana"]
+    starts = datetime.now(UTC).replace(microsecond=0) + timedelta(days=400)
+    later = starts + timedelta(days=30)
+
+    def employers(as_of: datetime | None = None, known_at: datetime | None = None) -> list[str]:
+        hits = eng.recall("where does Ana work", ana, as_of=as_of, known_at=known_at)
+        return [h.memory.content for h in hits if "works at" in h.memory.content]
+
+    eng.write("Ana works at Acme.", ana, kind="fact")
+    plan = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=starts)
+    eng.retire(plan.id, reason="the offer fell through")
+    stored = eng.read(plan.id).memory
+    assert stored.retired_at is not None
+    between = stored.recorded_at + (stored.retired_at - stored.recorded_at) / 2
+    assert employers(as_of=later, known_at=between) == ["Ana works at Initech."]
+    assert employers(as_of=later, known_at=datetime.now(UTC)) == ["Ana works at Acme."]
+    assert employers(as_of=later) == ["Ana works at Acme."]
