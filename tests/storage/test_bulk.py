@@ -135,14 +135,13 @@ def test_a_bulk_write_leaves_the_rows_one_intent_per_write_leaves(
         one.close()
 
 
-def test_a_bulk_write_takes_a_few_statements_per_chunk_not_several_per_memory(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _kuzu_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement the Kùzu adapter runs from now on, its whitespace collapsed, in order."""
     calls: list[str] = []
     real = cypher._exec
 
     def counted(session: Any, query: str, params: Any = None) -> Any:
-        calls.append(query)
+        calls.append(" ".join(query.split()))
         return real(session, query, params)
 
     for module in list(sys.modules.values()):
@@ -151,6 +150,13 @@ def test_a_bulk_write_takes_a_few_statements_per_chunk_not_several_per_memory(
             and getattr(module, "_exec", None) is real
         ):
             monkeypatch.setattr(module, "_exec", counted)
+    return calls
+
+
+def test_a_bulk_write_takes_a_few_statements_per_chunk_not_several_per_memory(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _kuzu_statements(monkeypatch)
     rng = np.random.default_rng(3)
     items = [
         WriteItem(
@@ -294,19 +300,7 @@ def test_a_bulk_write_reads_no_table_per_memory_nor_per_proposal(
     for name in known:
         engine.write(f"{name} reviewed the flight plan.", ["team:ops"])
     engine.reconciler.wait_projected(30)
-    calls: list[str] = []
-    real = cypher._exec
-
-    def counted(session: Any, query: str, params: Any = None) -> Any:
-        calls.append(" ".join(query.split()))
-        return real(session, query, params)
-
-    for module in list(sys.modules.values()):
-        if (
-            getattr(module, "__name__", "").startswith("storage.adapters.kuzu")
-            and getattr(module, "_exec", None) is real
-        ):
-            monkeypatch.setattr(module, "_exec", counted)
+    calls = _kuzu_statements(monkeypatch)
     rng = np.random.default_rng(4)
     items = [
         WriteItem(

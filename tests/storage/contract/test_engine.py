@@ -424,6 +424,14 @@ def test_erasing_the_memory_that_ended_a_relation_reopens_it_and_leaves_the_rest
     assert eng.verify().ok
 
 
+def _employers(
+    eng: EngineCore, *, as_of: datetime | None = None, known_at: datetime | None = None
+) -> list[str]:
+    """Ana's employers that recall in ``user:ana`` answers, sorted."""
+    hits = eng.recall("where does Ana work", ["user:ana"], as_of=as_of, known_at=known_at)
+    return sorted(h.memory.content for h in hits if "works at" in h.memory.content)
+
+
 def test_a_planned_change_is_current_from_its_date_on_every_canonical_store(
     open_engine: OpenEngine, tmp_path: Path
 ) -> None:
@@ -436,8 +444,7 @@ def test_a_planned_change_is_current_from_its_date_on_every_canonical_store(
     later = starts + timedelta(days=30)
 
     def employers(as_of: datetime | None = None) -> list[str]:
-        hits = eng.recall("where does Ana work", ana, as_of=as_of)
-        return [h.memory.content for h in hits if "works at" in h.memory.content]
+        return _employers(eng, as_of=as_of)
 
     acme = eng.write("Ana works at Acme.", ana, kind="fact").id
     plan = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=starts)
@@ -469,8 +476,7 @@ def test_two_plans_for_one_value_on_every_canonical_store(open_engine: OpenEngin
     now = datetime.now(UTC).replace(microsecond=0)
 
     def employers(days: int) -> list[str]:
-        hits = eng.recall("where does Ana work", ana, as_of=now + timedelta(days=days))
-        return sorted(h.memory.content for h in hits if "works at" in h.memory.content)
+        return _employers(eng, as_of=now + timedelta(days=days))
 
     acme = eng.write("Ana works at Acme.", ana, kind="fact").id
     eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=400))
@@ -519,8 +525,7 @@ def test_a_plan_written_again_with_another_date_moves_on_every_canonical_store(
     now = datetime.now(UTC).replace(microsecond=0)
 
     def employers(days: int) -> list[str]:
-        hits = eng.recall("where does Ana work", ana, as_of=now + timedelta(days=days))
-        return sorted(h.memory.content for h in hits if "works at" in h.memory.content)
+        return _employers(eng, as_of=now + timedelta(days=days))
 
     acme = eng.write("Ana works at Acme.", ana, kind="fact").id
     june = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=300))
@@ -549,8 +554,7 @@ def test_what_was_known_while_a_plan_stood_on_every_canonical_store(
     later = starts + timedelta(days=30)
 
     def employers(as_of: datetime | None = None, known_at: datetime | None = None) -> list[str]:
-        hits = eng.recall("where does Ana work", ana, as_of=as_of, known_at=known_at)
-        return [h.memory.content for h in hits if "works at" in h.memory.content]
+        return _employers(eng, as_of=as_of, known_at=known_at)
 
     eng.write("Ana works at Acme.", ana, kind="fact")
     plan = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=starts)
