@@ -1,7 +1,8 @@
 """Scale points through the bulk import: ``import --from jsonl`` throughput (vectors supplied, and the engine
 embedding), the same import one write per intent (the path before bulk writes) in the same run, then recall
 p50/p95/p99 beside the bare query embedding, single writes, disk bytes per memory (as ingested and after
-maintenance), the time to open the store again and the resident memory of the process that holds it.
+maintenance), the time to open the store again and the resident memory of the process that holds it
+(its threads sharing two malloc arenas, as in the owner `mnemograph serve` starts).
 
     python bench/scale.py --sizes 10000 --compare 2000 --out docs/benchmarks/scale.md
     python bench/scale.py --sizes 10000,100000 --compare 0 --embed-max 10000 --out ... --plot docs/benchmarks/scale.png
@@ -41,6 +42,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from _common import Latency, Sentences, machine  # noqa: E402
 
+from server._daemon import limit_malloc_arenas  # noqa: E402
 from storage import CachedEmbedder, Engine, MiniLMEmbedder  # noqa: E402
 from storage.importers import import_into  # noqa: E402
 
@@ -320,6 +322,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--store", type=Path, help="measure a copy of this store, no import")
     args = ap.parse_args()
+    # As the owner does (``mnemograph serve``), before any thread allocates: the resident figure is then the
+    # owner's, not that of a process keeping one glibc arena of freed peaks per thread (docs/benchmarks/scale.md,
+    # "Resident memory, session 22").
+    limit_malloc_arenas()
     sizes = [1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     if args.store and len(sizes) != 1:
         raise SystemExit("--store takes one size (--sizes N)")
