@@ -837,3 +837,23 @@ def trip_ids(data_dir: Path, embedder: CachedEmbedder, content: str) -> str:
     """The id of the memory with this content (the store closed)."""
     with Engine.open(data_dir, embedder=embedder, warm=False) as e:
         return next(h.memory.id for h in e.recall(content, ["user:ana"], k=1))
+
+
+def test_relations_of_an_entity_to_itself_leave_its_other_relations_their_places(trip: Engine) -> None:
+    """Lisbon's newest relations are 8 to itself and 8 to other places: 17 with capital_of, within the
+    window of 20 followed from it, so Hotel Aria's country is still found (each self-relation took two places,
+    and capital_of fell out of the window)."""
+    for i in range(8):
+        trip.write(
+            f"Lisbon is the Lisbon of note {i}.",
+            ["user:ana"],
+            relations=[RelationIn("Lisbon", "alias_of", "Lisbon")],
+        )
+        trip.write(
+            f"Lisbon is near Sintra {i}.",
+            ["user:ana"],
+            relations=[RelationIn("Lisbon", "near", f"Sintra {i}")],
+        )
+    for _ in range(2):
+        hits = trip.recall("Which country is Hotel Aria in?", ["user:ana"], recipe=trip_recipe(), k=20)
+        assert "Hotel Aria —located_in→ Lisbon —capital_of→ Portugal" in {p for h in hits for p in h.paths}

@@ -49,6 +49,14 @@ _VISIBLE_ONE = (
 )
 
 
+def _first(seen: set[Any], key: Any) -> bool:
+    """Whether ``key`` is met for the first time (and remember it)."""
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 class _Reads:
     """Queries inside ``read()`` / ``transaction()``: records, scopes, entities, the change log."""
 
@@ -420,8 +428,7 @@ class _Reads:
             # "shares a scope with $ss", without a list comprehension over a parameter (see mentioning())
             shares = "WHERE size(list_distinct(list_concat(r.scopes, $ss))) < size(r.scopes) + size($ss) "
             params["ss"] = list(dict.fromkeys(scopes))
-        rows = _rows(
-            conn,
+        query = (
             # The direction comes from the edge's own source: in an undirected match Kùzu 0.11's START_NODE(r)
             # names the bound end (``a``), whichever way the edge points, while the edge's ``_src`` does not.
             # Only the columns read: returning ``r`` whole builds a dict per edge in Python with every column
@@ -429,9 +436,20 @@ class _Reads:
             # 100,000 memories: the graph lane's costliest read).
             f"MATCH (a:Entity {{id: $e}})-[r:RELATES]-(b:Entity) {shares}"
             "RETURN r.predicate, r.memory_id, b.id, struct_extract(r, '_src') = ID(a), r.scopes, "
-            "r.subject_name, r.object_name ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n",
-            params,
+            "r.subject_name, r.object_name ORDER BY r.recorded_at DESC, r.memory_id, b.id LIMIT $n"
         )
+        # The undirected match meets an edge from the entity to itself from both ends: two rows, one relation
+        # (its memory and predicate tell it; the same statement twice in one memory says nothing more). Kept
+        # once, and read on until ``limit`` distinct edges are had: else each self-relation took two of the
+        # window's places, and 8 of them pushed a 17-relation entity's oldest out of the graph lane's 20.
+        while True:
+            rows = _rows(conn, query, params)
+            seen: set[Any] = set()
+            distinct = [row for row in rows if row[2] != entity or _first(seen, (row[1], row[0]))]
+            if len(distinct) >= limit or len(rows) < params["n"]:
+                break
+            params["n"] += limit - len(distinct)
+        rows = distinct[:limit]
         # One object per distinct predicate, end, name and scope list of the read: an entity's relations share a
         # few of each, and kept (``_relations_of``) every row's own copies took 530 bytes a relation, not 250.
         shared: dict[Any, Any] = {}

@@ -56,13 +56,15 @@ REPLAY_IN_PAUSE = 20
 Paused = Callable[[Callable[[], None]], None]
 # Kùzu's buffer pool defaults to 80% of physical memory, and it keeps a state word per 4 KiB page of the pool
 # resident from the open on, used or not: 2.4 MiB per GiB, 86 MiB of the owner's anonymous memory on a 24 GiB
-# machine at any store size (docs/benchmarks/coldstart.md, "Footprint"). The pool fills as pages are read and is
-# not given back, so its cap is what the graph may hold resident at any store size: the graph file is ~280 MB at
-# 100,000 memories and ~3 GB at 1,000,000. 512 MiB is six times what 400 recalls, 60 writes and maintenance left
-# resident at 100,000 (81 MiB; docs/benchmarks/scale.md, "resident memory, session 22"), so it costs nothing there,
-# and at 1,000,000 it keeps the graph's share of the 1.5 GB target fixed; pages beyond it are evicted and read
-# again from the file (the OS page cache, not the process), as they would be under memory pressure anyway.
-BUFFER_POOL_CAP = 512 << 20
+# machine at any store size (docs/benchmarks/coldstart.md, "Footprint"). 4 GiB costs 9 MiB of them. The pool is not
+# only a cache of what recalls read: a checkpoint, and the import of an erasure's rewrite, hold a node group's columns
+# (up to 131,072 memories) in it at once, and fail with "Buffer manager exception: Unable to allocate memory" when
+# they do not fit, after which every write is refused. With 512 MiB a store of 4,400 memories of MAX_CONTENT_CHARS
+# (a document import's chunks) could no longer checkpoint, and the rewrite of the 100,000-memory benchmark store
+# needed between 256 and 384 MiB for its Memory table alone (so about 500 MiB once its node group is full); 4 GiB
+# took 8,000 such memories and their rewrite (tests/storage/test_kuzu_buffer_pool.py). Pages beyond the cap are
+# evicted and read again from the file, as they would be under memory pressure anyway.
+BUFFER_POOL_CAP = 4 << 30
 # An explicit CHECKPOINT starts only with this many times its log free on the disk, and the margin more.
 CHECKPOINT_ROOM_FACTOR, CHECKPOINT_ROOM_MARGIN = 4, 8 << 20
 # Fold the log into the file after a commit that takes it past this (Kùzu's own threshold).

@@ -646,3 +646,33 @@ def test_an_entitys_relations_either_way_read_with_their_direction_every_time(
             (mine,) = canonical.relations(s, "bo", limit=5, scopes=["team:a"])
             assert (mine.predicate, mine.other_name, mine.outgoing) == ("knows", "Ana", False)
             assert [r.predicate for r in canonical.relations(s, "bo", limit=1)] == ["lives_in"]
+
+
+def test_a_relation_of_an_entity_to_itself_takes_one_place_in_its_window(
+    canonical: CanonicalStore, embedder: CachedEmbedder
+) -> None:
+    """An undirected match meets an edge from an entity to itself from both ends: read as two relations, each
+    self-relation took two of the window's places, and with 8 of them among Lisbon's newest the graph lane's
+    20-edge window lost the older Lisbon -capital_of-> Portugal (Hotel Aria's country) although the entity
+    had 17 distinct relations. Each edge is one relation, in every read (whole, filtered, kept)."""
+    lisbon, portugal = EntityIn("Lisbon"), EntityIn("Portugal")
+    older = _insert(
+        canonical, embedder, "Lisbon is the capital of Portugal.", ["team:a"], 1, (lisbon, portugal)
+    )
+    selfs = [
+        _insert(canonical, embedder, f"Lisbon, also Lisbon {i}.", ["team:a"], 2 + i, (lisbon,))
+        for i in range(4)
+    ]
+    with canonical.transaction() as tx:
+        canonical.relate(tx, older, "Lisbon", "capital_of", "Portugal", T0)
+        for i, m in enumerate(selfs):
+            canonical.relate(tx, m, "Lisbon", "alias_of", "Lisbon", T0 + timedelta(seconds=1 + i))
+    want = [(m, "lisbon") for m in reversed(selfs)] + [(older, "portugal")]
+    with canonical.read() as s:
+        for _ in range(3):
+            for scopes in (None, ["team:a"]):
+                got = canonical.relations(s, "lisbon", limit=5, scopes=scopes)
+                assert [(r.memory_id, r.other_id) for r in got] == want
+                assert [(r.memory_id, r.other_id) for r in canonical.relations(s, "lisbon", limit=2)] == want[
+                    :2
+                ]
