@@ -380,19 +380,26 @@ class _Writes(_Resolution):
         into the lexicon before the commit; a call that fails takes them out again (``_reload_lexicon``)."""
         if len(items) == 1:
             return [self._prepare(items[0], now, principal)]
+        ids = []
         for n, item in enumerate(items):  # a bad item anywhere refuses the call before the lexicon learns
             try:
-                self._checked(item, now, principal)
+                ids.append(content_id(self._checked(item, now, principal)[0]))
             except InvalidInput as exc:
                 raise InvalidInput(
                     f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
                 ) from None
+        with self.graph.read() as conn:
+            seen = self.graph.present(conn, ids)
         prepared = []
         try:
-            for item in items:
+            for mid, item in zip(ids, items, strict=True):
                 p = self._prepare(item, now, principal)
                 for e in p.entities:
                     self.lexicon.add(e.name, e.aliases)
+                if mid not in seen:  # a new memory records its proposals: a later item proposes the next ones
+                    seen.add(mid)
+                    for a, b, _j in p.proposed:
+                        self.lexicon.paired(a, b, sorted(p.scopes), add=True)
                 prepared.append(p)
         except BaseException:
             self._reload_lexicon()

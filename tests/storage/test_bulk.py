@@ -151,6 +151,15 @@ NAMED_IN_THE_CALL = [
     WriteItem("maggie called about the budget.", ["user:ana"]),
     WriteItem("Katherine Johnson computed the trajectory.", ["user:ana"]),
     WriteItem("Katherine Jonson reviewed the checklist.", ["user:ana"]),
+    # Proposals: each write of Acme proposes the next candidates, not those an earlier item proposed.
+    *[
+        WriteItem(
+            f"Item {i} mentions Ent{i} and Acme.",
+            ["user:ana"],
+            entities=[EntityIn(f"Ent{i}"), EntityIn("Acme")],
+        )
+        for i in range(10, 18)
+    ],
 ]
 
 
@@ -174,6 +183,7 @@ def test_a_bulk_write_knows_the_entities_its_earlier_items_introduced_as_writes_
         bulk, one = stores["bulk"], stores["one"]
         assert stores["bulk_receipts"] == stores["one_receipts"]
         assert "Marguerite Okonkwo-Hale" in stores["bulk_receipts"][4][1]
+        assert sum(len(r[2]) for r in stores["bulk_receipts"][-8:]) > 3
         assert _canonical(bulk) == _canonical(one)
         assert bulk.verify().ok
     finally:
