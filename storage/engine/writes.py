@@ -27,6 +27,7 @@ from storage.domain.models import (
     MemoryKind,
     Provenance,
     RelationIn,
+    Status,
     WriteItem,
     WriteReceipt,
     dated,
@@ -388,8 +389,8 @@ class _Writes(_Resolution):
                 raise InvalidInput(
                     f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
                 ) from None
-        with self.graph.read() as conn:
-            seen = self.graph.present(conn, ids)
+        with self.graph.read() as conn:  # current already: a duplicate or a link, which proposes nothing
+            seen = {mid for mid, m in self.graph.fetch(conn, ids).items() if m.status is Status.CURRENT}
         prepared = []
         try:
             for mid, item in zip(ids, items, strict=True):
