@@ -381,20 +381,22 @@ class _Writes(_Resolution):
         into the lexicon before the commit; a call that fails takes them out again (``_reload_lexicon``)."""
         if len(items) == 1:
             return [self._prepare(items[0], now, principal)]
-        ids = []
+        checked = []
         for n, item in enumerate(items):  # a bad item anywhere refuses the call before the lexicon learns
             try:
-                ids.append(content_id(self._checked(item, now, principal)[0]))
+                checked.append(self._checked(item, now, principal))
             except InvalidInput as exc:
                 raise InvalidInput(
                     f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
                 ) from None
+        ids = [content_id(c.content) for c in checked]
         with self.graph.read() as conn:  # current already: a duplicate or a link, which proposes nothing
-            seen = {mid for mid, m in self.graph.fetch(conn, ids).items() if m.status is Status.CURRENT}
+            held = list(self.graph.present(conn, ids))  # primary-key lookups; the few held are read whole
+            seen = {mid for mid, m in self.graph.fetch(conn, held).items() if m.status is Status.CURRENT}
         prepared = []
         try:
-            for mid, item in zip(ids, items, strict=True):
-                p = self._prepare(item, now, principal)
+            for mid, item, c in zip(ids, items, checked, strict=True):
+                p = self._prepare(item, now, principal, c)
                 for e in p.entities:
                     self.lexicon.add(e.name, e.aliases)
                 if mid not in seen:  # a new memory records its proposals: a later item proposes the next ones
@@ -407,8 +409,12 @@ class _Writes(_Resolution):
             raise
         return prepared
 
-    def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
-        text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = self._checked(item, now, principal)
+    def _prepare(
+        self, item: WriteItem, now: datetime, principal: Principal, checked: _Checked | None = None
+    ) -> _Prepared:
+        text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = checked or self._checked(
+            item, now, principal
+        )
         for r in rels:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
