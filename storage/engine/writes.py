@@ -27,6 +27,7 @@ from storage.domain.models import (
     MemoryKind,
     Provenance,
     RelationIn,
+    Status,
     WriteItem,
     WriteReceipt,
     dated,
@@ -147,16 +148,7 @@ class _Writes(_Resolution):
         ``"fold"`` to look for near-duplicates of each new memory as ``write`` does; None (bulk writes,
         imports, conversations) does not look."""
         now = _now()
-        prepared = []
-        for n, item in enumerate(items):
-            try:
-                prepared.append(self._prepare(item, now, principal))
-            except InvalidInput as exc:
-                if len(items) == 1:
-                    raise
-                raise InvalidInput(
-                    f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
-                ) from None
+        prepared = self._prepare_all(items, now, principal)
         with self.graph.read() as conn:
             known = self.graph.fetch(conn, [p.id for p in prepared if p.vector is None])
         todo = [p for p in prepared if p.vector is None and p.id not in known]
@@ -176,7 +168,12 @@ class _Writes(_Resolution):
             # the original was missed while the word index caught up), not this one's own commit.
             mark = self.reconciler.fresh_mark()
             looking = [(p, self._lane_pool.submit(self._near_duplicates, p, principal, mark)) for p in todo]
-        receipts = self._commit_writes(prepared, principal)
+        try:
+            receipts = self._commit_writes(prepared, principal)
+        except BaseException:
+            if len(prepared) > 1:  # the names ``_prepare_all`` taught the lexicon may not be stored
+                self._reload_lexicon()
+            raise
         # The same words written again after an erase have the erased memory's id: its recalls count again.
         self.accesses.revive(r.id for r in receipts)
         if looking:
@@ -375,8 +372,49 @@ class _Writes(_Resolution):
             )
         return checked
 
-    def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
-        text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = self._checked(item, now, principal)
+    def _prepare_all(
+        self, items: Sequence[WriteItem], now: datetime, principal: Principal
+    ) -> builtins.list[_Prepared]:
+        """``_prepare`` each item, every one knowing the entities the items before it name, as it would written
+        after them: a later item naming one by an alias, in lower case or in a close spelling mentioned it only
+        when written alone (an import lost every such mention of an entity its file introduced). The names go
+        into the lexicon before the commit; a call that fails takes them out again (``_reload_lexicon``)."""
+        if len(items) == 1:
+            return [self._prepare(items[0], now, principal)]
+        checked = []
+        for n, item in enumerate(items):  # a bad item anywhere refuses the call before the lexicon learns
+            try:
+                checked.append(self._checked(item, now, principal))
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    f"item {n}: {exc.message}", hint=exc.hint or "nothing was written"
+                ) from None
+        ids = [content_id(c.content) for c in checked]
+        with self.graph.read() as conn:  # current already: a duplicate or a link, which proposes nothing
+            held = list(self.graph.present(conn, ids))  # primary-key lookups; the few held are read whole
+            seen = {mid for mid, m in self.graph.fetch(conn, held).items() if m.status is Status.CURRENT}
+        prepared = []
+        try:
+            for mid, item, c in zip(ids, items, checked, strict=True):
+                p = self._prepare(item, now, principal, c)
+                for e in p.entities:
+                    self.lexicon.add(e.name, e.aliases)
+                if mid not in seen:  # a new memory records its proposals: a later item proposes the next ones
+                    seen.add(mid)
+                    for a, b, _j in p.proposed:
+                        self.lexicon.paired(a, b, sorted(p.scopes), add=True)
+                prepared.append(p)
+        except BaseException:
+            self._reload_lexicon()
+            raise
+        return prepared
+
+    def _prepare(
+        self, item: WriteItem, now: datetime, principal: Principal, checked: _Checked | None = None
+    ) -> _Prepared:
+        text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = checked or self._checked(
+            item, now, principal
+        )
         for r in rels:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
