@@ -20,7 +20,7 @@ from scopes import (
     readable,
 )
 from storage.domain import validation as v
-from storage.domain.errors import Conflict, InvalidInput, MnemographError
+from storage.domain.errors import Conflict, InvalidInput, MnemographError, ScopeDenied
 from storage.domain.models import (
     EntityIn,
     Memory,
@@ -565,6 +565,7 @@ class _Writes(_Resolution):
                 cur, existing = self._resolve_separate(tx, w.content, w.scopes)
             moved = None
             if existing is not None and self._moves(tx, w, existing, principal):
+                self._may_move(tx, existing, principal)  # before anything changes: an error commits the rest
                 # The same words as a plan not begun, with another start ("the start moved up"): a new memory of
                 # them replaces the plan, so the date is not dropped as a duplicate's metadata is.
                 moved = _Moved(existing.id, existing)
@@ -612,9 +613,38 @@ class _Writes(_Resolution):
             and self.graph.live_state(tx.conn, content_id(p.content, salt=existing.id)) is None
         )
 
+    def _may_move(self, tx: Tx, plan: Memory, principal: Principal) -> None:
+        """Raise ScopeDenied when the plan ends a memory in a scope ``principal`` may not write. The move cancels
+        the plan (what it ended holds again) and reconciles the new date as this principal's plan, which never
+        ends a memory there: the move would leave another scope's value holding for good, changed by a principal
+        with no grant on it, and two values after the date where both are read (found by attack22a)."""
+        if principal.unrestricted:
+            return
+        ended: set[str] = set()
+        for r in self.graph.relation_history(tx.conn, [plan.id]):
+            for o in self.graph.open_relations(tx.conn, r.subject, [r.predicate], at=tx.now):
+                if o.memory_id != plan.id:
+                    ended.add(o.memory_id)
+        ended = {
+            s.memory_id
+            for s in self.graph.relation_history(tx.conn, sorted(ended))
+            if s.ended_by == plan.id and s.valid_to == plan.valid_from
+        }
+        access = self._access(principal, self._tree())
+        if all(access.can_write(m.scopes) for m in self.graph.fetch(tx.conn, sorted(ended)).values()):
+            return
+        # Neither the memory nor its scopes are named: the principal may not read all of them.
+        raise ScopeDenied(
+            f"{principal.name} may not move this plan: it ends a value also kept in scopes you may not write, "
+            "which the move would leave holding there for good",
+            hint="nothing was changed; ask a principal who may write every scope of the value the plan ends to "
+            "move it",
+        )
+
     def _move_plan(self, tx: Tx, moved: _Moved, cur: str) -> None:
         """``cur`` (just inserted) replaces the plan ``moved.plan``, which never held; what the plan ended at its
-        start holds again (``_cancel_plan``), until ``cur``'s reconciliation ends it at the new date."""
+        start holds again (``_cancel_plan``), until ``cur``'s reconciliation ends it at the new date.
+        """
         self.graph.supersede(
             tx.conn,
             moved.plan,
