@@ -497,3 +497,26 @@ async def test_what_we_knew_before_a_plan_moved_is_its_old_date(client: Client) 
     day350 = (now + timedelta(days=350)).isoformat()
     assert await _employers(client, as_of=day350, known_at=between.isoformat()) == ["Ana works at Initech."]
     assert await _employers(client, as_of=day350) == ["Ana works at Acme."]
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00"])
+async def test_a_date_that_leaves_the_calendar_in_utc_is_an_invalid_argument_and_moves_nothing(
+    client: Client, when: str
+) -> None:
+    """The last day of year 9999 west of UTC is in year 10000 in UTC (and the first of year 1 east of it in
+    year 0): converting it raised OverflowError, reported as an unexpected server error with no hint, for
+    memory_write's valid_from and recall's as_of and known_at. Found by attack22a."""
+    starts = (datetime.now(UTC) + timedelta(days=300)).replace(microsecond=0)
+    acme, plan = await _plan(client, starts)
+    args = {"content": "Ana works at Initech.", "scopes": ANA, "kind": "fact", "valid_from": when}
+    code, text = await fails(client, "memory_write", args)
+    assert code == "invalid_arguments", (code, text)
+    assert "valid_from" in text
+    assert "UTC" in text
+    for view in ("as_of", "known_at"):
+        code, text = await fails(client, "recall", {"query": QUESTION, "scopes": ANA, view: when})
+        assert code == "invalid_arguments", (code, text)
+        assert view in text
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == starts.isoformat().replace("+00:00", "Z")
+    assert (await ok(client, "memory_read", {"id": plan["id"]}))["memory"]["status"] == "current"
