@@ -13,8 +13,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from scopes import Grant, Principal
 from storage import CachedEmbedder, EntityIn, RelationIn, WriteItem
+from storage.domain.errors import ScopeDenied
 from storage.domain.records import Change
 from storage.engine.core import EngineCore
 from storage.enrich.results import LlmResult, LlmStatement, Usage
@@ -561,3 +564,36 @@ def test_what_was_known_while_a_plan_stood_on_every_canonical_store(
     assert employers(as_of=later, known_at=between) == ["Ana works at Initech."]
     assert employers(as_of=later, known_at=datetime.now(UTC)) == ["Ana works at Acme."]
     assert employers(as_of=later) == ["Ana works at Acme."]
+
+
+def test_a_plan_ending_a_value_the_mover_may_not_write_stays_put_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """A writer of project:b alone moves a plan of project:b that ends an Acme kept in project:a too: refused
+    before anything changes, on each canonical store (a shared store applies an intent's writes at the commit,
+    so the check reads only what was there before). Then the plan and the value erased: no end a plan gave is
+    left naming either (attack22a)."""
+    eng = open_engine(tmp_path / "data")
+    a, b = "project:a", "project:b"
+    mover = Principal("b-writer", client="tests", grants=(Grant.parse(f"{b}=w"),))
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = eng.write("Ana works at Acme.", [a, b], kind="fact").id
+    plan = eng.write("Ana works at Initech.", [b], kind="fact", valid_from=now + timedelta(days=300))
+    with pytest.raises(ScopeDenied):
+        eng.write(
+            "Ana works at Initech.", [b], kind="fact", valid_from=now + timedelta(days=200), principal=mover
+        )
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=300)
+    assert eng.read(plan.id).memory.superseded_by is None
+    moved = eng.write("Ana works at Initech.", [b], kind="fact", valid_from=now + timedelta(days=200))
+    assert moved.supersedes == (plan.id,)
+    with eng.graph.read() as conn:
+        assert {(m, by) for m, by, _ in eng.graph.export_planned_ends(conn)} == {
+            (acme, plan.id),
+            (acme, moved.id),
+        }
+    eng.erase(moved.id, confirm=moved.id)
+    with eng.graph.read() as conn:
+        assert eng.graph.export_planned_ends(conn) == []
+    assert eng.read(acme).memory.valid_to is None
+    assert eng.verify().ok
