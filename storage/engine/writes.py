@@ -570,7 +570,11 @@ class _Writes(_Resolution):
                 # them replaces the plan, so the date is not dropped as a duplicate's metadata is.
                 moved = _Moved(existing.id, existing)
                 cur = content_id(w.content, salt=existing.id)
-                w = dataclasses.replace(w, scopes=sorted({*existing.scopes, *w.scopes}))
+                w = dataclasses.replace(
+                    w,
+                    scopes=sorted({*existing.scopes, *w.scopes}),
+                    valid_to=w.valid_to or self._stated_end(tx, existing, w.effective),
+                )
                 existing = None
             if existing is not None:
                 missing = [s for s in w.scopes if s not in existing.scopes]
@@ -612,6 +616,25 @@ class _Writes(_Resolution):
             and self._access(principal, self._tree()).can_write(existing.scopes)
             and self.graph.live_state(tx.conn, content_id(p.content, salt=existing.id)) is None
         )
+
+    def _stated_end(self, tx: Tx, plan: Memory, start: datetime | None) -> datetime | None:
+        """The end stated with a plan that moves to ``start`` with no end of its own: the date moves, the end
+        stays (a secondment from June to September moved up to May still ends in September). An end a later
+        plan gave it (``planned_ends``) is not the plan's own: reconciliation gives it again, and it goes when
+        that plan is cancelled. Raises InvalidInput before anything changes when the start is not before that
+        end (found by attack22a: the moved plan held for good)."""
+        if plan.valid_to is None or start is None:
+            return None
+        if any(
+            end == plan.valid_to for _, end in self.graph.planned_ends(tx.conn, [plan.id]).get(plan.id, [])
+        ):
+            return None
+        if start >= plan.valid_to:
+            raise InvalidInput(
+                f"the plan ends at {plan.valid_to.isoformat()}, not after its new start {start.isoformat()}",
+                hint="nothing was changed; pass valid_to too, with the plan's new end",
+            )
+        return plan.valid_to
 
     def _may_move(self, tx: Tx, plan: Memory, principal: Principal) -> None:
         """Raise ScopeDenied when the plan ends a memory in a scope ``principal`` may not write. The move cancels

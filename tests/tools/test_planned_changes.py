@@ -520,3 +520,53 @@ async def test_a_date_that_leaves_the_calendar_in_utc_is_an_invalid_argument_and
     read = await ok(client, "memory_read", {"id": acme["id"]})
     assert read["memory"]["valid_to"] == starts.isoformat().replace("+00:00", "Z")
     assert (await ok(client, "memory_read", {"id": plan["id"]}))["memory"]["status"] == "current"
+
+
+async def test_a_plan_with_an_end_keeps_it_when_its_start_moves(client: Client) -> None:
+    """Initech from day 300 to day 350 (a secondment), then the same words from day 200: the start moves, the
+    end stays (before, the moved plan held for good: day 360 answered Initech, which the plan said was over).
+    Moved past its end with no new end: refused, nothing changed. Found by attack22a."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    args = {"content": "Ana works at Initech.", "scopes": ANA, "kind": "fact"}
+    plan = await ok(
+        client,
+        "memory_write",
+        {
+            **args,
+            "valid_from": (now + timedelta(days=300)).isoformat(),
+            "valid_to": (now + timedelta(days=350)).isoformat(),
+        },
+    )
+    code, text = await fails(
+        client, "memory_write", {**args, "valid_from": (now + timedelta(days=360)).isoformat()}
+    )
+    assert code == "invalid_input", (code, text)
+    assert "valid_to" in text
+    assert (await ok(client, "memory_read", {"id": plan["id"]}))["memory"]["status"] == "current"
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    moved = await ok(client, "memory_write", {**args, "valid_from": (now + timedelta(days=200)).isoformat()})
+    assert (moved["status"], moved["supersedes"]) == ("added", [plan["id"]])
+    stored = (await ok(client, "memory_read", {"id": moved["id"]}))["memory"]
+    assert stored["valid_to"] == (now + timedelta(days=350)).isoformat().replace("+00:00", "Z")
+    assert await _employers(client, as_of=(now + timedelta(days=250)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    assert await _employers(client, as_of=(now + timedelta(days=360)).isoformat()) == []
+
+
+async def test_a_moved_plan_takes_no_end_a_later_plan_gave_it(client: Client) -> None:
+    """Globex from day 300, Initech from day 400 (which ends Globex then). Globex moved to day 200, then
+    Initech cancelled: Globex holds for good (the end was Initech's, not stated with Globex)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    initech = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    moved = await _write(client, "Ana works at Globex.", now + timedelta(days=200))
+    assert moved["status"] == "added"
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    await ok(client, "retire", {"id": initech["id"], "reason": "the Initech offer fell through"})
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Globex."]
