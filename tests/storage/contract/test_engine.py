@@ -17,7 +17,7 @@ import pytest
 
 from scopes import Grant, Principal
 from storage import CachedEmbedder, EntityIn, RelationIn, WriteItem
-from storage.domain.errors import ScopeDenied
+from storage.domain.errors import InvalidInput, ScopeDenied
 from storage.domain.records import Change
 from storage.engine.core import EngineCore
 from storage.enrich.results import LlmResult, LlmStatement, Usage
@@ -596,4 +596,31 @@ def test_a_plan_ending_a_value_the_mover_may_not_write_stays_put_on_every_canoni
     with eng.graph.read() as conn:
         assert eng.graph.export_planned_ends(conn) == []
     assert eng.read(acme).memory.valid_to is None
+    assert eng.verify().ok
+
+
+def test_a_plan_with_an_end_keeps_it_when_moved_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Initech from day 300 to day 350, moved to day 200 with no end given: it still ends on day 350, on each
+    canonical store; moved past that end with none, refused and nothing changed (attack22a)."""
+    eng = open_engine(tmp_path / "data")
+    ana = ["user:ana"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = eng.write("Ana works at Acme.", ana, kind="fact").id
+    plan = eng.write(
+        "Ana works at Initech.",
+        ana,
+        kind="fact",
+        valid_from=now + timedelta(days=300),
+        valid_to=now + timedelta(days=350),
+    )
+    with pytest.raises(InvalidInput):
+        eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=360))
+    assert eng.read(plan.id).memory.superseded_by is None
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=300)
+    moved = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=200))
+    assert moved.supersedes == (plan.id,)
+    assert eng.read(moved.id).memory.valid_to == now + timedelta(days=350)
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=200)
     assert eng.verify().ok
