@@ -624,3 +624,38 @@ def test_a_plan_with_an_end_keeps_it_when_moved_on_every_canonical_store(
     assert eng.read(moved.id).memory.valid_to == now + timedelta(days=350)
     assert eng.read(acme).memory.valid_to == now + timedelta(days=200)
     assert eng.verify().ok
+
+
+def test_erasing_a_moved_plan_and_its_value_leaves_no_id_or_words_on_every_canonical_store(
+    adapter: CanonicalAdapter, open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """A value, a plan for it moved twice (each move kept a PlannedEnd record naming the value and the plan),
+    then the plan erased, then the value: no id of any of them, nor their words, is left in any file of the
+    data directory or the graph server's (attack22a)."""
+    data = tmp_path / "data"
+    eng = open_engine(data)
+    ana = ["user:ana"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    plan_words, value_words = canary("PLAN"), canary("VALUE")
+    eng.write("Dee waters the ferns on Fridays.", ["user:dee"])
+    acme = eng.write(f"Ana works at Acme ({value_words}).", ana, kind="fact").id
+    plans = [
+        eng.write(
+            f"Ana works at Initech ({plan_words}).", ana, kind="fact", valid_from=now + timedelta(days=n)
+        ).id
+        for n in (300, 400, 200)
+    ]
+    patterns = {"plan words": plan_words.encode(), "value words": value_words.encode()}
+    patterns |= {f"id {i}": m.encode() for i, m in enumerate([acme, *plans])}
+    roots = [data, *adapter.roots(data)]
+
+    def left() -> set[str]:
+        return {what for what, b in patterns.items() if any(files_containing(r, b) for r in roots)}
+
+    assert left() == set(patterns)
+    eng.erase(plans[1], confirm=plans[1])
+    assert left() == {"value words", "id 0"}
+    assert eng.read(acme).memory.valid_to is None
+    eng.erase(acme, confirm=acme)
+    assert left() == set()
+    assert eng.verify().ok
