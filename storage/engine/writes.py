@@ -570,8 +570,11 @@ class _Writes(_Resolution):
                 # them replaces the plan, so the date is not dropped as a duplicate's metadata is.
                 moved = _Moved(existing.id, existing)
                 cur = content_id(w.content, salt=existing.id)
+                # Only the date moves: the kind stays the plan's (memory_write's kind defaults to note, and a
+                # fact turned note drops out of recall asking for facts; found by attack22a).
                 w = dataclasses.replace(
                     w,
+                    kind=existing.kind,
                     scopes=sorted({*existing.scopes, *w.scopes}),
                     valid_to=w.valid_to or self._stated_end(tx, existing, w.effective),
                 )

@@ -570,3 +570,25 @@ async def test_a_moved_plan_takes_no_end_a_later_plan_gave_it(client: Client) ->
     ]
     await ok(client, "retire", {"id": initech["id"], "reason": "the Initech offer fell through"})
     assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Globex."]
+
+
+async def test_a_moved_plan_keeps_its_kind(client: Client) -> None:
+    """A fact planned for day 300, moved to day 200 by the same words with only the new valid_from (memory_write's
+    kind defaults to note): the moved plan was a note, so recall asking for facts no longer found Ana's
+    employer on day 250. A move changes the date only. Found by attack22a."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    moved = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": ANA,
+            "valid_from": (now + timedelta(days=200)).isoformat(),
+        },
+    )
+    assert moved["status"] == "added"
+    assert (await ok(client, "memory_read", {"id": moved["id"]}))["memory"]["kind"] == "fact"
+    day250 = (now + timedelta(days=250)).isoformat()
+    assert await _employers(client, as_of=day250, kinds=["fact"]) == ["Ana works at Initech."]
