@@ -377,6 +377,8 @@ class _Writes(_Resolution):
 
     def _prepare(self, item: WriteItem, now: datetime, principal: Principal) -> _Prepared:
         text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = self._checked(item, now, principal)
+        if not rels and vf is not None:
+            rels = self._plan_relations(text, vf, now, principal)
         for r in rels:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
@@ -619,6 +621,39 @@ class _Writes(_Resolution):
             and self._access(principal, self._tree()).can_write(existing.scopes)
             and self.graph.live_state(tx.conn, content_id(p.content, salt=existing.id)) is None
         )
+
+    def _plan_relations(
+        self, text: str, start: datetime, now: datetime, principal: Principal
+    ) -> builtins.list[RelationIn]:
+        """The relations a plan of these words recorded, for a write that may move it (the same words with
+        another start and no relations of its own): the caller may have given them once because the words
+        alone do not say them, and without them the moved plan ends nothing (what the plan ended held again
+        for good; found by attack22a). Only a plan this principal may read and move; the intent decides
+        whether the write moves it (``_moves``), and a duplicate ignores them."""
+        with self.graph.read() as conn:
+            cur = content_id(text)
+            for _ in range(1000):
+                live = self.graph.live_state(conn, cur)
+                if live is None:
+                    return []
+                if live:
+                    break
+                cur = content_id(text, salt=cur)
+            else:
+                return []
+            plan = self.graph.fetch(conn, [cur]).get(cur)
+            if plan is None or plan.valid_from <= now or plan.valid_from == start:
+                return []
+            tree = self._tree()
+            if not principal.unrestricted and not (
+                self._can_read(principal, plan, tree) and self._access(principal, tree).can_write(plan.scopes)
+            ):
+                return []
+            return [
+                RelationIn(r.subject, r.predicate, r.object)
+                for r in self.graph.relation_history(conn, [plan.id])
+                if r.memory_id == plan.id
+            ]
 
     def _stated_end(self, tx: Tx, plan: Memory, start: datetime | None) -> datetime | None:
         """The end stated with a plan that moves to ``start`` with no end of its own: the date moves, the end

@@ -592,3 +592,30 @@ async def test_a_moved_plan_keeps_its_kind(client: Client) -> None:
     assert (await ok(client, "memory_read", {"id": moved["id"]}))["memory"]["kind"] == "fact"
     day250 = (now + timedelta(days=250)).isoformat()
     assert await _employers(client, as_of=day250, kinds=["fact"]) == ["Ana works at Initech."]
+
+
+async def test_a_moved_plan_keeps_the_relations_its_writer_gave(client: Client) -> None:
+    """A plan whose words do not say what it changes ("The new job for Ana begins with the team at
+    Initech.") written with relations=[Ana works_at Initech]; the same words again with only an earlier
+    valid_from. Before, the moved plan had no relation: Acme was reopened and never ended again (day 250 and
+    day 500 answered Acme only). The relations the plan recorded come with it. Found by attack22a."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    words = "The new job for Ana begins with the team at Initech."
+    args = {"content": words, "scopes": ANA, "kind": "fact"}
+    relation = {"subject": "Ana", "predicate": "works_at", "object": "Initech"}
+    plan = await ok(
+        client,
+        "memory_write",
+        {**args, "valid_from": (now + timedelta(days=300)).isoformat(), "relations": [relation]},
+    )
+    assert plan["supersedes_later"] == [acme["id"]]
+    moved = await ok(client, "memory_write", {**args, "valid_from": (now + timedelta(days=200)).isoformat()})
+    assert (moved["status"], moved["supersedes"], moved["supersedes_later"]) == (
+        "added",
+        [plan["id"]],
+        [acme["id"]],
+    )
+    assert moved["relations"] == ["Ana —works_at→ Initech"]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=200)).isoformat().replace("+00:00", "Z")
