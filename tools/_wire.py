@@ -47,7 +47,14 @@ def _parse_time(value: object) -> object:
 
 
 def _as_utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        # The first day of year 1 east of UTC, or the last of year 9999 west of it: no datetime in UTC. A
+        # ValueError makes it an invalid argument the caller can fix (an OverflowError was an internal error).
+        raise ValueError(
+            f"{value.isoformat()} is outside the years 1 to 9999 in UTC; send a time within them"
+        ) from None
 
 
 IsoTime = Annotated[

@@ -20,7 +20,7 @@ from scopes import (
     readable,
 )
 from storage.domain import validation as v
-from storage.domain.errors import Conflict, InvalidInput, MnemographError
+from storage.domain.errors import Conflict, InvalidInput, MnemographError, ScopeDenied
 from storage.domain.models import (
     EntityIn,
     Memory,
@@ -415,6 +415,8 @@ class _Writes(_Resolution):
         text, targets, mkind, ev, vf, vt, given, rels, meta, src, vector = checked or self._checked(
             item, now, principal
         )
+        if not rels and vf is not None:
+            rels = self._plan_relations(text, vf, now, principal)
         for r in rels:
             for end in (r.subject, r.object):
                 if all(e.name.casefold() != end.casefold() for e in given):
@@ -603,11 +605,19 @@ class _Writes(_Resolution):
                 cur, existing = self._resolve_separate(tx, w.content, w.scopes)
             moved = None
             if existing is not None and self._moves(tx, w, existing, principal):
+                self._may_move(tx, existing, principal)  # before anything changes: an error commits the rest
                 # The same words as a plan not begun, with another start ("the start moved up"): a new memory of
                 # them replaces the plan, so the date is not dropped as a duplicate's metadata is.
                 moved = _Moved(existing.id, existing)
                 cur = content_id(w.content, salt=existing.id)
-                w = dataclasses.replace(w, scopes=sorted({*existing.scopes, *w.scopes}))
+                # Only the date moves: the kind stays the plan's (memory_write's kind defaults to note, and a
+                # fact turned note drops out of recall asking for facts; found by attack22a).
+                w = dataclasses.replace(
+                    w,
+                    kind=existing.kind,
+                    scopes=sorted({*existing.scopes, *w.scopes}),
+                    valid_to=w.valid_to or self._stated_end(tx, existing, w.effective),
+                )
                 existing = None
             if existing is not None:
                 missing = [s for s in w.scopes if s not in existing.scopes]
@@ -650,9 +660,90 @@ class _Writes(_Resolution):
             and self.graph.live_state(tx.conn, content_id(p.content, salt=existing.id)) is None
         )
 
+    def _plan_relations(
+        self, text: str, start: datetime, now: datetime, principal: Principal
+    ) -> builtins.list[RelationIn]:
+        """The relations a plan of these words recorded, for a write that may move it (the same words with
+        another start and no relations of its own): the caller may have given them once because the words
+        alone do not say them, and without them the moved plan ends nothing (what the plan ended held again
+        for good; found by attack22a). Only a plan this principal may read and move; the intent decides
+        whether the write moves it (``_moves``), and a duplicate ignores them."""
+        with self.graph.read() as conn:
+            cur = content_id(text)
+            for _ in range(1000):
+                live = self.graph.live_state(conn, cur)
+                if live is None:
+                    return []
+                if live:
+                    break
+                cur = content_id(text, salt=cur)
+            else:
+                return []
+            plan = self.graph.fetch(conn, [cur]).get(cur)
+            if plan is None or plan.valid_from <= now or plan.valid_from == start:
+                return []
+            tree = self._tree()
+            if not principal.unrestricted and not (
+                self._can_read(principal, plan, tree) and self._access(principal, tree).can_write(plan.scopes)
+            ):
+                return []
+            return [
+                RelationIn(r.subject, r.predicate, r.object)
+                for r in self.graph.relation_history(conn, [plan.id])
+                if r.memory_id == plan.id
+            ]
+
+    def _stated_end(self, tx: Tx, plan: Memory, start: datetime | None) -> datetime | None:
+        """The end stated with a plan that moves to ``start`` with no end of its own: the date moves, the end
+        stays (a secondment from June to September moved up to May still ends in September). An end a later
+        plan gave it (``planned_ends``) is not the plan's own: reconciliation gives it again, and it goes when
+        that plan is cancelled. Raises InvalidInput before anything changes when the start is not before that
+        end (found by attack22a: the moved plan held for good)."""
+        if plan.valid_to is None or start is None:
+            return None
+        if any(
+            end == plan.valid_to for _, end in self.graph.planned_ends(tx.conn, [plan.id]).get(plan.id, [])
+        ):
+            return None
+        if start >= plan.valid_to:
+            raise InvalidInput(
+                f"the plan ends at {plan.valid_to.isoformat()}, not after its new start {start.isoformat()}",
+                hint="nothing was changed; pass valid_to too, with the plan's new end",
+            )
+        return plan.valid_to
+
+    def _may_move(self, tx: Tx, plan: Memory, principal: Principal) -> None:
+        """Raise ScopeDenied when the plan ends a memory in a scope ``principal`` may not write. The move cancels
+        the plan (what it ended holds again) and reconciles the new date as this principal's plan, which never
+        ends a memory there: the move would leave another scope's value holding for good, changed by a principal
+        with no grant on it, and two values after the date where both are read (found by attack22a)."""
+        if principal.unrestricted:
+            return
+        ended: set[str] = set()
+        for r in self.graph.relation_history(tx.conn, [plan.id]):
+            for o in self.graph.open_relations(tx.conn, r.subject, [r.predicate], at=tx.now):
+                if o.memory_id != plan.id:
+                    ended.add(o.memory_id)
+        ended = {
+            s.memory_id
+            for s in self.graph.relation_history(tx.conn, sorted(ended))
+            if s.ended_by == plan.id and s.valid_to == plan.valid_from
+        }
+        access = self._access(principal, self._tree())
+        if all(access.can_write(m.scopes) for m in self.graph.fetch(tx.conn, sorted(ended)).values()):
+            return
+        # Neither the memory nor its scopes are named: the principal may not read all of them.
+        raise ScopeDenied(
+            f"{principal.name} may not move this plan: it ends a value also kept in scopes you may not write, "
+            "which the move would leave holding there for good",
+            hint="nothing was changed; ask a principal who may write every scope of the value the plan ends to "
+            "move it",
+        )
+
     def _move_plan(self, tx: Tx, moved: _Moved, cur: str) -> None:
         """``cur`` (just inserted) replaces the plan ``moved.plan``, which never held; what the plan ended at its
-        start holds again (``_cancel_plan``), until ``cur``'s reconciliation ends it at the new date."""
+        start holds again (``_cancel_plan``), until ``cur``'s reconciliation ends it at the new date.
+        """
         self.graph.supersede(
             tx.conn,
             moved.plan,

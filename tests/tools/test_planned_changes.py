@@ -497,3 +497,125 @@ async def test_what_we_knew_before_a_plan_moved_is_its_old_date(client: Client) 
     day350 = (now + timedelta(days=350)).isoformat()
     assert await _employers(client, as_of=day350, known_at=between.isoformat()) == ["Ana works at Initech."]
     assert await _employers(client, as_of=day350) == ["Ana works at Acme."]
+
+
+@pytest.mark.parametrize("when", ["9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00"])
+async def test_a_date_that_leaves_the_calendar_in_utc_is_an_invalid_argument_and_moves_nothing(
+    client: Client, when: str
+) -> None:
+    """The last day of year 9999 west of UTC is in year 10000 in UTC (and the first of year 1 east of it in
+    year 0): converting it raised OverflowError, reported as an unexpected server error with no hint, for
+    memory_write's valid_from and recall's as_of and known_at. Found by attack22a."""
+    starts = (datetime.now(UTC) + timedelta(days=300)).replace(microsecond=0)
+    acme, plan = await _plan(client, starts)
+    args = {"content": "Ana works at Initech.", "scopes": ANA, "kind": "fact", "valid_from": when}
+    code, text = await fails(client, "memory_write", args)
+    assert code == "invalid_arguments", (code, text)
+    assert "valid_from" in text
+    assert "UTC" in text
+    for view in ("as_of", "known_at"):
+        code, text = await fails(client, "recall", {"query": QUESTION, "scopes": ANA, view: when})
+        assert code == "invalid_arguments", (code, text)
+        assert view in text
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == starts.isoformat().replace("+00:00", "Z")
+    assert (await ok(client, "memory_read", {"id": plan["id"]}))["memory"]["status"] == "current"
+
+
+async def test_a_plan_with_an_end_keeps_it_when_its_start_moves(client: Client) -> None:
+    """Initech from day 300 to day 350 (a secondment), then the same words from day 200: the start moves, the
+    end stays (before, the moved plan held for good: day 360 answered Initech, which the plan said was over).
+    Moved past its end with no new end: refused, nothing changed. Found by attack22a."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    args = {"content": "Ana works at Initech.", "scopes": ANA, "kind": "fact"}
+    plan = await ok(
+        client,
+        "memory_write",
+        {
+            **args,
+            "valid_from": (now + timedelta(days=300)).isoformat(),
+            "valid_to": (now + timedelta(days=350)).isoformat(),
+        },
+    )
+    code, text = await fails(
+        client, "memory_write", {**args, "valid_from": (now + timedelta(days=360)).isoformat()}
+    )
+    assert code == "invalid_input", (code, text)
+    assert "valid_to" in text
+    assert (await ok(client, "memory_read", {"id": plan["id"]}))["memory"]["status"] == "current"
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=300)).isoformat().replace("+00:00", "Z")
+    moved = await ok(client, "memory_write", {**args, "valid_from": (now + timedelta(days=200)).isoformat()})
+    assert (moved["status"], moved["supersedes"]) == ("added", [plan["id"]])
+    stored = (await ok(client, "memory_read", {"id": moved["id"]}))["memory"]
+    assert stored["valid_to"] == (now + timedelta(days=350)).isoformat().replace("+00:00", "Z")
+    assert await _employers(client, as_of=(now + timedelta(days=250)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    assert await _employers(client, as_of=(now + timedelta(days=360)).isoformat()) == []
+
+
+async def test_a_moved_plan_takes_no_end_a_later_plan_gave_it(client: Client) -> None:
+    """Globex from day 300, Initech from day 400 (which ends Globex then). Globex moved to day 200, then
+    Initech cancelled: Globex holds for good (the end was Initech's, not stated with Globex)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Globex.", now + timedelta(days=300))
+    initech = await _write(client, "Ana works at Initech.", now + timedelta(days=400))
+    moved = await _write(client, "Ana works at Globex.", now + timedelta(days=200))
+    assert moved["status"] == "added"
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == [
+        "Ana works at Initech."
+    ]
+    await ok(client, "retire", {"id": initech["id"], "reason": "the Initech offer fell through"})
+    assert await _employers(client, as_of=(now + timedelta(days=450)).isoformat()) == ["Ana works at Globex."]
+
+
+async def test_a_moved_plan_keeps_its_kind(client: Client) -> None:
+    """A fact planned for day 300, moved to day 200 by the same words with only the new valid_from (memory_write's
+    kind defaults to note): the moved plan was a note, so recall asking for facts no longer found Ana's
+    employer on day 250. A move changes the date only. Found by attack22a."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    await _write(client, "Ana works at Acme.")
+    await _write(client, "Ana works at Initech.", now + timedelta(days=300))
+    moved = await ok(
+        client,
+        "memory_write",
+        {
+            "content": "Ana works at Initech.",
+            "scopes": ANA,
+            "valid_from": (now + timedelta(days=200)).isoformat(),
+        },
+    )
+    assert moved["status"] == "added"
+    assert (await ok(client, "memory_read", {"id": moved["id"]}))["memory"]["kind"] == "fact"
+    day250 = (now + timedelta(days=250)).isoformat()
+    assert await _employers(client, as_of=day250, kinds=["fact"]) == ["Ana works at Initech."]
+
+
+async def test_a_moved_plan_keeps_the_relations_its_writer_gave(client: Client) -> None:
+    """A plan whose words do not say what it changes ("The new job for Ana begins with the team at
+    Initech.") written with relations=[Ana works_at Initech]; the same words again with only an earlier
+    valid_from. Before, the moved plan had no relation: Acme was reopened and never ended again (day 250 and
+    day 500 answered Acme only). The relations the plan recorded come with it. Found by attack22a."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = await _write(client, "Ana works at Acme.")
+    words = "The new job for Ana begins with the team at Initech."
+    args = {"content": words, "scopes": ANA, "kind": "fact"}
+    relation = {"subject": "Ana", "predicate": "works_at", "object": "Initech"}
+    plan = await ok(
+        client,
+        "memory_write",
+        {**args, "valid_from": (now + timedelta(days=300)).isoformat(), "relations": [relation]},
+    )
+    assert plan["supersedes_later"] == [acme["id"]]
+    moved = await ok(client, "memory_write", {**args, "valid_from": (now + timedelta(days=200)).isoformat()})
+    assert (moved["status"], moved["supersedes"], moved["supersedes_later"]) == (
+        "added",
+        [plan["id"]],
+        [acme["id"]],
+    )
+    assert moved["relations"] == ["Ana —works_at→ Initech"]
+    read = await ok(client, "memory_read", {"id": acme["id"]})
+    assert read["memory"]["valid_to"] == (now + timedelta(days=200)).isoformat().replace("+00:00", "Z")

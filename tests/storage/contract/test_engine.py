@@ -13,8 +13,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from scopes import Grant, Principal
 from storage import CachedEmbedder, EntityIn, RelationIn, WriteItem
+from storage.domain.errors import InvalidInput, ScopeDenied
 from storage.domain.records import Change
 from storage.engine.core import EngineCore
 from storage.enrich.results import LlmResult, LlmStatement, Usage
@@ -565,3 +568,98 @@ def test_what_was_known_while_a_plan_stood_on_every_canonical_store(
     assert employers(as_of=later, known_at=between) == ["Ana works at Initech."]
     assert employers(as_of=later, known_at=datetime.now(UTC)) == ["Ana works at Acme."]
     assert employers(as_of=later) == ["Ana works at Acme."]
+
+
+def test_a_plan_ending_a_value_the_mover_may_not_write_stays_put_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """A writer of project:b alone moves a plan of project:b that ends an Acme kept in project:a too: refused
+    before anything changes, on each canonical store (a shared store applies an intent's writes at the commit,
+    so the check reads only what was there before). Then the plan and the value erased: no end a plan gave is
+    left naming either (attack22a)."""
+    eng = open_engine(tmp_path / "data")
+    a, b = "project:a", "project:b"
+    mover = Principal("b-writer", client="tests", grants=(Grant.parse(f"{b}=w"),))
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = eng.write("Ana works at Acme.", [a, b], kind="fact").id
+    plan = eng.write("Ana works at Initech.", [b], kind="fact", valid_from=now + timedelta(days=300))
+    with pytest.raises(ScopeDenied):
+        eng.write(
+            "Ana works at Initech.", [b], kind="fact", valid_from=now + timedelta(days=200), principal=mover
+        )
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=300)
+    assert eng.read(plan.id).memory.superseded_by is None
+    moved = eng.write("Ana works at Initech.", [b], kind="fact", valid_from=now + timedelta(days=200))
+    assert moved.supersedes == (plan.id,)
+    with eng.graph.read() as conn:
+        assert {(m, by) for m, by, _ in eng.graph.export_planned_ends(conn)} == {
+            (acme, plan.id),
+            (acme, moved.id),
+        }
+    eng.erase(moved.id, confirm=moved.id)
+    with eng.graph.read() as conn:
+        assert eng.graph.export_planned_ends(conn) == []
+    assert eng.read(acme).memory.valid_to is None
+    assert eng.verify().ok
+
+
+def test_a_plan_with_an_end_keeps_it_when_moved_on_every_canonical_store(
+    open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """Initech from day 300 to day 350, moved to day 200 with no end given: it still ends on day 350, on each
+    canonical store; moved past that end with none, refused and nothing changed (attack22a)."""
+    eng = open_engine(tmp_path / "data")
+    ana = ["user:ana"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    acme = eng.write("Ana works at Acme.", ana, kind="fact").id
+    plan = eng.write(
+        "Ana works at Initech.",
+        ana,
+        kind="fact",
+        valid_from=now + timedelta(days=300),
+        valid_to=now + timedelta(days=350),
+    )
+    with pytest.raises(InvalidInput):
+        eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=360))
+    assert eng.read(plan.id).memory.superseded_by is None
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=300)
+    moved = eng.write("Ana works at Initech.", ana, kind="fact", valid_from=now + timedelta(days=200))
+    assert moved.supersedes == (plan.id,)
+    assert eng.read(moved.id).memory.valid_to == now + timedelta(days=350)
+    assert eng.read(acme).memory.valid_to == now + timedelta(days=200)
+    assert eng.verify().ok
+
+
+def test_erasing_a_moved_plan_and_its_value_leaves_no_id_or_words_on_every_canonical_store(
+    adapter: CanonicalAdapter, open_engine: OpenEngine, tmp_path: Path
+) -> None:
+    """A value, a plan for it moved twice (each move kept a PlannedEnd record naming the value and the plan),
+    then the plan erased, then the value: no id of any of them, nor their words, is left in any file of the
+    data directory or the graph server's (attack22a)."""
+    data = tmp_path / "data"
+    eng = open_engine(data)
+    ana = ["user:ana"]
+    now = datetime.now(UTC).replace(microsecond=0)
+    plan_words, value_words = canary("PLAN"), canary("VALUE")
+    eng.write("Dee waters the ferns on Fridays.", ["user:dee"])
+    acme = eng.write(f"Ana works at Acme ({value_words}).", ana, kind="fact").id
+    plans = [
+        eng.write(
+            f"Ana works at Initech ({plan_words}).", ana, kind="fact", valid_from=now + timedelta(days=n)
+        ).id
+        for n in (300, 400, 200)
+    ]
+    patterns = {"plan words": plan_words.encode(), "value words": value_words.encode()}
+    patterns |= {f"id {i}": m.encode() for i, m in enumerate([acme, *plans])}
+    roots = [data, *adapter.roots(data)]
+
+    def left() -> set[str]:
+        return {what for what, b in patterns.items() if any(files_containing(r, b) for r in roots)}
+
+    assert left() == set(patterns)
+    eng.erase(plans[1], confirm=plans[1])
+    assert left() == {"value words", "id 0"}
+    assert eng.read(acme).memory.valid_to is None
+    eng.erase(acme, confirm=acme)
+    assert left() == set()
+    assert eng.verify().ok
