@@ -67,3 +67,13 @@ def mention_rows(
         if given and e in given
     ]
     return said, [e for e in mentions if not given or e not in given]
+
+
+def planned_ends_by_memory(rows: Iterable[Sequence[Any]], utc: Utc) -> dict[str, list[tuple[str, datetime]]]:
+    """``(memory id, plan id, end)`` rows grouped by memory, in the rows' order: a planned end always has a date."""
+    out: dict[str, list[tuple[str, datetime]]] = {}
+    for mid, by, vt in rows:
+        end = utc(vt)
+        assert end is not None
+        out.setdefault(mid, []).append((by, end))
+    return out

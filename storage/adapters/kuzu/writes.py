@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from storage.adapters._rows import ENRICHMENT_KEYS
+from storage.adapters._rows import ENRICHMENT_KEYS, planned_ends_by_memory
 from storage.adapters.kuzu._cypher import (
     _EPOCH,
     _NEWER_ERASED,
@@ -540,17 +540,13 @@ class _Writes(_Reads):
         return [(mid, by, end) for mid, by, vt in rows if (end := utc(vt)) is not None]
 
     def planned_ends(self, conn: Session, memory_ids: Sequence[str]) -> dict[str, list[tuple[str, datetime]]]:
-        out: dict[str, list[tuple[str, datetime]]] = {}
-        for mid, by, vt in _rows(
+        rows = _rows(
             conn,
             "MATCH (e:PlannedEnd) WHERE e.memory_id IN $ids RETURN e.memory_id, e.ended_by, e.valid_to "
             "ORDER BY e.memory_id, e.ended_by",
             {"ids": list(memory_ids)},
-        ):
-            end = utc(vt)
-            assert end is not None
-            out.setdefault(mid, []).append((by, end))
-        return out
+        )
+        return planned_ends_by_memory(rows, utc)
 
     def append_changes(self, conn: Session, changes: Sequence[Change], at: datetime) -> None:
         _exec(
