@@ -669,17 +669,10 @@ class _Writes(_Resolution):
         for good; found by attack22a). Only a plan this principal may read and move; the intent decides
         whether the write moves it (``_moves``), and a duplicate ignores them."""
         with self.graph.read() as conn:
-            cur = content_id(text)
-            for _ in range(1000):
-                live = self.graph.live_state(conn, cur)
-                if live is None:
-                    return []
-                if live:
-                    break
-                cur = content_id(text, salt=cur)
-            else:
+            try:
+                _, plan = self._live_version(conn, text, content_id(text))
+            except Conflict:
                 return []
-            plan = self.graph.fetch(conn, [cur]).get(cur)
             if plan is None or plan.valid_from <= now or plan.valid_from == start:
                 return []
             tree = self._tree()
@@ -1059,18 +1052,22 @@ class _Writes(_Resolution):
         return self._resolve_content(tx, text, own)
 
     def _resolve_content(self, tx: Tx, text: str, mid: str) -> tuple[str, Memory | None]:
-        """The id this content gets now, and the current memory that already has it (if any).
+        """The id this content gets now, and the current memory that already has it (if any)."""
+        return self._live_version(tx.conn, text, mid)
+
+    def _live_version(self, conn: Session, text: str, mid: str) -> tuple[str, Memory | None]:
+        """The id this content gets now, and the current memory that already has it (if any), as ``conn`` sees.
 
         Content that was retired or superseded and is written again is a new assertion: it gets a new id
         derived from the previous one, so history keeps both.
         """
         cur = mid
         for _ in range(1000):
-            live = self.graph.live_state(tx.conn, cur)
+            live = self.graph.live_state(conn, cur)
             if live is None:
                 return cur, None
             if live:
-                return cur, self.graph.fetch(tx.conn, [cur])[cur]
+                return cur, self.graph.fetch(conn, [cur])[cur]
             cur = content_id(text, salt=cur)
         raise Conflict("this content has been re-asserted too many times")
 
